@@ -1,0 +1,172 @@
+//! Time, and nothing else: the only module that reads the system clocks.
+//!
+//! Everything that waits, backs off or expires (work queues, rate limiters,
+//! reflector backoff, leases) takes an `Arc<dyn Clock>` so that tests can
+//! drive time by hand with [`FakeClock`]. Code outside this module must never
+//! call `Instant::now()` or `SystemTime::now()` directly.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// A source of monotonic time (for intervals and deadlines) and wall time
+/// (for timestamps written into API objects).
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Monotonic "now"; only differences between two values mean anything.
+    fn now(&self) -> Instant;
+    /// Wall-clock time, for timestamps that leave the process.
+    fn wall(&self) -> SystemTime;
+    /// Block the calling thread for `d` of this clock's time.
+    fn sleep(&self, d: Duration);
+}
+
+/// Shared handle to a clock.
+pub type SharedClock = Arc<dyn Clock>;
+
+/// The real clocks of the operating system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealClock;
+
+impl RealClock {
+    /// A shared real clock.
+    pub fn shared() -> SharedClock {
+        Arc::new(RealClock)
+    }
+}
+
+impl Clock for RealClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+/// A clock that only moves when a test calls [`FakeClock::step`] or
+/// [`FakeClock::set`]. `sleep` blocks until the fake time has advanced far
+/// enough, so threads that sleep on it are released deterministically.
+#[derive(Debug)]
+pub struct FakeClock {
+    state: Mutex<FakeState>,
+    moved: Condvar,
+}
+
+#[derive(Debug)]
+struct FakeState {
+    base: Instant,
+    wall_base: SystemTime,
+    offset: Duration,
+    sleepers: usize,
+}
+
+impl FakeClock {
+    /// A fake clock starting at an arbitrary instant and at the Unix time
+    /// 2026-01-01T00:00:00Z.
+    pub fn new() -> Arc<FakeClock> {
+        Arc::new(FakeClock {
+            state: Mutex::new(FakeState {
+                base: Instant::now(),
+                wall_base: SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600),
+                offset: Duration::ZERO,
+                sleepers: 0,
+            }),
+            moved: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FakeState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Advance time by `d`, waking sleepers whose time has come.
+    pub fn step(&self, d: Duration) {
+        self.lock().offset += d;
+        self.moved.notify_all();
+    }
+
+    /// Time elapsed since the clock was made.
+    pub fn elapsed(&self) -> Duration {
+        self.lock().offset
+    }
+
+    /// Number of threads currently blocked in [`Clock::sleep`].
+    pub fn sleepers(&self) -> usize {
+        self.lock().sleepers
+    }
+
+    /// Wait (in real time, at most `limit`) until at least `n` threads sleep
+    /// on this clock. Returns whether that happened. For tests that must not
+    /// step time before a thread has gone to sleep.
+    pub fn wait_for_sleepers(&self, n: usize, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut st = self.lock();
+        while st.sleepers < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            st = self
+                .moved
+                .wait_timeout(st, left.min(Duration::from_millis(5)))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Instant {
+        let st = self.lock();
+        st.base + st.offset
+    }
+    fn wall(&self) -> SystemTime {
+        let st = self.lock();
+        st.wall_base + st.offset
+    }
+    fn sleep(&self, d: Duration) {
+        let mut st = self.lock();
+        let until = st.offset + d;
+        st.sleepers += 1;
+        self.moved.notify_all();
+        while st.offset < until {
+            st = self.moved.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st.sleepers -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fake_clock_moves_only_when_stepped() {
+        let c = FakeClock::new();
+        let t0 = c.now();
+        let w0 = c.wall();
+        assert_eq!(c.now(), t0);
+        c.step(Duration::from_secs(3));
+        assert_eq!(c.now() - t0, Duration::from_secs(3));
+        assert_eq!(
+            c.wall().duration_since(w0).ok(),
+            Some(Duration::from_secs(3))
+        );
+    }
+
+    #[test]
+    fn fake_sleep_returns_after_step() {
+        let c = FakeClock::new();
+        let c2 = Arc::clone(&c);
+        let h = std::thread::spawn(move || c2.sleep(Duration::from_secs(10)));
+        assert!(c.wait_for_sleepers(1, Duration::from_secs(5)));
+        c.step(Duration::from_secs(9));
+        assert_eq!(c.sleepers(), 1);
+        c.step(Duration::from_secs(1));
+        h.join().expect("sleeper thread");
+        assert_eq!(c.sleepers(), 0);
+    }
+}

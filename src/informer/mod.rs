@@ -1,0 +1,1 @@
+//! Informers: reflectors, stores and event handlers (placeholder, issue 4).

@@ -1,0 +1,1 @@
+//! Blocking Kubernetes API client (placeholder, issue 4).

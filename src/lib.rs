@@ -1,0 +1,26 @@
+//! endpointd: the Endpoints and EndpointSlice controllers of
+//! kube-controller-manager as a standalone, synchronous daemon for small
+//! edge control planes, plus kube-sim, the API-server simulator it is
+//! tested against.
+//!
+//! Data flows one way:
+//!
+//! ```text
+//! API server ─▶ informer (watcher thread per resource) ─▶ cache ─▶ handlers
+//!            ─▶ workqueue ─▶ workers ─▶ reconcilers (pure plans) ─▶ API writes
+//! ```
+//!
+//! A lease thread decides whether this process may write at all.
+
+pub mod clock;
+pub mod config;
+pub mod httpd;
+pub mod informer;
+pub mod kube;
+pub mod logging;
+pub mod metrics;
+pub mod model;
+pub mod sdnotify;
+pub mod shutdown;
+pub mod sim;
+pub mod workqueue;

@@ -1,0 +1,1 @@
+//! Trimmed API object projections (placeholder, issue 4).

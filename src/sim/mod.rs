@@ -1,0 +1,19 @@
+//! kube-sim: an in-memory Kubernetes API server speaking the real REST and
+//! watch wire protocol, for tests, the demo and benchmarks.
+//!
+//! Layers (request flow): `httpd` (sockets, TLS) → [`server`] (auth, faults,
+//! counters, discovery, admin endpoints) → [`requestinfo`] (path → verb,
+//! resource, namespace, name) → [`rest`] (resource semantics) → [`store`]
+//! (objects, resourceVersions, history, watch fan-out).
+
+pub mod discovery;
+pub mod faults;
+pub mod patch;
+pub mod requestinfo;
+pub mod resources;
+pub mod rest;
+pub mod selector;
+pub mod server;
+pub mod store;
+pub mod tls;
+pub mod validate;

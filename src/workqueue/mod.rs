@@ -1,0 +1,1 @@
+//! client-go workqueue semantics (placeholder, issue 5).
