@@ -14,6 +14,7 @@ pub mod resources;
 pub mod rest;
 pub mod selector;
 pub mod server;
+pub mod status;
 pub mod store;
 pub mod tls;
 pub mod validate;
