@@ -1,1 +1,186 @@
-//! Informers: reflectors, stores and event handlers (placeholder, issue 4).
+//! Informers: one reflector per resource on its own watcher thread keeping
+//! a small, always-correct local cache, and telling handlers what changed.
+//!
+//! ```text
+//! ListerWatcher ─▶ reflector (pure state machine) ─▶ watcher thread
+//!                      backoff (pure)                  │ store.apply/replace
+//!                                                      ▼
+//!                                   Store (RwLock, indexes) ─▶ handlers (same thread)
+//! ```
+//!
+//! - [`source`]: the [`ListerWatcher`] seam and error classification.
+//! - [`reflector`]: what to request next and what results mean (pure).
+//! - [`backoff`]: client-go's reflector backoff (pure).
+//! - [`store`]: the cache and its indexes; relist swap with synthetic events.
+//! - [`handlers`]: notifications, tombstones, ordered delivery.
+//!
+//! This module owns the [`Informer`] handle (start, store reader,
+//! `has_synced`) and [`wait_for_sync`]. Informers never write to the API
+//! server and never call `Instant::now()` (time comes from the clock).
+
+pub mod backoff;
+pub mod handlers;
+pub mod metrics;
+pub mod reflector;
+mod run;
+pub mod source;
+pub mod store;
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub use handlers::{DeletedObject, EventHandler, Handlers, Notification, Recorder};
+pub use metrics::InformerMetrics;
+pub use reflector::{Reflector, ReflectorConfig};
+pub use source::{
+    Cacheable, ErrorKind, ListRequest, ListerWatcher, Page, SourceError, WatchEvent, WatchEvents,
+    WatchRequest,
+};
+pub use store::{IndexKey, Store, SERVICE_NAME_LABEL};
+
+use crate::clock::{RealClock, SharedClock};
+use crate::shutdown::Shutdown;
+
+/// Something that reports whether its cache has synced.
+pub trait Synced {
+    /// Name for logs (the resource).
+    fn name(&self) -> &str;
+    /// Whether the first list has been delivered to the handlers.
+    fn has_synced(&self) -> bool;
+}
+
+/// Wait until every informer has synced (true) or shutdown is triggered
+/// (false). Polls every 100 ms like client-go's `WaitForCacheSync`.
+pub fn wait_for_sync(informers: &[&dyn Synced], shutdown: &Shutdown) -> bool {
+    loop {
+        if informers.iter().all(|i| i.has_synced()) {
+            let names: Vec<&str> = informers.iter().map(|i| i.name()).collect();
+            log::info!("caches synced: {}", names.join(", "));
+            return true;
+        }
+        if shutdown.wait_timeout(Duration::from_millis(100)) {
+            return false;
+        }
+    }
+}
+
+/// Configures and starts an [`Informer`].
+pub struct InformerBuilder<T> {
+    source: Arc<dyn ListerWatcher<T>>,
+    config: ReflectorConfig,
+    indexes: Vec<IndexKey>,
+    handlers: Handlers<T>,
+    clock: SharedClock,
+    metrics: Option<Arc<InformerMetrics>>,
+}
+
+impl<T: Cacheable> InformerBuilder<T> {
+    /// Reflector tuning (default: client-go's).
+    pub fn config(mut self, config: ReflectorConfig) -> Self {
+        self.config = config;
+        self
+    }
+    /// Maintain this secondary index (the namespace index is always kept).
+    pub fn index(mut self, by: IndexKey) -> Self {
+        if !self.indexes.contains(&by) {
+            self.indexes.push(by);
+        }
+        self
+    }
+    /// Register a handler; handlers are called in registration order.
+    pub fn handler(mut self, h: Arc<dyn EventHandler<T>>) -> Self {
+        self.handlers.push(h);
+        self
+    }
+    /// Clock for backoff and timestamps (default: the real clock).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+    /// Record metrics in these (shared) families.
+    pub fn metrics(mut self, m: Arc<InformerMetrics>) -> Self {
+        self.metrics = Some(m);
+        self
+    }
+
+    /// Spawn the watcher thread. Fails only if the OS refuses a thread.
+    pub fn start(self, shutdown: &Shutdown) -> std::io::Result<Informer<T>> {
+        let name = self.source.resource().to_string();
+        let store = Store::new(&self.indexes);
+        let synced = Arc::new(AtomicBool::new(false));
+        let worker = run::Worker {
+            source: self.source,
+            store: store.clone(),
+            handlers: self.handlers,
+            reflector: Reflector::new(self.config),
+            clock: self.clock,
+            shutdown: shutdown.clone(),
+            synced: Arc::clone(&synced),
+            metrics: self.metrics,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("informer-{name}"))
+            .spawn(move || worker.run())?;
+        Ok(Informer {
+            name,
+            store,
+            synced,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// A running informer: a watcher thread filling a [`Store`].
+#[derive(Debug)]
+pub struct Informer<T> {
+    name: String,
+    store: Store<T>,
+    synced: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl<T: Cacheable> Informer<T> {
+    /// Start configuring an informer over `source`.
+    pub fn builder(source: Arc<dyn ListerWatcher<T>>) -> InformerBuilder<T> {
+        InformerBuilder {
+            source,
+            config: ReflectorConfig::default(),
+            indexes: vec![IndexKey::Namespace],
+            handlers: Handlers::default(),
+            clock: RealClock::shared(),
+            metrics: None,
+        }
+    }
+
+    /// A reader handle on the cache (cheap to clone, share with workers).
+    pub fn store(&self) -> Store<T> {
+        self.store.clone()
+    }
+
+    /// Whether the first list has been delivered to the handlers.
+    pub fn has_synced(&self) -> bool {
+        self.synced.load(Ordering::SeqCst)
+    }
+
+    /// Wait for the watcher thread to end (after shutdown was triggered and
+    /// any blocked watch was woken). Returns false if the thread panicked.
+    pub fn join(mut self) -> bool {
+        self.thread.take().is_none_or(|t| t.join().is_ok())
+    }
+}
+
+impl<T: Cacheable> Synced for Informer<T> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn has_synced(&self) -> bool {
+        Informer::has_synced(self)
+    }
+}

@@ -1,0 +1,368 @@
+//! The reflector as a pure state machine (client-go `reflector.go`,
+//! kube-runtime `watcher.rs`): which request to make next, and what a
+//! result means for the cache. It owns no thread, no socket and no clock:
+//! the watcher thread (`run.rs`) feeds it results with the current time and
+//! carries out its [`Action`]s and [`Output`]s.
+//!
+//! Decisions (and where they differ from client-go, and why):
+//! - Every LIST — the first one too — is a consistent read (`resourceVersion`
+//!   unset) paginated with `limit` = 500 (client-go's first list uses RV "0"
+//!   from the watch cache; the issue asks for a paginated list, and a
+//!   consistent read never goes back in time after a 410).
+//! - WATCH from the list's RV with `allowWatchBookmarks`, `timeoutSeconds`
+//!   random in [300, 600) like client-go.
+//! - Every event and bookmark advances the RV; a watch that ends cleanly
+//!   resumes from it without a relist, provided it was healthy (lasted 1 s
+//!   or carried an event); a "very short watch" backs off first.
+//! - 410 Expired (on open or as an ERROR event) relists at once — unless the
+//!   last list completed less than 1 s ago, then it backs off (no hot loop
+//!   against a server that compacts constantly).
+//! - Transient errors (transport, 429, 5xx) back off and re-open the watch
+//!   from the same RV: cheaper than client-go's relist on a flaky edge link
+//!   and still correct, since a too-old RV is answered with 410.
+//! - Other errors (undecodable events, 403, …) and every LIST failure back
+//!   off and relist. The delay is at least the server's `Retry-After`.
+
+use std::time::{Duration, Instant};
+
+use super::backoff::{Backoff, BackoffConfig};
+use super::source::{ErrorKind, ListRequest, Page, SourceError, WatchEvent, WatchRequest};
+
+/// Reflector tuning; [`Default`] is client-go's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReflectorConfig {
+    /// LIST page size (client-go pager: 500).
+    pub page_size: u32,
+    /// Smallest `timeoutSeconds` of a watch (client-go: 300 s).
+    pub watch_timeout_min: Duration,
+    /// The watch timeout is drawn from [min, max) (client-go: 600 s).
+    pub watch_timeout_max: Duration,
+    /// A watch that ends sooner without any event is "very short" (1 s).
+    pub min_watch_duration: Duration,
+    /// Backoff between failed attempts.
+    pub backoff: BackoffConfig,
+    /// Seed for jitter and watch timeouts; `None` seeds from the OS.
+    pub seed: Option<u64>,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> ReflectorConfig {
+        ReflectorConfig {
+            page_size: 500,
+            watch_timeout_min: Duration::from_secs(300),
+            watch_timeout_max: Duration::from_secs(600),
+            min_watch_duration: Duration::from_secs(1),
+            backoff: BackoffConfig::default(),
+            seed: None,
+        }
+    }
+}
+
+/// Where a backoff leads once it has elapsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// Start a fresh list.
+    List,
+    /// Re-open the watch from this RV.
+    Watch(String),
+}
+
+/// The reflector's state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum State<T> {
+    /// Entered at start, after 410, and after the backoff that follows a
+    /// list failure or an `Other` watch error. Left by requesting page 1.
+    NeedList,
+    /// Entered when a page with a `continue` token arrives; holds the pages
+    /// so far (the store is swapped only once the list is complete). Left by
+    /// the last page (→ `NeedWatch`) or a failure (→ `Backoff`).
+    Listing {
+        /// Token for the next page.
+        continue_token: String,
+        /// Items of the pages so far.
+        items: Vec<T>,
+    },
+    /// Entered after a complete list or a healthy watch end: a watch from
+    /// `rv` must be opened. Left when the open succeeds or fails.
+    NeedWatch {
+        /// Resume point.
+        rv: String,
+    },
+    /// A watch is open; every event advances `rv`. Left when it ends.
+    Watching {
+        /// Last RV seen.
+        rv: String,
+        /// When the watch was opened.
+        opened: Instant,
+        /// Events (bookmarks included) received on it.
+        events: u64,
+    },
+    /// Waiting out a backoff until `until`, then `then`.
+    Backoff {
+        /// End of the wait.
+        until: Instant,
+        /// What follows.
+        then: Resume,
+    },
+}
+
+/// What the watcher thread must do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Fetch a page and feed [`Input::Listed`].
+    List(ListRequest),
+    /// Open a watch and feed [`Input::WatchOpened`], then its events.
+    Watch(WatchRequest),
+    /// Sleep this long, then ask again.
+    Wait(Duration),
+}
+
+/// A result fed into the machine.
+#[derive(Debug)]
+pub enum Input<T> {
+    /// A LIST page or its failure.
+    Listed(Result<Page<T>, SourceError>),
+    /// A WATCH was opened, or failed to open.
+    WatchOpened(Result<(), SourceError>),
+    /// One item of the open watch.
+    Event(Result<WatchEvent<T>, SourceError>),
+    /// The open watch ended cleanly (the stream ran out).
+    WatchEnded,
+}
+
+/// What the watcher thread must do with the cache.
+#[derive(Debug, PartialEq)]
+pub enum Output<T> {
+    /// Nothing to change.
+    None,
+    /// A complete list: replace the store's content (synthetic events).
+    Replace {
+        /// All items of all pages.
+        items: Vec<T>,
+        /// The list's resourceVersion.
+        rv: String,
+    },
+    /// Apply one watch event (bookmarks only move the RV).
+    Apply(WatchEvent<T>),
+}
+
+/// The reflector state machine for one resource.
+#[derive(Debug)]
+pub struct Reflector<T> {
+    state: State<T>,
+    config: ReflectorConfig,
+    backoff: Backoff,
+    rng: fastrand::Rng,
+    last_list_done: Option<Instant>,
+    lists_started: u64,
+}
+
+impl<T: super::source::Cacheable> Reflector<T> {
+    /// A reflector in [`State::NeedList`].
+    pub fn new(config: ReflectorConfig) -> Reflector<T> {
+        let rng = match config.seed {
+            Some(s) => fastrand::Rng::with_seed(s),
+            None => fastrand::Rng::new(),
+        };
+        Reflector {
+            state: State::NeedList,
+            backoff: Backoff::new(config.backoff),
+            config,
+            rng,
+            last_list_done: None,
+            lists_started: 0,
+        }
+    }
+
+    /// Current state.
+    pub fn state(&self) -> &State<T> {
+        &self.state
+    }
+
+    /// Whether a watch is open (the thread keeps reading events while so).
+    pub fn is_watching(&self) -> bool {
+        matches!(self.state, State::Watching { .. })
+    }
+
+    /// Number of complete-or-not lists started (page 1 requests); the
+    /// first is the initial list, every later one a relist.
+    pub fn lists_started(&self) -> u64 {
+        self.lists_started
+    }
+
+    /// The next thing to do at `now`. Ends an elapsed backoff.
+    pub fn next_action(&mut self, now: Instant) -> Action {
+        if let State::Backoff { until, then } = &self.state {
+            if now < *until {
+                return Action::Wait(*until - now);
+            }
+            self.state = match then {
+                Resume::List => State::NeedList,
+                Resume::Watch(rv) => State::NeedWatch { rv: rv.clone() },
+            };
+        }
+        match &self.state {
+            State::NeedList => {
+                self.lists_started += 1;
+                Action::List(self.list_request(None))
+            }
+            State::Listing { continue_token, .. } => {
+                Action::List(self.list_request(Some(continue_token.clone())))
+            }
+            State::NeedWatch { rv } | State::Watching { rv, .. } => {
+                let rv = rv.clone();
+                Action::Watch(self.watch_request(rv))
+            }
+            State::Backoff { .. } => Action::Wait(Duration::ZERO),
+        }
+    }
+
+    fn list_request(&self, continue_token: Option<String>) -> ListRequest {
+        ListRequest {
+            limit: Some(self.config.page_size),
+            continue_token,
+            resource_version: None,
+        }
+    }
+
+    fn watch_request(&mut self, rv: String) -> WatchRequest {
+        let lo = self.config.watch_timeout_min.as_secs();
+        let hi = self.config.watch_timeout_max.as_secs().max(lo + 1);
+        let secs = self.rng.u64(lo..hi);
+        WatchRequest {
+            resource_version: rv,
+            timeout_seconds: u32::try_from(secs).unwrap_or(u32::MAX),
+            allow_bookmarks: true,
+        }
+    }
+
+    /// Feed one result observed at `now`.
+    pub fn step(&mut self, input: Input<T>, now: Instant) -> Output<T> {
+        match input {
+            Input::Listed(Ok(page)) => self.on_page(page, now),
+            Input::Listed(Err(e)) => {
+                self.back_off(now, &e, Resume::List);
+                Output::None
+            }
+            Input::WatchOpened(Ok(())) => {
+                if let State::NeedWatch { rv } = &mut self.state {
+                    let rv = std::mem::take(rv);
+                    self.state = State::Watching {
+                        rv,
+                        opened: now,
+                        events: 0,
+                    };
+                }
+                Output::None
+            }
+            Input::WatchOpened(Err(e)) | Input::Event(Err(e)) => {
+                self.on_watch_error(e, now);
+                Output::None
+            }
+            Input::Event(Ok(ev)) => self.on_event(ev),
+            Input::WatchEnded => {
+                self.on_watch_end(now);
+                Output::None
+            }
+        }
+    }
+
+    fn on_page(&mut self, page: Page<T>, now: Instant) -> Output<T> {
+        let mut items = match std::mem::replace(&mut self.state, State::NeedList) {
+            State::Listing { items, .. } => items,
+            _ => Vec::new(),
+        };
+        items.extend(page.items);
+        match page.continue_token.filter(|c| !c.is_empty()) {
+            Some(continue_token) => {
+                self.state = State::Listing {
+                    continue_token,
+                    items,
+                };
+                Output::None
+            }
+            None => {
+                self.last_list_done = Some(now);
+                self.state = State::NeedWatch {
+                    rv: page.resource_version.clone(),
+                };
+                Output::Replace {
+                    items,
+                    rv: page.resource_version,
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, ev: WatchEvent<T>) -> Output<T> {
+        let State::Watching { rv, events, .. } = &mut self.state else {
+            // Not watching (the thread stops reading once a watch failed).
+            return Output::None;
+        };
+        *events += 1;
+        let new_rv = match &ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                o.resource_version()
+            }
+            WatchEvent::Bookmark { resource_version } => resource_version.as_str(),
+        };
+        if !new_rv.is_empty() {
+            *rv = new_rv.to_string();
+        }
+        Output::Apply(ev)
+    }
+
+    fn current_rv(&self) -> Option<String> {
+        match &self.state {
+            State::NeedWatch { rv } | State::Watching { rv, .. } => Some(rv.clone()),
+            _ => None,
+        }
+    }
+
+    fn on_watch_error(&mut self, e: SourceError, now: Instant) {
+        let Some(rv) = self.current_rv() else { return };
+        match e.kind {
+            ErrorKind::Expired => {
+                let fresh = self.last_list_done.is_some_and(|t| {
+                    now.saturating_duration_since(t) < self.config.min_watch_duration
+                });
+                if fresh {
+                    self.back_off(now, &e, Resume::List);
+                } else {
+                    self.state = State::NeedList;
+                }
+            }
+            ErrorKind::Transient => self.back_off(now, &e, Resume::Watch(rv)),
+            ErrorKind::Other => self.back_off(now, &e, Resume::List),
+        }
+    }
+
+    fn on_watch_end(&mut self, now: Instant) {
+        let State::Watching { rv, opened, events } = &self.state else {
+            return;
+        };
+        let healthy =
+            *events > 0 || now.saturating_duration_since(*opened) >= self.config.min_watch_duration;
+        let rv = rv.clone();
+        if healthy {
+            self.state = State::NeedWatch { rv };
+        } else {
+            let e = SourceError::transient("very short watch: ended at once without events");
+            self.back_off(now, &e, Resume::Watch(rv));
+        }
+    }
+
+    fn back_off(&mut self, now: Instant, e: &SourceError, then: Resume) {
+        let r = self.rng.f64();
+        let d = self.backoff.next_delay(now, r);
+        let d = e.retry_after.map_or(d, |ra| d.max(ra));
+        self.state = State::Backoff {
+            until: now + d,
+            then,
+        };
+    }
+}
+
+#[cfg(test)]
+#[path = "reflector_tests.rs"]
+mod tests;

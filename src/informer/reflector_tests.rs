@@ -1,0 +1,236 @@
+//! Table tests of the pure reflector state machine.
+
+use std::time::Duration;
+
+use super::*;
+use crate::informer::fake::{obj, page, t0, Obj};
+
+fn cfg() -> ReflectorConfig {
+    ReflectorConfig {
+        seed: Some(7),
+        ..ReflectorConfig::default()
+    }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A reflector that has listed one page at rv "10" and opened a watch.
+fn watching(now: Instant) -> Reflector<Obj> {
+    let mut r = Reflector::new(cfg());
+    assert!(matches!(r.next_action(now), Action::List(_)));
+    let out = r.step(
+        Input::Listed(Ok(page(vec![obj("a", "x", "5")], "10", None))),
+        now,
+    );
+    assert!(matches!(out, Output::Replace { .. }));
+    assert!(matches!(r.next_action(now), Action::Watch(_)));
+    r.step(Input::WatchOpened(Ok(())), now);
+    assert!(r.is_watching());
+    r
+}
+
+#[test]
+fn paginated_consistent_list_then_watch_from_list_rv() {
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(cfg());
+    let want_first = ListRequest {
+        limit: Some(500),
+        continue_token: None,
+        resource_version: None,
+    };
+    assert_eq!(r.next_action(now), Action::List(want_first));
+    let out = r.step(
+        Input::Listed(Ok(page(vec![obj("a", "1", "3")], "9", Some("c1")))),
+        now,
+    );
+    assert_eq!(out, Output::None, "no store change before the last page");
+    let want_next = ListRequest {
+        limit: Some(500),
+        continue_token: Some("c1".into()),
+        resource_version: None,
+    };
+    assert_eq!(r.next_action(now), Action::List(want_next));
+    let out = r.step(
+        Input::Listed(Ok(page(vec![obj("a", "2", "4")], "9", None))),
+        now,
+    );
+    assert_eq!(
+        out,
+        Output::Replace {
+            items: vec![obj("a", "1", "3"), obj("a", "2", "4")],
+            rv: "9".into()
+        }
+    );
+    let Action::Watch(w) = r.next_action(now) else {
+        panic!("expected a watch");
+    };
+    assert_eq!(w.resource_version, "9");
+    assert!(w.allow_bookmarks);
+    assert!(
+        (300..600).contains(&w.timeout_seconds),
+        "{}",
+        w.timeout_seconds
+    );
+    assert_eq!(r.lists_started(), 1);
+}
+
+#[test]
+fn events_and_bookmarks_advance_rv_and_clean_end_resumes() {
+    let now = t0();
+    let mut r = watching(now);
+    let table: Vec<(WatchEvent<Obj>, &str)> = vec![
+        (WatchEvent::Added(obj("a", "y", "11")), "11"),
+        (WatchEvent::Modified(obj("a", "y", "12")), "12"),
+        (
+            WatchEvent::Bookmark {
+                resource_version: "20".into(),
+            },
+            "20",
+        ),
+        (WatchEvent::Deleted(obj("a", "y", "21")), "21"),
+    ];
+    for (ev, rv) in table {
+        let out = r.step(Input::Event(Ok(ev.clone())), now);
+        assert_eq!(out, Output::Apply(ev));
+        assert!(matches!(r.state(), State::Watching { rv: cur, .. } if cur == rv));
+    }
+    r.step(Input::WatchEnded, now);
+    let Action::Watch(w) = r.next_action(now) else {
+        panic!("a healthy watch end re-watches at once");
+    };
+    assert_eq!(w.resource_version, "21");
+    assert_eq!(r.lists_started(), 1, "no relist");
+}
+
+#[test]
+fn very_short_empty_watch_backs_off_then_rewatches() {
+    let now = t0();
+    let mut r = watching(now);
+    r.step(Input::WatchEnded, now + ms(10));
+    let Action::Wait(d) = r.next_action(now + ms(10)) else {
+        panic!("expected a backoff");
+    };
+    assert!(d >= ms(800) && d < ms(1600), "{d:?}");
+    let after = now + ms(10) + d;
+    assert!(matches!(r.next_action(after), Action::Watch(w) if w.resource_version == "10"));
+    // A second short watch doubles the delay.
+    r.step(Input::WatchOpened(Ok(())), after);
+    r.step(Input::WatchEnded, after);
+    let Action::Wait(d2) = r.next_action(after) else {
+        panic!("expected a backoff");
+    };
+    assert!(d2 >= ms(1600) && d2 < ms(3200), "{d2:?}");
+}
+
+#[test]
+fn long_quiet_watch_end_is_healthy() {
+    let now = t0();
+    let mut r = watching(now);
+    r.step(Input::WatchEnded, now + Duration::from_secs(2));
+    assert!(matches!(
+        r.next_action(now + Duration::from_secs(2)),
+        Action::Watch(_)
+    ));
+}
+
+/// How the machine reacts to each error kind, on open and mid-stream.
+#[test]
+fn error_classification_table() {
+    enum Want {
+        ListNow,
+        BackoffThenList,
+        BackoffThenWatch,
+    }
+    // (kind, on open?, seconds after the list, expected)
+    let table = [
+        (ErrorKind::Expired, true, 5, Want::ListNow),
+        (ErrorKind::Expired, false, 5, Want::ListNow),
+        (ErrorKind::Expired, true, 0, Want::BackoffThenList),
+        (ErrorKind::Transient, true, 5, Want::BackoffThenWatch),
+        (ErrorKind::Transient, false, 5, Want::BackoffThenWatch),
+        (ErrorKind::Other, true, 5, Want::BackoffThenList),
+        (ErrorKind::Other, false, 5, Want::BackoffThenList),
+    ];
+    for (i, (kind, on_open, after, want)) in table.into_iter().enumerate() {
+        let start = t0();
+        let mut r: Reflector<Obj> = Reflector::new(cfg());
+        r.next_action(start);
+        r.step(Input::Listed(Ok(page(vec![], "10", None))), start);
+        let now = start + Duration::from_secs(after);
+        r.next_action(now);
+        let e = SourceError {
+            kind,
+            message: "x".into(),
+            retry_after: None,
+        };
+        if on_open {
+            r.step(Input::WatchOpened(Err(e)), now);
+        } else {
+            r.step(Input::WatchOpened(Ok(())), now);
+            r.step(Input::Event(Err(e)), now);
+        }
+        assert!(!r.is_watching(), "case {i}");
+        let act = r.next_action(now);
+        let later = now + Duration::from_secs(2);
+        match want {
+            Want::ListNow => assert!(matches!(act, Action::List(_)), "case {i}: {act:?}"),
+            Want::BackoffThenList => {
+                assert!(matches!(act, Action::Wait(_)), "case {i}: {act:?}");
+                assert!(matches!(r.next_action(later), Action::List(_)), "case {i}");
+            }
+            Want::BackoffThenWatch => {
+                assert!(matches!(act, Action::Wait(_)), "case {i}: {act:?}");
+                assert!(
+                    matches!(r.next_action(later), Action::Watch(ref w) if w.resource_version == "10"),
+                    "case {i}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn list_failure_backs_off_honours_retry_after_and_restarts_paging() {
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(cfg());
+    r.next_action(now);
+    r.step(
+        Input::Listed(Ok(page(vec![obj("a", "1", "1")], "5", Some("c")))),
+        now,
+    );
+    r.next_action(now);
+    let e = SourceError::transient("503").with_retry_after(Some(Duration::from_secs(7)));
+    r.step(Input::Listed(Err(e)), now);
+    assert_eq!(r.next_action(now), Action::Wait(Duration::from_secs(7)));
+    let Action::List(req) = r.next_action(now + Duration::from_secs(7)) else {
+        panic!("expected a relist");
+    };
+    assert_eq!(req.continue_token, None, "paging restarts from page 1");
+    let out = r.step(
+        Input::Listed(Ok(page(vec![obj("a", "2", "2")], "6", None))),
+        now,
+    );
+    assert_eq!(
+        out,
+        Output::Replace {
+            items: vec![obj("a", "2", "2")],
+            rv: "6".into()
+        },
+        "items of the failed list are discarded"
+    );
+    assert_eq!(r.lists_started(), 2);
+}
+
+#[test]
+fn events_after_a_failed_watch_are_ignored() {
+    let now = t0();
+    let mut r = watching(now);
+    r.step(Input::Event(Err(SourceError::other("bad json"))), now);
+    let out = r.step(
+        Input::Event(Ok(WatchEvent::Added(obj("a", "z", "99")))),
+        now,
+    );
+    assert_eq!(out, Output::None);
+}

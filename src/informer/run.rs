@@ -1,0 +1,164 @@
+//! The watcher thread: drives one [`Reflector`] against a
+//! [`ListerWatcher`], applies its outputs to the [`Store`] and delivers the
+//! resulting notifications to the handlers, in order, on this same thread.
+//!
+//! It decides nothing itself (the reflector does); it only moves data and
+//! sleeps through the clock. It stops between requests and between watch
+//! events once shutdown is triggered; a watch blocked in a read is woken by
+//! the source (for the HTTP client: `Client::shutdown_watches()`) or by the
+//! server's timeout. It must never hold the store lock while calling
+//! handlers (the store returns notifications, this thread delivers them).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::handlers::Handlers;
+use super::metrics::InformerMetrics;
+use super::reflector::{Action, Input, Output, Reflector};
+use super::source::{Cacheable, ErrorKind, ListerWatcher, SourceError, WatchEvent, WatchRequest};
+use super::store::Store;
+use crate::clock::SharedClock;
+use crate::shutdown::Shutdown;
+
+/// Longest single clock sleep, so that shutdown is noticed during backoff.
+const SLEEP_SLICE: Duration = Duration::from_millis(100);
+
+/// Everything the watcher thread owns.
+pub(crate) struct Worker<T> {
+    pub(crate) source: Arc<dyn ListerWatcher<T>>,
+    pub(crate) store: Store<T>,
+    pub(crate) handlers: Handlers<T>,
+    pub(crate) reflector: Reflector<T>,
+    pub(crate) clock: SharedClock,
+    pub(crate) shutdown: Shutdown,
+    pub(crate) synced: Arc<AtomicBool>,
+    pub(crate) metrics: Option<Arc<InformerMetrics>>,
+}
+
+impl<T: Cacheable> Worker<T> {
+    /// Run until shutdown.
+    pub(crate) fn run(mut self) {
+        let resource = self.source.resource().to_string();
+        log::debug!("informer {resource}: started");
+        while !self.shutdown.is_triggered() {
+            let now = self.clock.now();
+            match self.reflector.next_action(now) {
+                Action::List(req) => {
+                    let res = self.source.list(&req);
+                    if let Err(e) = &res {
+                        self.report_error("list", e);
+                    }
+                    let out = self.reflector.step(Input::Listed(res), self.clock.now());
+                    self.apply(out);
+                }
+                Action::Watch(req) => self.watch(&req),
+                Action::Wait(d) => self.sleep(d),
+            }
+        }
+        log::debug!("informer {resource}: stopped");
+    }
+
+    fn watch(&mut self, req: &WatchRequest) {
+        let stream = match self.source.watch(req) {
+            Ok(s) => s,
+            Err(e) => {
+                self.report_error("watch", &e);
+                let _ = self
+                    .reflector
+                    .step(Input::WatchOpened(Err(e)), self.clock.now());
+                return;
+            }
+        };
+        let _ = self
+            .reflector
+            .step(Input::WatchOpened(Ok(())), self.clock.now());
+        for item in stream {
+            if self.shutdown.is_triggered() {
+                return;
+            }
+            if let Err(e) = &item {
+                self.report_error("watch", e);
+            }
+            let out = self.reflector.step(Input::Event(item), self.clock.now());
+            self.apply(out);
+            if !self.reflector.is_watching() {
+                return;
+            }
+        }
+        let _ = self.reflector.step(Input::WatchEnded, self.clock.now());
+    }
+
+    fn apply(&mut self, out: Output<T>) {
+        match out {
+            Output::None => {}
+            Output::Replace { items, rv } => {
+                let initial = !self.synced.load(Ordering::SeqCst);
+                let notes = self.store.replace(items, &rv, initial);
+                log::info!(
+                    "informer {}: {} of {} objects at rv {rv} ({} changes)",
+                    self.source.resource(),
+                    if initial { "listed" } else { "relisted" },
+                    self.store.len(),
+                    notes.len()
+                );
+                self.handlers.dispatch_all(&notes);
+                self.synced.store(true, Ordering::SeqCst);
+                if let Some(m) = &self.metrics {
+                    m.list_done(
+                        self.source.resource(),
+                        initial,
+                        self.store.len(),
+                        self.clock.wall(),
+                    );
+                }
+            }
+            Output::Apply(ev) => {
+                let kind = event_kind(&ev);
+                if let Some(n) = self.store.apply(ev) {
+                    self.handlers.dispatch(&n);
+                }
+                if let Some(m) = &self.metrics {
+                    m.event(
+                        self.source.resource(),
+                        kind,
+                        self.store.len(),
+                        self.clock.wall(),
+                    );
+                }
+            }
+        }
+    }
+
+    fn report_error(&self, what: &str, e: &SourceError) {
+        let kind = match e.kind {
+            ErrorKind::Expired => "expired",
+            ErrorKind::Transient => "transient",
+            ErrorKind::Other => "other",
+        };
+        log::warn!("informer {}: {what} failed: {e}", self.source.resource());
+        if let Some(m) = &self.metrics {
+            m.error(self.source.resource(), kind);
+        }
+    }
+
+    fn sleep(&self, d: Duration) {
+        let deadline = self.clock.now() + d;
+        while !self.shutdown.is_triggered() {
+            let left = deadline.saturating_duration_since(self.clock.now());
+            if left.is_zero() {
+                return;
+            }
+            self.clock.sleep(left.min(SLEEP_SLICE));
+        }
+    }
+}
+
+fn event_kind<T>(ev: &WatchEvent<T>) -> &'static str {
+    match ev {
+        WatchEvent::Added(_) => "ADDED",
+        WatchEvent::Modified(_) => "MODIFIED",
+        WatchEvent::Deleted(_) => "DELETED",
+        WatchEvent::Bookmark { .. } => "BOOKMARK",
+    }
+}

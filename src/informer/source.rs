@@ -1,0 +1,152 @@
+//! The informer's view of the API server: the [`ListerWatcher`] trait, the
+//! list/watch request and event types, the [`Cacheable`] object contract,
+//! and the error classification the reflector acts on.
+//!
+//! This module owns the seam between informers and the HTTP client, so that
+//! reflectors and stores can be tested against in-memory fakes. It must
+//! never decide *what* to do about an error (that is the reflector's job);
+//! it only says which kind of error it is.
+
+use std::fmt;
+use std::time::Duration;
+
+/// What an informer needs to know about a cached object.
+///
+/// Implemented for the trimmed `model` projections; test types implement it
+/// directly. Objects are immutable once cached (shared as `Arc<T>`).
+pub trait Cacheable: Clone + Send + Sync + 'static {
+    /// Store key: `"namespace/name"`, or `"name"` for cluster-scoped objects
+    /// (client-go `MetaNamespaceKeyFunc`).
+    fn key(&self) -> String;
+    /// Namespace, empty for cluster-scoped objects.
+    fn namespace(&self) -> &str;
+    /// `metadata.resourceVersion` (opaque; only compared for equality).
+    fn resource_version(&self) -> &str;
+    /// The value of label `name`, if set.
+    fn label(&self, name: &str) -> Option<&str>;
+}
+
+/// One LIST request (one page).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListRequest {
+    /// Page size (`limit`); `None` asks for everything at once.
+    pub limit: Option<u32>,
+    /// `continue` token from the previous page.
+    pub continue_token: Option<String>,
+    /// `resourceVersion`; `None` means a consistent (quorum) read.
+    pub resource_version: Option<String>,
+}
+
+/// One page of a LIST answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    /// The objects of this page.
+    pub items: Vec<T>,
+    /// `metadata.resourceVersion` of the list.
+    pub resource_version: String,
+    /// `metadata.continue`; `None` or empty on the last page.
+    pub continue_token: Option<String>,
+}
+
+/// One WATCH request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchRequest {
+    /// Resume point: events strictly after this resourceVersion.
+    pub resource_version: String,
+    /// Server-side end of the watch (`timeoutSeconds`).
+    pub timeout_seconds: u32,
+    /// `allowWatchBookmarks`.
+    pub allow_bookmarks: bool,
+}
+
+/// One event read from a watch stream. Server `ERROR` events are not
+/// events: the source turns them into a [`SourceError`] item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchEvent<T> {
+    /// `ADDED`.
+    Added(T),
+    /// `MODIFIED`.
+    Modified(T),
+    /// `DELETED` (the object's last state).
+    Deleted(T),
+    /// `BOOKMARK`: only moves the resourceVersion forward.
+    Bookmark {
+        /// The bookmark's resourceVersion.
+        resource_version: String,
+    },
+}
+
+/// The events of one open watch, ending when the watch ends. An `Err` item
+/// ends the watch with that error.
+pub type WatchEvents<T> = Box<dyn Iterator<Item = Result<WatchEvent<T>, SourceError>> + Send>;
+
+/// How the reflector must react to a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// 410 Gone / reason `Expired`: the resourceVersion is too old.
+    /// Not retryable as is: relist with a consistent read.
+    Expired,
+    /// Transport failure, timeout, 429 or 5xx: retryable after backoff
+    /// with the same request (a watch resumes from the same RV).
+    Transient,
+    /// Anything else (undecodable event, 4xx such as 403): retryable only
+    /// after backoff and a fresh list, because events may have been lost.
+    Other,
+}
+
+/// A list or watch failure, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceError {
+    /// What to do about it.
+    pub kind: ErrorKind,
+    /// Human-readable cause (never contains credentials).
+    pub message: String,
+    /// Server's `Retry-After` hint; the reflector waits at least this long.
+    pub retry_after: Option<Duration>,
+}
+
+impl SourceError {
+    /// An [`ErrorKind::Expired`] error.
+    pub fn expired(message: impl Into<String>) -> SourceError {
+        SourceError::new(ErrorKind::Expired, message)
+    }
+    /// An [`ErrorKind::Transient`] error.
+    pub fn transient(message: impl Into<String>) -> SourceError {
+        SourceError::new(ErrorKind::Transient, message)
+    }
+    /// An [`ErrorKind::Other`] error.
+    pub fn other(message: impl Into<String>) -> SourceError {
+        SourceError::new(ErrorKind::Other, message)
+    }
+    fn new(kind: ErrorKind, message: impl Into<String>) -> SourceError {
+        SourceError {
+            kind,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+    /// The same error with a `Retry-After` hint.
+    pub fn with_retry_after(mut self, d: Option<Duration>) -> SourceError {
+        self.retry_after = d;
+        self
+    }
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+/// Lists and watches one resource (optionally in one namespace, with
+/// selectors fixed at construction).
+pub trait ListerWatcher<T>: Send + Sync {
+    /// Short name for logs and metrics, e.g. `"pods"`.
+    fn resource(&self) -> &str;
+    /// Fetch one page.
+    fn list(&self, req: &ListRequest) -> Result<Page<T>, SourceError>;
+    /// Open a watch. Blocking reads happen in the returned iterator.
+    fn watch(&self, req: &WatchRequest) -> Result<WatchEvents<T>, SourceError>;
+}

@@ -1,0 +1,335 @@
+//! The informer cache: a thread-safe map from key (`ns/name`) to the latest
+//! object, with secondary indexes (by namespace; by a label such as
+//! `kubernetes.io/service-name` for EndpointSlices).
+//!
+//! Invariants:
+//! - every index entry names a key present in `items`, and every item is in
+//!   exactly the index buckets its current state computes to;
+//! - readers see either the whole state before a write or the whole state
+//!   after it: a relist builds the complete new map and indexes *outside*
+//!   the lock and swaps them in with one pointer-sized move, so readers never
+//!   observe a half-empty cache;
+//! - objects are immutable `Arc<T>`: readers get cheap clones and may keep
+//!   them after the store moves on.
+//!
+//! Only the informer's watcher thread writes (`apply`, `replace`); the store
+//! never talks to the network and never calls handlers itself — it returns
+//! the [`Notification`]s the caller must deliver. One `RwLock` guards the
+//! whole map; the cache-memory bench compares it against a sharded map
+//! (see the informer report): reads are short (clone an `Arc`) and writes
+//! are rare, so a single lock is not the bottleneck, and sharding would
+//! break the atomic relist swap.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use super::handlers::{DeletedObject, Notification};
+use super::source::{Cacheable, WatchEvent};
+
+/// The label that ties an EndpointSlice to its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// A secondary index: which value of an object it files the object under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexKey {
+    /// `metadata.namespace` (cluster-scoped objects are not indexed).
+    Namespace,
+    /// The value of the named label (objects without it are not indexed).
+    Label(&'static str),
+}
+
+impl IndexKey {
+    fn value<'a, T: Cacheable>(&self, obj: &'a T) -> Option<&'a str> {
+        match self {
+            IndexKey::Namespace => Some(obj.namespace()).filter(|ns| !ns.is_empty()),
+            IndexKey::Label(l) => obj.label(l),
+        }
+    }
+}
+
+type Bucket = HashSet<Arc<str>>;
+
+#[derive(Debug)]
+struct Index {
+    by: IndexKey,
+    buckets: HashMap<Box<str>, Bucket>,
+}
+
+#[derive(Debug)]
+struct Inner<T> {
+    items: HashMap<Arc<str>, Arc<T>>,
+    indexes: Vec<Index>,
+    /// resourceVersion of the last list, event or bookmark applied.
+    resource_version: String,
+}
+
+impl<T: Cacheable> Inner<T> {
+    fn empty(keys: &[IndexKey]) -> Inner<T> {
+        Inner {
+            items: HashMap::new(),
+            indexes: keys
+                .iter()
+                .map(|&by| Index {
+                    by,
+                    buckets: HashMap::new(),
+                })
+                .collect(),
+            resource_version: String::new(),
+        }
+    }
+
+    fn index_add(&mut self, key: &Arc<str>, obj: &T) {
+        for ix in &mut self.indexes {
+            if let Some(v) = ix.by.value(obj) {
+                ix.buckets
+                    .entry(v.into())
+                    .or_default()
+                    .insert(Arc::clone(key));
+            }
+        }
+    }
+
+    fn index_remove(&mut self, key: &str, obj: &T) {
+        for ix in &mut self.indexes {
+            if let Some(v) = ix.by.value(obj) {
+                if let Some(b) = ix.buckets.get_mut(v) {
+                    b.remove(key);
+                    if b.is_empty() {
+                        ix.buckets.remove(v);
+                    }
+                }
+            }
+        }
+    }
+
+    fn upsert(&mut self, obj: T) -> Notification<T> {
+        let key: Arc<str> = obj.key().into();
+        let new = Arc::new(obj);
+        match self.items.insert(Arc::clone(&key), Arc::clone(&new)) {
+            Some(old) => {
+                self.index_remove(&key, &old);
+                self.index_add(&key, &new);
+                Notification::Update { old, new }
+            }
+            None => {
+                self.index_add(&key, &new);
+                Notification::Add {
+                    obj: new,
+                    initial: false,
+                }
+            }
+        }
+    }
+
+    fn delete(&mut self, obj: T) -> Option<Notification<T>> {
+        let key = obj.key();
+        let old = self.items.remove(key.as_str())?;
+        self.index_remove(&key, &old);
+        Some(Notification::Delete(DeletedObject::Known(Arc::new(obj))))
+    }
+}
+
+#[derive(Debug)]
+struct Shared<T> {
+    index_keys: Vec<IndexKey>,
+    inner: RwLock<Inner<T>>,
+}
+
+/// Handle to one informer's cache. Cloning shares the cache.
+#[derive(Debug)]
+pub struct Store<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> Clone for Store<T> {
+    fn clone(&self) -> Self {
+        Store {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<T: Cacheable> Store<T> {
+    /// An empty store maintaining the given indexes.
+    pub fn new(index_keys: &[IndexKey]) -> Store<T> {
+        Store {
+            shared: Arc::new(Shared {
+                index_keys: index_keys.to_vec(),
+                inner: RwLock::new(Inner::empty(index_keys)),
+            }),
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner<T>> {
+        self.shared.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The object stored under `key` (`"ns/name"` or `"name"`).
+    pub fn get(&self, key: &str) -> Option<Arc<T>> {
+        self.read().items.get(key).cloned()
+    }
+
+    /// The object `name` in namespace `ns` (empty `ns`: cluster-scoped).
+    pub fn get_namespaced(&self, ns: &str, name: &str) -> Option<Arc<T>> {
+        if ns.is_empty() {
+            self.get(name)
+        } else {
+            self.get(&format!("{ns}/{name}"))
+        }
+    }
+
+    /// Every cached object (in no particular order).
+    pub fn list(&self) -> Vec<Arc<T>> {
+        self.read().items.values().cloned().collect()
+    }
+
+    /// Every cached key, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut k: Vec<String> = self.read().items.keys().map(|k| k.to_string()).collect();
+        k.sort();
+        k
+    }
+
+    /// Number of cached objects.
+    pub fn len(&self) -> usize {
+        self.read().items.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// resourceVersion of the last list, event or bookmark applied.
+    pub fn resource_version(&self) -> String {
+        self.read().resource_version.clone()
+    }
+
+    /// Objects filed under `value` in index `by`. Falls back to a full scan
+    /// when the store was built without that index (still correct).
+    pub fn by_index(&self, by: IndexKey, value: &str) -> Vec<Arc<T>> {
+        let inner = self.read();
+        match inner.indexes.iter().find(|ix| ix.by == by) {
+            Some(ix) => ix
+                .buckets
+                .get(value)
+                .map(|b| {
+                    b.iter()
+                        .filter_map(|k| inner.items.get(k).cloned())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => inner
+                .items
+                .values()
+                .filter(|o| by.value(o.as_ref()) == Some(value))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Objects in namespace `ns`.
+    pub fn list_namespace(&self, ns: &str) -> Vec<Arc<T>> {
+        self.by_index(IndexKey::Namespace, ns)
+    }
+
+    /// Apply one watch event; returns the notification to deliver, if the
+    /// event changed the store. `ADDED` for a known key is an update and
+    /// `MODIFIED` for an unknown key an add (client-go's indexer does the
+    /// same); `DELETED` for an unknown key is ignored. Only the informer's
+    /// watcher thread (or a test/bench filling a store) may call this.
+    pub fn apply(&self, event: WatchEvent<T>) -> Option<Notification<T>> {
+        let mut inner = self.shared.inner.write().unwrap_or_else(|p| p.into_inner());
+        match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                inner.resource_version = o.resource_version().to_string();
+                Some(inner.upsert(o))
+            }
+            WatchEvent::Deleted(o) => {
+                inner.resource_version = o.resource_version().to_string();
+                inner.delete(o)
+            }
+            WatchEvent::Bookmark { resource_version } => {
+                inner.resource_version = resource_version;
+                None
+            }
+        }
+    }
+
+    /// Replace the whole content with a fresh list taken at `rv` and return
+    /// the synthetic notifications that turn the old content into the new
+    /// (client-go `DeltaFIFO.Replace` + `HandleDeltas`): an add for each new
+    /// key (`initial` as given), an update for each key whose
+    /// resourceVersion changed, then — sorted by key — a
+    /// [`DeletedObject::FinalStateUnknown`] delete for each key that
+    /// vanished, carrying its last known state.
+    ///
+    /// The new map and indexes are built before the write lock is taken;
+    /// the old content is dropped after it is released.
+    pub fn replace(&self, items: Vec<T>, rv: &str, initial: bool) -> Vec<Notification<T>> {
+        let (next, out) = {
+            let current = self.read();
+            rebuild(&current, &self.shared.index_keys, items, rv, initial)
+        };
+        let old = {
+            let mut guard = self.shared.inner.write().unwrap_or_else(|p| p.into_inner());
+            std::mem::replace(&mut *guard, next)
+        };
+        drop(old);
+        out
+    }
+}
+
+/// Build the store content for a fresh list and the notifications that
+/// lead from `current` to it (see [`Store::replace`]).
+fn rebuild<T: Cacheable>(
+    current: &Inner<T>,
+    index_keys: &[IndexKey],
+    items: Vec<T>,
+    rv: &str,
+    initial: bool,
+) -> (Inner<T>, Vec<Notification<T>>) {
+    let mut next: Inner<T> = Inner::empty(index_keys);
+    next.resource_version = rv.to_string();
+    let mut out = Vec::new();
+    for obj in items {
+        let key: Arc<str> = obj.key().into();
+        let new = Arc::new(obj);
+        match current.items.get(&key) {
+            None => out.push(Notification::Add {
+                obj: Arc::clone(&new),
+                initial,
+            }),
+            Some(old) if old.resource_version() != new.resource_version() => {
+                out.push(Notification::Update {
+                    old: Arc::clone(old),
+                    new: Arc::clone(&new),
+                })
+            }
+            Some(_) => {}
+        }
+        // A list never repeats a key; if one does, the last copy wins.
+        if let Some(dup) = next.items.remove(&*key) {
+            next.index_remove(&key, &dup);
+        }
+        next.index_add(&key, &new);
+        next.items.insert(key, new);
+    }
+    let mut gone: Vec<(&Arc<str>, &Arc<T>)> = current
+        .items
+        .iter()
+        .filter(|(k, _)| !next.items.contains_key(*k))
+        .collect();
+    gone.sort_by(|a, b| a.0.cmp(b.0));
+    out.extend(gone.into_iter().map(|(k, o)| {
+        Notification::Delete(DeletedObject::FinalStateUnknown {
+            key: k.to_string(),
+            last: Arc::clone(o),
+        })
+    }));
+    (next, out)
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

@@ -1,0 +1,229 @@
+//! Tests of the store: event application, relist diffs, indexes and the
+//! atomic relist swap.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::*;
+use crate::informer::fake::{obj, Obj};
+
+const SVC: IndexKey = IndexKey::Label(SERVICE_NAME_LABEL);
+
+fn store() -> Store<Obj> {
+    Store::new(&[IndexKey::Namespace, SVC])
+}
+
+#[derive(Debug, PartialEq)]
+enum Kind {
+    Add(&'static str),
+    Update(&'static str, &'static str),
+    Delete(&'static str, bool),
+}
+
+fn kind(n: &Notification<Obj>) -> Kind {
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+    match n {
+        Notification::Add { obj, .. } => Kind::Add(leak(&obj.key())),
+        Notification::Update { old, new } => Kind::Update(leak(&old.rv), leak(&new.rv)),
+        Notification::Delete(d) => Kind::Delete(leak(&d.object().key()), d.is_tombstone()),
+    }
+}
+
+#[test]
+fn apply_follows_client_go_indexer_semantics() {
+    let s = store();
+    // (event, expected notification, keys after)
+    let table: Vec<(WatchEvent<Obj>, Option<Kind>, &[&str])> = vec![
+        (
+            WatchEvent::Added(obj("a", "x", "1")),
+            Some(Kind::Add("a/x")),
+            &["a/x"],
+        ),
+        (
+            WatchEvent::Added(obj("a", "x", "2")),
+            Some(Kind::Update("1", "2")),
+            &["a/x"],
+        ),
+        (
+            WatchEvent::Modified(obj("b", "y", "3")),
+            Some(Kind::Add("b/y")),
+            &["a/x", "b/y"],
+        ),
+        (
+            WatchEvent::Modified(obj("b", "y", "4")),
+            Some(Kind::Update("3", "4")),
+            &["a/x", "b/y"],
+        ),
+        (
+            WatchEvent::Deleted(obj("a", "x", "5")),
+            Some(Kind::Delete("a/x", false)),
+            &["b/y"],
+        ),
+        (WatchEvent::Deleted(obj("a", "x", "6")), None, &["b/y"]),
+        (
+            WatchEvent::Bookmark {
+                resource_version: "9".into(),
+            },
+            None,
+            &["b/y"],
+        ),
+    ];
+    for (i, (ev, want, keys)) in table.into_iter().enumerate() {
+        let got = s.apply(ev);
+        assert_eq!(got.as_ref().map(kind), want, "step {i}");
+        assert_eq!(s.keys(), keys, "step {i}");
+    }
+    assert_eq!(s.resource_version(), "9");
+}
+
+#[test]
+fn delete_notification_carries_the_events_final_state() {
+    let s = store();
+    s.apply(WatchEvent::Added(obj("a", "x", "1")));
+    let Some(Notification::Delete(DeletedObject::Known(o))) =
+        s.apply(WatchEvent::Deleted(obj("a", "x", "7")))
+    else {
+        panic!("expected a known delete");
+    };
+    assert_eq!(o.rv, "7");
+}
+
+#[test]
+fn replace_emits_adds_updates_then_tombstones_with_last_state() {
+    let s = store();
+    for o in [
+        obj("n", "a", "1"),
+        obj("n", "b", "1"),
+        obj("n", "c", "1"),
+        obj("n", "e", "4"),
+    ] {
+        s.apply(WatchEvent::Added(o));
+    }
+    let list = vec![obj("n", "a", "1"), obj("n", "b", "2"), obj("n", "d", "1")];
+    let notes = s.replace(list, "50", false);
+    let kinds: Vec<Kind> = notes.iter().map(kind).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            Kind::Update("1", "2"),
+            Kind::Add("n/d"),
+            Kind::Delete("n/c", true),
+            Kind::Delete("n/e", true),
+        ]
+    );
+    let Notification::Delete(DeletedObject::FinalStateUnknown { key, last }) = &notes[3] else {
+        panic!("tombstone expected");
+    };
+    assert_eq!((key.as_str(), last.rv.as_str()), ("n/e", "4"));
+    assert!(matches!(notes[1], Notification::Add { initial: false, .. }));
+    assert_eq!(s.keys(), ["n/a", "n/b", "n/d"]);
+    assert_eq!(s.resource_version(), "50");
+}
+
+#[test]
+fn initial_replace_marks_adds_initial() {
+    let s = store();
+    let notes = s.replace(vec![obj("n", "a", "1"), obj("n", "b", "1")], "3", true);
+    assert_eq!(notes.len(), 2);
+    assert!(notes
+        .iter()
+        .all(|n| matches!(n, Notification::Add { initial: true, .. })));
+}
+
+#[test]
+fn indexes_follow_updates_deletes_and_relists() {
+    let s = store();
+    let names = |v: Vec<Arc<Obj>>| {
+        let mut n: Vec<String> = v.iter().map(|o| o.key()).collect();
+        n.sort();
+        n
+    };
+    s.apply(WatchEvent::Added(
+        obj("a", "s1", "1").label(SERVICE_NAME_LABEL, "web"),
+    ));
+    s.apply(WatchEvent::Added(
+        obj("a", "s2", "1").label(SERVICE_NAME_LABEL, "web"),
+    ));
+    s.apply(WatchEvent::Added(
+        obj("b", "s3", "1").label(SERVICE_NAME_LABEL, "web"),
+    ));
+    s.apply(WatchEvent::Added(obj("b", "s4", "1")));
+    assert_eq!(names(s.list_namespace("a")), ["a/s1", "a/s2"]);
+    assert_eq!(names(s.list_namespace("b")), ["b/s3", "b/s4"]);
+    assert_eq!(names(s.by_index(SVC, "web")), ["a/s1", "a/s2", "b/s3"]);
+    // Relabel moves the object between buckets.
+    s.apply(WatchEvent::Modified(
+        obj("a", "s2", "2").label(SERVICE_NAME_LABEL, "db"),
+    ));
+    assert_eq!(names(s.by_index(SVC, "web")), ["a/s1", "b/s3"]);
+    assert_eq!(names(s.by_index(SVC, "db")), ["a/s2"]);
+    s.apply(WatchEvent::Deleted(obj("a", "s1", "3")));
+    assert_eq!(names(s.list_namespace("a")), ["a/s2"]);
+    assert_eq!(names(s.by_index(SVC, "web")), ["b/s3"]);
+    s.replace(
+        vec![obj("c", "s5", "1").label(SERVICE_NAME_LABEL, "web")],
+        "9",
+        false,
+    );
+    assert_eq!(names(s.by_index(SVC, "web")), ["c/s5"]);
+    assert!(s.list_namespace("a").is_empty());
+    assert!(s.by_index(SVC, "db").is_empty());
+}
+
+#[test]
+fn by_index_without_index_scans() {
+    let s: Store<Obj> = Store::new(&[]);
+    s.apply(WatchEvent::Added(obj("a", "x", "1").label("app", "q")));
+    s.apply(WatchEvent::Added(obj("b", "y", "1")));
+    assert_eq!(s.list_namespace("a").len(), 1);
+    assert_eq!(s.by_index(IndexKey::Label("app"), "q").len(), 1);
+}
+
+#[test]
+fn cluster_scoped_keys_have_no_namespace() {
+    let s = store();
+    s.apply(WatchEvent::Added(obj("", "node-1", "1")));
+    assert!(s.get("node-1").is_some());
+    assert!(s.get_namespaced("", "node-1").is_some());
+    assert!(s.list_namespace("").is_empty());
+}
+
+/// Readers running during repeated relists always see one complete list.
+#[test]
+fn relist_swap_never_shows_a_partial_cache() {
+    const N: usize = 2000;
+    let s = store();
+    let gen = |tag: &str| -> Vec<Obj> {
+        (0..N)
+            .map(|i| obj(tag, &format!("p{i}"), "1").label(SERVICE_NAME_LABEL, tag))
+            .collect()
+    };
+    s.replace(gen("x"), "1", true);
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (s, stop) = (s.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut checks = 0u32;
+                while !stop.load(Ordering::Relaxed) || checks == 0 {
+                    assert_eq!(s.len(), N);
+                    let x = s.by_index(SVC, "x").len();
+                    let y = s.by_index(SVC, "y").len();
+                    // Two calls may straddle a swap; each alone is whole.
+                    assert!(x == 0 || x == N, "x={x}");
+                    assert!(y == 0 || y == N, "y={y}");
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    for round in 0..20 {
+        let tag = if round % 2 == 0 { "y" } else { "x" };
+        let notes = s.replace(gen(tag), "2", false);
+        assert_eq!(notes.len(), 2 * N, "N adds and N tombstones");
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().expect("reader panicked") > 0);
+    }
+}

@@ -1,0 +1,265 @@
+//! Thread-level tests: an informer over the scripted fake source, with a
+//! fake clock so that backoff is observable and deterministic.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{unbounded, Sender};
+
+use super::fake::{eventually, obj, page, FakeSource, Obj, WatchScript};
+use super::*;
+use crate::clock::{Clock, FakeClock};
+use crate::metrics::Registry;
+
+type Tx = Sender<Result<WatchEvent<Obj>, SourceError>>;
+
+struct Harness {
+    src: Arc<FakeSource>,
+    clock: Arc<FakeClock>,
+    shutdown: Shutdown,
+    rec: Arc<Recorder<Obj>>,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        Harness {
+            src: Arc::new(FakeSource::default()),
+            clock: FakeClock::new(),
+            shutdown: Shutdown::new(),
+            rec: Arc::new(Recorder::default()),
+        }
+    }
+
+    fn channel_watch(&self) -> Tx {
+        let (tx, rx) = unbounded();
+        self.src.push_watch(WatchScript::Channel(rx));
+        tx
+    }
+
+    fn start(&self, metrics: Option<Arc<InformerMetrics>>) -> Informer<Obj> {
+        let cfg = ReflectorConfig {
+            seed: Some(1),
+            ..ReflectorConfig::default()
+        };
+        let mut b = Informer::builder(self.src.clone() as Arc<dyn ListerWatcher<Obj>>)
+            .config(cfg)
+            .handler(self.rec.clone())
+            .clock(self.clock.clone());
+        if let Some(m) = metrics {
+            b = b.metrics(m);
+        }
+        b.start(&self.shutdown).expect("spawn informer")
+    }
+
+    /// Stop: trigger shutdown, wake fake sleeps, end open watches.
+    fn stop(&self, inf: Informer<Obj>, open: Vec<Tx>) {
+        self.shutdown.trigger();
+        drop(open);
+        self.clock.step(Duration::from_secs(120));
+        assert!(inf.join(), "informer thread panicked");
+    }
+
+    fn notes(&self, n: usize) -> Vec<Notification<Obj>> {
+        eventually(&format!("{n} notifications"), || self.rec.len() >= n);
+        self.rec.take()
+    }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn initial_paginated_sync_then_ordered_watch_events() {
+    let h = Harness::new();
+    h.src.push_list(Ok(page(
+        vec![obj("a", "1", "1"), obj("a", "2", "2")],
+        "10",
+        Some("c"),
+    )));
+    h.src
+        .push_list(Ok(page(vec![obj("b", "3", "3")], "10", None)));
+    let tx = h.channel_watch();
+    let inf = h.start(None);
+    assert!(wait_for_sync(&[&inf as &dyn Synced], &h.shutdown));
+    let adds = h.rec.take();
+    let keys: Vec<(String, bool)> = adds
+        .iter()
+        .map(|n| match n {
+            Notification::Add { obj, initial } => (obj.key(), *initial),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    let want = [("a/1", true), ("a/2", true), ("b/3", true)];
+    assert_eq!(keys, want.map(|(k, i)| (k.to_string(), i)));
+    let reqs = h.src.list_reqs();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[1].continue_token.as_deref(), Some("c"));
+    assert!(reqs
+        .iter()
+        .all(|r| r.limit == Some(500) && r.resource_version.is_none()));
+
+    for ev in [
+        WatchEvent::Added(obj("a", "4", "11")),
+        WatchEvent::Modified(obj("a", "4", "12")),
+        WatchEvent::Deleted(obj("a", "1", "13")),
+    ] {
+        tx.send(Ok(ev)).expect("send");
+    }
+    let notes = h.notes(3);
+    assert!(matches!(&notes[0], Notification::Add { obj, initial: false } if obj.rv == "11"));
+    assert!(
+        matches!(&notes[1], Notification::Update { old, new } if old.rv == "11" && new.rv == "12")
+    );
+    assert!(matches!(&notes[2], Notification::Delete(DeletedObject::Known(o)) if o.name == "1"));
+    let store = inf.store();
+    assert_eq!(store.keys(), ["a/2", "a/4", "b/3"]);
+    assert_eq!(store.resource_version(), "13");
+    assert_eq!(h.src.watch_reqs()[0].resource_version, "10");
+    h.stop(inf, vec![tx]);
+}
+
+#[test]
+fn dropped_watch_resumes_from_last_rv_without_relist() {
+    let h = Harness::new();
+    h.src
+        .push_list(Ok(page(vec![obj("a", "1", "1")], "10", None)));
+    h.src.push_watch(WatchScript::Items(vec![
+        Ok(WatchEvent::Added(obj("a", "2", "11"))),
+        Ok(WatchEvent::Bookmark {
+            resource_version: "15".into(),
+        }),
+    ]));
+    let tx = h.channel_watch();
+    let inf = h.start(None);
+    eventually("second watch", || h.src.watch_reqs().len() == 2);
+    tx.send(Ok(WatchEvent::Modified(obj("a", "2", "16"))))
+        .expect("send");
+    let notes = h.notes(3);
+    assert_eq!(notes.len(), 3, "1 initial add, 1 add, 1 update: {notes:?}");
+    let rvs: Vec<String> = h
+        .src
+        .watch_reqs()
+        .into_iter()
+        .map(|w| w.resource_version)
+        .collect();
+    assert_eq!(rvs, ["10", "15"], "resumes from the bookmark's RV");
+    assert_eq!(h.src.list_reqs().len(), 1, "no relist");
+    h.stop(inf, vec![tx]);
+}
+
+#[test]
+fn expired_watch_relists_with_synthetic_events_and_tombstones() {
+    let h = Harness::new();
+    let reg = Registry::new();
+    let metrics = InformerMetrics::register(&reg);
+    let first = vec![obj("n", "a", "1"), obj("n", "b", "1"), obj("n", "c", "1")];
+    h.src.push_list(Ok(page(first, "10", None)));
+    let tx1 = h.channel_watch();
+    h.src.push_list(Ok(page(
+        vec![
+            obj("n", "a", "11"),
+            obj("n", "b", "12"),
+            obj("n", "d", "13"),
+        ],
+        "20",
+        None,
+    )));
+    let tx2 = h.channel_watch();
+    let inf = h.start(Some(metrics));
+    assert_eq!(h.notes(3).len(), 3);
+    tx1.send(Ok(WatchEvent::Modified(obj("n", "a", "11"))))
+        .expect("send");
+    assert_eq!(h.notes(1).len(), 1);
+    h.clock.step(Duration::from_secs(5)); // the list is no longer fresh
+    tx1.send(Err(SourceError::expired("too old resource version: 10")))
+        .expect("send");
+    let notes = h.notes(3);
+    assert!(
+        matches!(&notes[0], Notification::Update { old, new } if old.rv == "1" && new.rv == "12")
+    );
+    assert!(matches!(&notes[1], Notification::Add { obj, initial: false } if obj.name == "d"));
+    match &notes[2] {
+        Notification::Delete(DeletedObject::FinalStateUnknown { key, last }) => {
+            assert_eq!((key.as_str(), last.rv.as_str()), ("n/c", "1"));
+        }
+        other => panic!("expected a tombstone, got {other:?}"),
+    }
+    assert_eq!(inf.store().keys(), ["n/a", "n/b", "n/d"]);
+    assert_eq!(h.src.list_reqs().len(), 2);
+    eventually("watch from the relist RV", || h.src.watch_reqs().len() == 2);
+    assert_eq!(h.src.watch_reqs()[1].resource_version, "20");
+    let text = reg.render();
+    assert!(
+        text.contains(r#"endpointd_informer_lists_total{resource="objs",kind="relist"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"endpointd_informer_errors_total{resource="objs",kind="expired"} 1"#),
+        "{text}"
+    );
+    h.stop(inf, vec![tx1, tx2]);
+}
+
+#[test]
+fn server_errors_back_off_exponentially_and_rewatch_same_rv() {
+    let h = Harness::new();
+    h.src.push_list(Ok(page(vec![], "10", None)));
+    for _ in 0..3 {
+        h.src
+            .push_watch(WatchScript::Fail(SourceError::transient("HTTP 503")));
+    }
+    let tx = h.channel_watch();
+    let inf = h.start(None);
+    // Each failure sleeps (fake time frozen) until stepped past its delay,
+    // which is jittered into [d, 2d) for d = 800 ms, 1.6 s, 3.2 s.
+    for (n, step) in [(1usize, ms(1600)), (2, ms(3200)), (3, ms(6400))] {
+        assert!(h.clock.wait_for_sleepers(1, Duration::from_secs(5)));
+        // Frozen time: no further request however long we wait in real time.
+        crate::clock::RealClock.sleep(ms(20));
+        assert_eq!(h.src.watch_reqs().len(), n, "no hot loop after failure {n}");
+        h.clock.step(step);
+    }
+    eventually("fourth watch", || h.src.watch_reqs().len() == 4);
+    assert!(h
+        .src
+        .watch_reqs()
+        .iter()
+        .all(|w| w.resource_version == "10"));
+    assert_eq!(h.src.list_reqs().len(), 1, "transient errors do not relist");
+    h.stop(inf, vec![tx]);
+}
+
+#[test]
+fn watches_that_end_at_once_do_not_hot_loop() {
+    let h = Harness::new();
+    h.src.push_list(Ok(page(vec![], "10", None)));
+    for _ in 0..5 {
+        h.src.push_watch(WatchScript::Items(Vec::new()));
+    }
+    let inf = h.start(None);
+    assert!(h.clock.wait_for_sleepers(1, Duration::from_secs(5)));
+    crate::clock::RealClock.sleep(ms(50));
+    assert_eq!(
+        h.src.requests(),
+        2,
+        "one list, one short watch, then backoff"
+    );
+    h.stop(inf, vec![]);
+}
+
+#[test]
+fn wait_for_sync_returns_false_on_shutdown() {
+    let h = Harness::new();
+    // No list script: the first list fails and the informer backs off.
+    let inf = h.start(None);
+    let sd = h.shutdown.clone();
+    let waiter = std::thread::spawn(move || {
+        crate::clock::RealClock.sleep(ms(30));
+        sd.trigger();
+    });
+    assert!(!wait_for_sync(&[&inf as &dyn Synced], &h.shutdown));
+    assert!(!inf.has_synced());
+    waiter.join().expect("trigger thread");
+    h.stop(inf, vec![]);
+}
