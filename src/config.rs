@@ -579,12 +579,22 @@ impl Validator<'_> {
 
 /// client-go / KCM default identity: hostname + "_" + a random UUID.
 pub fn default_identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_string());
-    format!("{host}_{}", random_uuid())
+    format!("{}_{}", hostname().unwrap_or_else(|| "localhost".into()), random_uuid())
+}
+
+/// The kernel's host name (gethostname(2); works under `ProcSubset=pid`,
+/// which hides /proc/sys).
+pub fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length and gethostname
+    // writes at most `len` bytes into it.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let name = String::from_utf8_lossy(&buf[..end]).trim().to_string();
+    (!name.is_empty()).then_some(name)
 }
 
 /// A random (version 4) UUID string.
