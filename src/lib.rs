@@ -12,8 +12,10 @@
 //!
 //! A lease thread decides whether this process may write at all.
 
+pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod daemon;
 pub mod httpd;
 pub mod informer;
 pub mod kube;
@@ -22,5 +24,6 @@ pub mod metrics;
 pub mod model;
 pub mod sdnotify;
 pub mod shutdown;
+pub mod signals;
 pub mod sim;
 pub mod workqueue;
