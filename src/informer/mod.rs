@@ -169,6 +169,13 @@ impl<T: Cacheable> Informer<T> {
         self.synced.load(Ordering::SeqCst)
     }
 
+    /// Whether the watcher thread is still running (false after shutdown,
+    /// or if a handler panicked — the cache is then frozen, so a supervisor
+    /// should treat it as fatal).
+    pub fn is_alive(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
     /// Wait for the watcher thread to end (after shutdown was triggered and
     /// any blocked watch was woken). Returns false if the thread panicked.
     pub fn join(mut self) -> bool {

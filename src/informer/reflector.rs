@@ -22,6 +22,13 @@
 //!   and still correct, since a too-old RV is answered with 410.
 //! - Other errors (undecodable events, 403, …) and every LIST failure back
 //!   off and relist. The delay is at least the server's `Retry-After`.
+//! - Optional watch-list mode (`watch_list`, client-go's WatchListClient):
+//!   instead of a LIST, a watch with `sendInitialEvents=true` from RV ""
+//!   whose `ADDED` events are collected until the bookmark marked
+//!   `initial_events_end`, which replaces the store; the same stream then
+//!   goes on as an ordinary watch. An `Other` failure (e.g. a server that
+//!   forbids `sendInitialEvents`) switches this reflector back to LIST for
+//!   good; other failures back off and try the watch-list again.
 
 use std::time::{Duration, Instant};
 
@@ -43,6 +50,8 @@ pub struct ReflectorConfig {
     pub backoff: BackoffConfig,
     /// Seed for jitter and watch timeouts; `None` seeds from the OS.
     pub seed: Option<u64>,
+    /// Use watch-list (streaming initial events) instead of LIST.
+    pub watch_list: bool,
 }
 
 impl Default for ReflectorConfig {
@@ -54,6 +63,7 @@ impl Default for ReflectorConfig {
             min_watch_duration: Duration::from_secs(1),
             backoff: BackoffConfig::default(),
             seed: None,
+            watch_list: false,
         }
     }
 }
@@ -73,6 +83,19 @@ pub enum State<T> {
     /// Entered at start, after 410, and after the backoff that follows a
     /// list failure or an `Other` watch error. Left by requesting page 1.
     NeedList,
+    /// Watch-list mode: entered instead of a LIST request; a watch with
+    /// `sendInitialEvents` must be opened. Left when the open succeeds
+    /// (→ `WatchListing`) or fails (→ `Backoff`).
+    NeedWatchList,
+    /// Watch-list mode: collecting the initial events. Left by the
+    /// `initial_events_end` bookmark (→ `Watching`, store replaced) or a
+    /// failure or early end (→ `Backoff`, then a fresh list).
+    WatchListing {
+        /// Objects of the initial events so far.
+        items: Vec<T>,
+        /// When the watch was opened.
+        opened: Instant,
+    },
     /// Entered when a page with a `continue` token arrives; holds the pages
     /// so far (the store is swapped only once the list is complete). Left by
     /// the last page (→ `NeedWatch`) or a failure (→ `Backoff`).
@@ -155,6 +178,7 @@ pub struct Reflector<T> {
     rng: fastrand::Rng,
     last_list_done: Option<Instant>,
     lists_started: u64,
+    watch_list: bool,
 }
 
 impl<T: super::source::Cacheable> Reflector<T> {
@@ -167,6 +191,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
         Reflector {
             state: State::NeedList,
             backoff: Backoff::new(config.backoff),
+            watch_list: config.watch_list,
             config,
             rng,
             last_list_done: None,
@@ -181,7 +206,10 @@ impl<T: super::source::Cacheable> Reflector<T> {
 
     /// Whether a watch is open (the thread keeps reading events while so).
     pub fn is_watching(&self) -> bool {
-        matches!(self.state, State::Watching { .. })
+        matches!(
+            self.state,
+            State::Watching { .. } | State::WatchListing { .. }
+        )
     }
 
     /// Number of complete-or-not lists started (page 1 requests); the
@@ -202,9 +230,21 @@ impl<T: super::source::Cacheable> Reflector<T> {
             };
         }
         match &self.state {
+            State::NeedList if self.watch_list => {
+                self.lists_started += 1;
+                self.state = State::NeedWatchList;
+                let mut req = self.watch_request(String::new());
+                req.send_initial_events = true;
+                Action::Watch(req)
+            }
             State::NeedList => {
                 self.lists_started += 1;
                 Action::List(self.list_request(None))
+            }
+            State::NeedWatchList | State::WatchListing { .. } => {
+                let mut req = self.watch_request(String::new());
+                req.send_initial_events = true;
+                Action::Watch(req)
             }
             State::Listing { continue_token, .. } => {
                 Action::List(self.list_request(Some(continue_token.clone())))
@@ -233,6 +273,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
             resource_version: rv,
             timeout_seconds: u32::try_from(secs).unwrap_or(u32::MAX),
             allow_bookmarks: true,
+            send_initial_events: false,
         }
     }
 
@@ -245,13 +286,22 @@ impl<T: super::source::Cacheable> Reflector<T> {
                 Output::None
             }
             Input::WatchOpened(Ok(())) => {
-                if let State::NeedWatch { rv } = &mut self.state {
-                    let rv = std::mem::take(rv);
-                    self.state = State::Watching {
-                        rv,
-                        opened: now,
-                        events: 0,
-                    };
+                match &mut self.state {
+                    State::NeedWatch { rv } => {
+                        let rv = std::mem::take(rv);
+                        self.state = State::Watching {
+                            rv,
+                            opened: now,
+                            events: 0,
+                        };
+                    }
+                    State::NeedWatchList => {
+                        self.state = State::WatchListing {
+                            items: Vec::new(),
+                            opened: now,
+                        }
+                    }
+                    _ => {}
                 }
                 Output::None
             }
@@ -259,7 +309,10 @@ impl<T: super::source::Cacheable> Reflector<T> {
                 self.on_watch_error(e, now);
                 Output::None
             }
-            Input::Event(Ok(ev)) => self.on_event(ev),
+            Input::Event(Ok(ev)) => match self.state {
+                State::WatchListing { .. } => self.on_initial_event(ev, now),
+                _ => self.on_event(ev),
+            },
             Input::WatchEnded => {
                 self.on_watch_end(now);
                 Output::None
@@ -304,12 +357,55 @@ impl<T: super::source::Cacheable> Reflector<T> {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
                 o.resource_version()
             }
-            WatchEvent::Bookmark { resource_version } => resource_version.as_str(),
+            WatchEvent::Bookmark {
+                resource_version, ..
+            } => resource_version.as_str(),
         };
         if !new_rv.is_empty() {
             *rv = new_rv.to_string();
         }
         Output::Apply(ev)
+    }
+
+    /// An event of a watch-list's initial phase: collect it; the end
+    /// bookmark replaces the store and turns the stream into a watch.
+    fn on_initial_event(&mut self, ev: WatchEvent<T>, now: Instant) -> Output<T> {
+        let State::WatchListing { items, opened } = &mut self.state else {
+            return Output::None;
+        };
+        match ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => items.push(o),
+            WatchEvent::Deleted(o) => {
+                let key = o.key();
+                items.retain(|i| i.key() != key);
+            }
+            WatchEvent::Bookmark {
+                resource_version,
+                initial_events_end: true,
+            } => {
+                let items = std::mem::take(items);
+                self.state = State::Watching {
+                    rv: resource_version.clone(),
+                    opened: *opened,
+                    events: 1,
+                };
+                self.last_list_done = Some(now);
+                return Output::Replace {
+                    items,
+                    rv: resource_version,
+                };
+            }
+            WatchEvent::Bookmark { .. } => {}
+        }
+        Output::None
+    }
+
+    fn on_watch_list_error(&mut self, e: SourceError, now: Instant) {
+        if e.kind == ErrorKind::Other {
+            log::warn!("watch-list failed ({e}); using LIST from now on");
+            self.watch_list = false;
+        }
+        self.back_off(now, &e, Resume::List);
     }
 
     fn current_rv(&self) -> Option<String> {
@@ -320,6 +416,12 @@ impl<T: super::source::Cacheable> Reflector<T> {
     }
 
     fn on_watch_error(&mut self, e: SourceError, now: Instant) {
+        if matches!(
+            self.state,
+            State::NeedWatchList | State::WatchListing { .. }
+        ) {
+            return self.on_watch_list_error(e, now);
+        }
         let Some(rv) = self.current_rv() else { return };
         match e.kind {
             ErrorKind::Expired => {
@@ -338,6 +440,10 @@ impl<T: super::source::Cacheable> Reflector<T> {
     }
 
     fn on_watch_end(&mut self, now: Instant) {
+        if let State::WatchListing { .. } = self.state {
+            let e = SourceError::transient("watch-list ended before its initial events did");
+            return self.on_watch_list_error(e, now);
+        }
         let State::Watching { rv, opened, events } = &self.state else {
             return;
         };

@@ -86,6 +86,7 @@ fn events_and_bookmarks_advance_rv_and_clean_end_resumes() {
         (
             WatchEvent::Bookmark {
                 resource_version: "20".into(),
+                initial_events_end: false,
             },
             "20",
         ),
@@ -233,4 +234,104 @@ fn events_after_a_failed_watch_are_ignored() {
         now,
     );
     assert_eq!(out, Output::None);
+}
+
+fn watch_list_cfg() -> ReflectorConfig {
+    ReflectorConfig {
+        watch_list: true,
+        ..cfg()
+    }
+}
+
+fn bookmark(rv: &str, end: bool) -> WatchEvent<Obj> {
+    WatchEvent::Bookmark {
+        resource_version: rv.into(),
+        initial_events_end: end,
+    }
+}
+
+#[test]
+fn watch_list_collects_initial_events_until_end_bookmark() {
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(watch_list_cfg());
+    let Action::Watch(w) = r.next_action(now) else {
+        panic!("watch-list starts with a watch");
+    };
+    assert!(w.send_initial_events && w.allow_bookmarks);
+    assert_eq!(w.resource_version, "");
+    r.step(Input::WatchOpened(Ok(())), now);
+    assert!(r.is_watching());
+    // (event, expected output is a Replace)
+    let table = [
+        (WatchEvent::Added(obj("a", "1", "3")), false),
+        (WatchEvent::Added(obj("a", "2", "4")), false),
+        (WatchEvent::Deleted(obj("a", "2", "5")), false),
+        (bookmark("5", false), false),
+        (WatchEvent::Added(obj("a", "3", "6")), false),
+        (bookmark("7", true), true),
+    ];
+    let mut replaced = None;
+    for (i, (ev, want_replace)) in table.into_iter().enumerate() {
+        let out = r.step(Input::Event(Ok(ev)), now);
+        assert_eq!(
+            matches!(out, Output::Replace { .. }),
+            want_replace,
+            "event {i}"
+        );
+        if want_replace {
+            replaced = Some(out);
+        }
+    }
+    assert_eq!(
+        replaced,
+        Some(Output::Replace {
+            items: vec![obj("a", "1", "3"), obj("a", "3", "6")],
+            rv: "7".into()
+        })
+    );
+    // The same stream goes on as an ordinary watch.
+    let ev = WatchEvent::Modified(obj("a", "1", "8"));
+    assert_eq!(r.step(Input::Event(Ok(ev.clone())), now), Output::Apply(ev));
+    r.step(Input::WatchEnded, now);
+    let Action::Watch(w) = r.next_action(now) else {
+        panic!("re-watch");
+    };
+    assert_eq!(w.resource_version, "8");
+    assert!(!w.send_initial_events);
+}
+
+#[test]
+fn watch_list_rejected_falls_back_to_list_for_good() {
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(watch_list_cfg());
+    r.next_action(now);
+    let forbidden = SourceError::other("sendInitialEvents is forbidden");
+    r.step(Input::WatchOpened(Err(forbidden)), now);
+    let later = now + Duration::from_secs(2);
+    assert!(matches!(r.next_action(later), Action::List(_)));
+    r.step(Input::Listed(Ok(page(vec![], "9", None))), later);
+    r.next_action(later);
+    r.step(Input::WatchOpened(Ok(())), later);
+    let much_later = later + Duration::from_secs(10);
+    r.step(Input::Event(Err(SourceError::expired("gone"))), much_later);
+    assert!(matches!(r.next_action(much_later), Action::List(_)));
+}
+
+#[test]
+fn watch_list_ending_early_backs_off_and_retries_watch_list() {
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(watch_list_cfg());
+    r.next_action(now);
+    r.step(Input::WatchOpened(Ok(())), now);
+    r.step(Input::Event(Ok(WatchEvent::Added(obj("a", "1", "3")))), now);
+    let out = r.step(Input::WatchEnded, now);
+    assert_eq!(
+        out,
+        Output::None,
+        "a partial initial list never reaches the store"
+    );
+    assert!(matches!(r.next_action(now), Action::Wait(_)));
+    let later = now + Duration::from_secs(2);
+    assert!(matches!(r.next_action(later), Action::Watch(w) if w.send_initial_events));
+    assert_eq!(r.lists_started(), 2);
 }

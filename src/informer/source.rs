@@ -57,6 +57,11 @@ pub struct WatchRequest {
     pub timeout_seconds: u32,
     /// `allowWatchBookmarks`.
     pub allow_bookmarks: bool,
+    /// Watch-list (`sendInitialEvents=true`,
+    /// `resourceVersionMatch=NotOlderThan`): the stream starts with an
+    /// `ADDED` event per existing object, ended by a bookmark with
+    /// `initial_events_end`.
+    pub send_initial_events: bool,
 }
 
 /// One event read from a watch stream. Server `ERROR` events are not
@@ -73,6 +78,9 @@ pub enum WatchEvent<T> {
     Bookmark {
         /// The bookmark's resourceVersion.
         resource_version: String,
+        /// Annotated `k8s.io/initial-events-end: "true"`: the initial
+        /// events of a watch-list are complete.
+        initial_events_end: bool,
     },
 }
 

@@ -249,7 +249,9 @@ impl<T: Cacheable> Store<T> {
                 inner.resource_version = o.resource_version().to_string();
                 inner.delete(o)
             }
-            WatchEvent::Bookmark { resource_version } => {
+            WatchEvent::Bookmark {
+                resource_version, ..
+            } => {
                 inner.resource_version = resource_version;
                 None
             }

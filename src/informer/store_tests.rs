@@ -62,6 +62,7 @@ fn apply_follows_client_go_indexer_semantics() {
         (
             WatchEvent::Bookmark {
                 resource_version: "9".into(),
+                initial_events_end: false,
             },
             None,
             &["b/y"],

@@ -128,6 +128,7 @@ fn dropped_watch_resumes_from_last_rv_without_relist() {
         Ok(WatchEvent::Added(obj("a", "2", "11"))),
         Ok(WatchEvent::Bookmark {
             resource_version: "15".into(),
+            initial_events_end: false,
         }),
     ]));
     let tx = h.channel_watch();
