@@ -212,6 +212,11 @@ impl<T: super::source::Cacheable> Reflector<T> {
         )
     }
 
+    /// Whether initial lists use watch-list (false once it was refused).
+    pub fn uses_watch_list(&self) -> bool {
+        self.watch_list
+    }
+
     /// Number of complete-or-not lists started (page 1 requests); the
     /// first is the initial list, every later one a relist.
     pub fn lists_started(&self) -> u64 {
@@ -402,7 +407,6 @@ impl<T: super::source::Cacheable> Reflector<T> {
 
     fn on_watch_list_error(&mut self, e: SourceError, now: Instant) {
         if e.kind == ErrorKind::Other {
-            log::warn!("watch-list failed ({e}); using LIST from now on");
             self.watch_list = false;
         }
         self.back_off(now, &e, Resume::List);

@@ -60,6 +60,17 @@ impl<T: Cacheable> Worker<T> {
     }
 
     fn watch(&mut self, req: &WatchRequest) {
+        let watch_list = self.reflector.uses_watch_list();
+        self.watch_stream(req);
+        if watch_list && !self.reflector.uses_watch_list() {
+            log::warn!(
+                "informer {}: watch-list refused; using LIST from now on",
+                self.source.resource()
+            );
+        }
+    }
+
+    fn watch_stream(&mut self, req: &WatchRequest) {
         let stream = match self.source.watch(req) {
             Ok(s) => s,
             Err(e) => {
