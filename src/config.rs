@@ -579,7 +579,11 @@ impl Validator<'_> {
 
 /// client-go / KCM default identity: hostname + "_" + a random UUID.
 pub fn default_identity() -> String {
-    format!("{}_{}", hostname().unwrap_or_else(|| "localhost".into()), random_uuid())
+    format!(
+        "{}_{}",
+        hostname().unwrap_or_else(|| "localhost".into()),
+        random_uuid()
+    )
 }
 
 /// The kernel's host name (gethostname(2); works under `ProcSubset=pid`,
