@@ -7,6 +7,12 @@
 //! sockets and framing only: it never interprets paths (that is the
 //! [`Handler`]'s job) and never buffers a streaming body.
 
+pub mod server;
+pub mod tls;
+pub mod wire;
+
+pub use server::{close_after_response, Server, ServerControl, ServerOptions};
+
 use std::net::SocketAddr;
 
 /// One parsed HTTP request with its whole body read.
