@@ -154,10 +154,14 @@ fn stream_producer_sees_client_going_away() {
     c.write_all(b"GET /stream HTTP/1.1\r\n\r\n").expect("write");
     let mut head = [0u8; 64];
     let _ = c.read(&mut head).expect("head");
-    wait_until("stream sender", || !echo.senders.lock().expect("l").is_empty());
+    wait_until("stream sender", || {
+        !echo.senders.lock().expect("l").is_empty()
+    });
     let tx = echo.senders.lock().expect("lock").pop().expect("sender");
     drop(c);
-    wait_until("send error after disconnect", || tx.send(b"x\n".to_vec()).is_err());
+    wait_until("send error after disconnect", || {
+        tx.send(b"x\n".to_vec()).is_err()
+    });
     wait_until("connection deregistered", || s.connections() == 0);
 }
 
@@ -245,12 +249,15 @@ fn shutdown_ends_open_streams_and_joins() {
     let (s, echo) = echo_server(ServerOptions::default());
     let mut c = TcpStream::connect(s.local_addr()).expect("connect");
     c.write_all(b"GET /stream HTTP/1.1\r\n\r\n").expect("write");
-    wait_until("stream open", || !echo.senders.lock().expect("l").is_empty());
+    wait_until("stream open", || {
+        !echo.senders.lock().expect("l").is_empty()
+    });
     let started = Instant::now();
     s.shutdown();
     assert!(started.elapsed() < Duration::from_secs(3));
     let mut rest = Vec::new();
-    c.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    c.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
     let _ = c.read_to_end(&mut rest); // EOF or reset, but not a hang
 }
 
@@ -273,7 +280,10 @@ fn get_json(a: &ureq::Agent, url: &str, token: Option<&str>) -> (u16, Value) {
     let mut r = req.call().expect("request");
     let status = r.status().as_u16();
     let text = r.body_mut().read_to_string().expect("body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 #[test]
@@ -333,9 +343,7 @@ impl SimPkiView {
         let ca = Certificate::from_pem(self.ca.as_bytes()).expect("ca");
         let mut b = TlsConfig::builder()
             .root_certs(RootCerts::new_with_certs(&[ca]))
-            .unversioned_rustls_crypto_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ));
+            .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()));
         if with_cert {
             let cert = Certificate::from_pem(self.cert.as_bytes()).expect("cert");
             let key = PrivateKey::from_pem(self.key.as_bytes()).expect("key");
@@ -367,7 +375,14 @@ fn discovery_documents_and_version() {
         .iter()
         .filter_map(|r| r["name"].as_str())
         .collect();
-    for want in ["pods", "pods/status", "services/status", "endpoints", "events", "nodes"] {
+    for want in [
+        "pods",
+        "pods/status",
+        "services/status",
+        "endpoints",
+        "events",
+        "nodes",
+    ] {
         assert!(names.contains(&want), "{want} missing: {names:?}");
     }
     let (_, slices) = get("/apis/discovery.k8s.io/v1");
@@ -378,7 +393,10 @@ fn discovery_documents_and_version() {
     let (st, unknown) = get("/api/v1/namespaces/default/widgets");
     assert_eq!((st, unknown["kind"].as_str()), (404, Some("Status")));
     let (_, v) = get("/version");
-    assert_eq!((v["major"].as_str(), v["minor"].as_str()), (Some("1"), Some("33")));
+    assert_eq!(
+        (v["major"].as_str(), v["minor"].as_str()),
+        (Some("1"), Some("33"))
+    );
     assert_eq!(v["gitVersion"], "v1.33.0-kube-sim");
 }
 
@@ -392,7 +410,9 @@ fn kubeconfig_is_usable_as_written() {
     let text = std::fs::read_to_string(&path).expect("read");
     let _ = std::fs::remove_dir_all(&dir);
     let kc: Value = serde_saphyr::from_str(&text).expect("yaml");
-    let server = kc["clusters"][0]["cluster"]["server"].as_str().expect("server");
+    let server = kc["clusters"][0]["cluster"]["server"]
+        .as_str()
+        .expect("server");
     assert_eq!(server, s.url());
     let b64 = |k: &str| {
         use base64::Engine as _;
@@ -400,13 +420,20 @@ fn kubeconfig_is_usable_as_written() {
             .as_str()
             .or_else(|| kc["clusters"][0]["cluster"][k].as_str())
             .expect(k);
-        String::from_utf8(base64::engine::general_purpose::STANDARD.decode(v).expect("b64"))
-            .expect("utf8")
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(v)
+                .expect("b64"),
+        )
+        .expect("utf8")
     };
     let view = SimPkiView {
         ca: b64("certificate-authority-data"),
         cert: b64("client-certificate-data"),
         key: b64("client-key-data"),
     };
-    assert_eq!(get_json(&view.agent(true), &format!("{server}/api"), None).0, 200);
+    assert_eq!(
+        get_json(&view.agent(true), &format!("{server}/api"), None).0,
+        200
+    );
 }
