@@ -31,6 +31,14 @@ impl Handler for Echo {
                 body: Body::Stream(rx),
             };
         }
+        if req.path == "/big" {
+            let body: Vec<u8> = (0..200_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+            return Response {
+                status: 200,
+                headers: vec![],
+                body: Body::Full(body),
+            };
+        }
         Response::text(
             200,
             format!(
@@ -163,6 +171,52 @@ fn stream_producer_sees_client_going_away() {
         tx.send(b"x\n".to_vec()).is_err()
     });
     wait_until("connection deregistered", || s.connections() == 0);
+}
+
+#[test]
+fn large_bodies_and_head_requests_keep_framing() {
+    let (s, _) = echo_server(ServerOptions::default());
+    let a = agent();
+    let url = format!("http://{}/big", s.local_addr());
+    for _ in 0..2 {
+        let (st, body) = get_text(&a, &url).expect("big");
+        assert_eq!(st, 200);
+        assert_eq!(body.len(), 200_000);
+        assert!(body.starts_with("abcdefghijklmnopqrstuvwxyza"));
+    }
+    let r = a.head(&url).call().expect("head");
+    assert_eq!(
+        r.headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok()),
+        Some("200000")
+    );
+    // The connection is still in sync after HEAD (no body was sent).
+    assert_eq!(get_text(&a, &url).expect("after head").1.len(), 200_000);
+    assert_eq!(s.connections(), 1);
+}
+
+#[test]
+fn tls_stream_producer_sees_client_going_away() {
+    let pki = SimPki::generate().expect("pki");
+    let echo = Arc::new(Echo::default());
+    let cfg = pki.server_config().expect("cfg");
+    let s = Server::start(([127, 0, 0, 1], 0).into(), Some(cfg), echo.clone()).expect("start");
+    let a = tls_agent(&pki, true);
+    let url = format!("https://127.0.0.1:{}/stream", s.local_addr().port());
+    let r = a.get(&url).call().expect("stream");
+    let tx = echo.senders.lock().expect("lock").pop().expect("sender");
+    tx.send(b"first\n".to_vec()).expect("send");
+    let mut rd = BufReader::new(r.into_body().into_reader());
+    let mut line = String::new();
+    rd.read_line(&mut line).expect("first line");
+    assert_eq!(line, "first\n");
+    drop(rd);
+    drop(a);
+    // Empty messages write nothing, so only the liveness probe can notice.
+    wait_until("send error after TLS disconnect", || {
+        tx.send(Vec::new()).is_err()
+    });
 }
 
 #[test]

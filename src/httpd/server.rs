@@ -338,7 +338,7 @@ fn run_conn(shared: &Shared, tcp: TcpStream, peer: SocketAddr, closed: &AtomicBo
     let result = match &shared.tls {
         None => {
             let mut s = tcp;
-            serve(shared, &mut s, &probe, peer, closed, |_| None)
+            serve(shared, &mut s, &probe, peer, closed, |_: &TcpStream| None)
         }
         Some(cfg) => match ServerConnection::new(Arc::clone(cfg)) {
             Ok(conn) => {
@@ -386,7 +386,12 @@ fn serve<S: Read + Write>(
             || CLOSE_AFTER.with(Cell::get)
             || shared.stopping.load(Ordering::SeqCst)
             || closed.load(Ordering::SeqCst);
-        write_response(shared, s, probe, closed, resp, head_only, close)?;
+        let conn = ConnIo {
+            shared,
+            probe,
+            closed,
+        };
+        conn.write_response(s, &mut reader, resp, head_only, close)?;
         if close {
             return Ok(());
         }
@@ -406,68 +411,100 @@ fn reject<S: Write>(s: &mut S, status: u16, msg: &str) -> io::Result<()> {
     s.flush()
 }
 
-fn write_response<S: Write>(
-    shared: &Shared,
-    s: &mut S,
-    probe: &TcpStream,
-    closed: &AtomicBool,
-    resp: Response,
-    head_only: bool,
-    close: bool,
-) -> io::Result<()> {
-    let mut out = Vec::new();
-    match resp.body {
-        Body::Full(body) => {
-            let framing = format!("Content-Length: {}\r\n", body.len());
-            wire::write_head(&mut out, resp.status, &resp.headers, &framing, close)?;
-            if !head_only {
-                out.extend_from_slice(&body);
+/// What a response writer needs besides the stream.
+struct ConnIo<'a> {
+    shared: &'a Shared,
+    probe: &'a TcpStream,
+    closed: &'a AtomicBool,
+}
+
+/// Bodies above this are written straight from the response, not copied.
+const COPY_LIMIT: usize = 64 * 1024;
+
+impl ConnIo<'_> {
+    fn write_response<S: Read + Write>(
+        &self,
+        s: &mut S,
+        reader: &mut RequestReader,
+        resp: Response,
+        head_only: bool,
+        close: bool,
+    ) -> io::Result<()> {
+        let mut out = Vec::new();
+        let body = match resp.body {
+            Body::Full(body) => body,
+            Body::Stream(rx) => {
+                let framing = "Transfer-Encoding: chunked\r\n";
+                wire::write_head(&mut out, resp.status, &resp.headers, framing, close)?;
+                s.write_all(&out)?;
+                s.flush()?;
+                return self.stream(s, reader, &rx);
             }
-            s.write_all(&out)?;
-            s.flush()
+        };
+        let framing = format!("Content-Length: {}\r\n", body.len());
+        wire::write_head(&mut out, resp.status, &resp.headers, &framing, close)?;
+        let small = body.len() <= COPY_LIMIT;
+        if !head_only && small {
+            out.extend_from_slice(&body);
         }
-        Body::Stream(rx) => {
-            let framing = "Transfer-Encoding: chunked\r\n";
-            wire::write_head(&mut out, resp.status, &resp.headers, framing, close)?;
-            s.write_all(&out)?;
-            s.flush()?;
-            loop {
-                match rx.recv_timeout(STREAM_TICK) {
-                    Ok(data) => {
-                        out.clear();
-                        wire::write_chunk(&mut out, &data)?;
-                        s.write_all(&out)?;
-                        s.flush()?;
-                    }
-                    Err(RecvTimeoutError::Timeout) => {
-                        if closed.load(Ordering::SeqCst)
-                            || shared.stopping.load(Ordering::SeqCst)
-                            || peer_gone(probe)
-                        {
-                            return Err(io::Error::other("stream ended: connection closing"));
-                        }
-                    }
-                    Err(RecvTimeoutError::Disconnected) => {
-                        wire::write_last_chunk(s)?;
-                        return s.flush();
-                    }
+        s.write_all(&out)?;
+        if !head_only && !small {
+            s.write_all(&body)?;
+        }
+        s.flush()
+    }
+
+    /// Err when the stream must end: the connection is being closed or the
+    /// peer has gone away.
+    fn check_alive<S: Read>(&self, s: &mut S, reader: &mut RequestReader) -> io::Result<()> {
+        if self.closed.load(Ordering::SeqCst)
+            || self.shared.stopping.load(Ordering::SeqCst)
+            || peer_gone(s, self.probe, reader)
+        {
+            return Err(io::Error::other("stream ended: connection closing"));
+        }
+        Ok(())
+    }
+
+    /// Copy a streaming body chunk by chunk, flushing each; end it when the
+    /// producer is done, the connection is being closed or the peer left.
+    fn stream<S: Read + Write>(
+        &self,
+        s: &mut S,
+        reader: &mut RequestReader,
+        rx: &crossbeam_channel::Receiver<Vec<u8>>,
+    ) -> io::Result<()> {
+        let mut out = Vec::new();
+        loop {
+            match rx.recv_timeout(STREAM_TICK) {
+                Ok(data) if data.is_empty() => self.check_alive(s, reader)?,
+                Ok(data) => {
+                    out.clear();
+                    wire::write_chunk(&mut out, &data)?;
+                    s.write_all(&out)?;
+                    s.flush()?;
+                }
+                Err(RecvTimeoutError::Timeout) => self.check_alive(s, reader)?,
+                Err(RecvTimeoutError::Disconnected) => {
+                    wire::write_last_chunk(s)?;
+                    return s.flush();
                 }
             }
         }
     }
 }
 
-/// Whether the peer has closed its side (seen as EOF on a non-blocking peek).
-fn peer_gone(tcp: &TcpStream) -> bool {
+/// Whether the peer has closed its side: a non-blocking read through the
+/// (TLS) stream sees EOF or an error. Bytes that do arrive (a pipelined
+/// request) are kept in `reader` for later.
+fn peer_gone<S: Read>(s: &mut S, tcp: &TcpStream, reader: &mut RequestReader) -> bool {
     if tcp.set_nonblocking(true).is_err() {
         return true;
     }
-    let mut b = [0u8; 1];
-    let gone = match tcp.peek(&mut b) {
+    let gone = match reader.fill_raw(s) {
         Ok(0) => true,
         Ok(_) => false,
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-        Err(_) => true,
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
     };
     tcp.set_nonblocking(false).is_err() || gone
 }

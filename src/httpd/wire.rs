@@ -99,6 +99,15 @@ impl RequestReader {
         })
     }
 
+    /// Read whatever the peer sent into the buffer (kept for the next
+    /// request). `Ok(0)` means the peer closed its side.
+    pub fn fill_raw<S: Read>(&mut self, s: &mut S) -> io::Result<usize> {
+        let mut chunk = [0u8; 4096];
+        let n = s.read(&mut chunk)?;
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(n)
+    }
+
     fn fill<S: Read>(&mut self, s: &mut S) -> Result<usize, ReadError> {
         let mut chunk = [0u8; 16 * 1024];
         let n = s.read(&mut chunk)?;
