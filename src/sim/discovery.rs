@@ -141,6 +141,76 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
     }))
 }
 
+/// The path segment of a group version in OpenAPI v3 ("api/v1",
+/// "apis/discovery.k8s.io/v1").
+fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// `/openapi/v3`: the index of per-group-version documents.
+pub fn openapi_v3_index() -> Value {
+    let mut paths = serde_json::Map::new();
+    for r in RESOURCES {
+        let gv = gv_path(r.group, r.version);
+        let url = format!("/openapi/v3/{gv}?hash={}", OPENAPI_HASH);
+        paths.insert(gv, json!({ "serverRelativeURL": url }));
+    }
+    json!({ "paths": paths })
+}
+
+/// Changes whenever the documents below change (kubectl caches by it).
+const OPENAPI_HASH: &str = "kube-sim-1";
+
+/// `/openapi/v3/{api/v1|apis/g/v}`: a minimal OpenAPI v3 document with one
+/// PATCH operation per resource that declares its group-version-kind and the
+/// `fieldValidation` query parameter. That is what kubectl (`apply`,
+/// `create` with `--validate=strict`, the default) checks to send
+/// `fieldValidation=Strict` to the server instead of downloading schemas.
+/// Component schemas are not served, so kubectl computes strategic merge
+/// patches from its compiled-in types, as against servers without OpenAPI.
+pub fn openapi_v3_document(path: &str) -> Option<Value> {
+    let mut paths = serde_json::Map::new();
+    for r in RESOURCES {
+        if gv_path(r.group, r.version) != path {
+            continue;
+        }
+        let collection = if r.namespaced {
+            format!("/{path}/namespaces/{{namespace}}/{}", r.resource)
+        } else {
+            format!("/{path}/{}", r.resource)
+        };
+        let op = json!({
+            "patch": {
+                "operationId": format!("patch{}", r.kind),
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind":
+                    {"group": r.group, "version": r.version, "kind": r.kind},
+                "parameters": [
+                    {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+                    {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
+                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+                    {"name": "force", "in": "query", "schema": {"type": "boolean"}},
+                ],
+                "responses": {"200": {"description": "OK"}},
+            }
+        });
+        paths.insert(format!("{collection}/{{name}}"), op);
+    }
+    if paths.is_empty() {
+        return None;
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": GIT_VERSION},
+        "paths": paths,
+        "components": {},
+    }))
+}
+
 /// The discovery document for a path, if it is one. `server` as for
 /// [`api_versions`].
 pub fn document(path: &str, server: &str) -> Option<Value> {
@@ -151,6 +221,8 @@ pub fn document(path: &str, server: &str) -> Option<Value> {
         ["api", v] => api_resource_list("", v),
         ["apis", g] => api_group(g),
         ["apis", g, v] => api_resource_list(g, v),
+        ["openapi", "v3"] => Some(openapi_v3_index()),
+        ["openapi", "v3", rest @ ..] => openapi_v3_document(&rest.join("/")),
         _ => None,
     }
 }
@@ -184,6 +256,8 @@ mod tests {
             ("/apis/apps/v1", None),
             ("/apis/apps", None),
             ("/api/v1/pods", None),
+            ("/openapi/v2", None),
+            ("/openapi/v3/apis/apps/v1", None),
         ];
         for (path, kind) in cases {
             let got = document(path, s);
@@ -226,6 +300,29 @@ mod tests {
         let eps = api_resource_list("discovery.k8s.io", "v1").expect("group");
         assert_eq!(eps["groupVersion"], "discovery.k8s.io/v1");
         assert_eq!(names(&eps), vec!["endpointslices".to_string()]);
+    }
+
+    #[test]
+    fn openapi_v3_declares_field_validation_for_every_kind() {
+        let index = document("/openapi/v3", "").expect("index");
+        let paths = index["paths"].as_object().expect("paths");
+        assert_eq!(paths.len(), 4, "{paths:?}");
+        for (gv, entry) in paths {
+            let url = entry["serverRelativeURL"].as_str().expect("url");
+            let path = url.split('?').next().unwrap_or("");
+            let doc = document(path, "").unwrap_or_else(|| panic!("{gv}: {url}"));
+            for (p, op) in doc["paths"].as_object().expect("doc paths") {
+                let gvk = &op["patch"]["x-kubernetes-group-version-kind"];
+                assert!(gvk["kind"].is_string(), "{p}");
+                let params = op["patch"]["parameters"].as_array().expect("params");
+                assert!(params
+                    .iter()
+                    .any(|x| x["name"] == "fieldValidation" && x["in"] == "query"));
+            }
+        }
+        let core = document("/openapi/v3/api/v1", "").expect("core");
+        assert!(core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"].is_object());
+        assert!(core["paths"]["/api/v1/nodes/{name}"].is_object());
     }
 
     #[test]
