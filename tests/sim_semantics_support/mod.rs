@@ -40,6 +40,7 @@ impl Sim {
 
     /// Send one request; `target` is "group/resource[/sub]" and the
     /// namespace/name come separately.
+    #[allow(clippy::too_many_arguments)]
     pub fn raw(
         &self,
         verb: Verb,
