@@ -213,3 +213,7 @@ pub fn lease(new: &Value, out: &mut Vec<Cause>) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;
