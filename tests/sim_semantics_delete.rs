@@ -162,7 +162,11 @@ fn garbage_collection_of_owned_slices() {
     sim.create(SLICES, NS, owned_slice("svc-2", &svc));
     sim.create(SLICES, NS, owned_slice("keep-1", &keep));
     let mut two = owned_slice("both", &svc);
-    two["metadata"]["ownerReferences"].as_array_mut().map(|a| a.push(json!({"apiVersion": "v1", "kind": "Service", "name": "keep", "uid": keep["metadata"]["uid"]})));
+    let keep_ref = json!({"apiVersion": "v1", "kind": "Service", "name": "keep",
+                          "uid": keep["metadata"]["uid"]});
+    if let Some(a) = two["metadata"]["ownerReferences"].as_array_mut() {
+        a.push(keep_ref);
+    }
     sim.create(SLICES, NS, two);
     assert_eq!(sim.delete("services", NS, "svc", json!(null)).status, 200);
     sim.eventually("owned slices collected", || {

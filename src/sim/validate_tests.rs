@@ -4,6 +4,9 @@ use super::super::resources::lookup;
 use super::super::validate::validate;
 use serde_json::{json, Value};
 
+type Case3<'a> = (&'a str, Value, Option<(&'a str, &'a str, &'a str)>);
+type Case2<'a> = (&'a str, Value, Option<(&'a str, &'a str)>);
+
 fn causes(
     group: &str,
     resource: &str,
@@ -45,7 +48,7 @@ fn endpoint_slice_rules() {
         .map(|i| json!({"name": format!("p{i}"), "port": 80}))
         .collect();
     let many_addrs: Vec<String> = (0..101).map(|i| format!("10.0.0.{i}")).collect();
-    let cases: Vec<(&str, Value, Option<(&str, &str, &str)>)> = vec![
+    let cases: Vec<Case3> = vec![
         (
             "valid IPv4",
             slice(
@@ -249,7 +252,7 @@ fn endpoint_slice_rules() {
 fn endpoints_rules() {
     let eps = |subsets: Value| json!({"metadata": {"name": "e"}, "subsets": subsets});
     let port = json!({"port": 80, "protocol": "TCP"});
-    let cases: Vec<(&str, Value, Option<(&str, &str)>)> = vec![
+    let cases: Vec<Case2> = vec![
         (
             "valid",
             eps(json!([{"addresses": [{"ip": "10.0.0.1"}], "ports": [port]}])),
