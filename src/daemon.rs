@@ -7,6 +7,7 @@
 //! work. It never writes to the API server.
 
 use crate::config::{Config, ConfigErrors};
+use crate::health::{self, Readiness};
 use crate::sdnotify::{self, Notifier};
 use crate::shutdown::Shutdown;
 use crate::{logging, signals};
@@ -48,12 +49,29 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         cfg.leader_election.identity
     );
     log::warn!("{NOT_YET}");
+    let listen = cfg.server.listen;
     let shutdown = Shutdown::new();
     let current = Arc::new(Mutex::new(cfg));
     let reload_path: PathBuf = path.to_path_buf();
     let reload_cfg = Arc::clone(&current);
     let sig = signals::install(shutdown.clone(), move || reload(&reload_path, &reload_cfg))
         .map_err(|e| DaemonError::Setup(format!("signal handlers: {e}")))?;
+    let registry = crate::metrics::Registry::new();
+    build_info(&registry);
+    let readiness = Readiness::not_ready(NOT_YET);
+    let server = match listen {
+        Some(addr) => Some(
+            health::start(addr, Arc::clone(&registry), readiness.clone())
+                .map_err(|e| DaemonError::Setup(format!("server.listen = \"{addr}\": {e}")))?,
+        ),
+        None => None,
+    };
+    if let Some(s) = &server {
+        log::info!(
+            "serving /metrics, /healthz and /readyz on http://{}",
+            s.local_addr()
+        );
+    }
     let notifier = Notifier::from_env();
     notify(notifier.ready(&format!("idle: {NOT_YET}")));
     let tick = sdnotify::watchdog_interval()
@@ -65,9 +83,24 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         notify(notifier.watchdog());
     }
     notify(notifier.stopping("shutting down"));
+    if let Some(s) = server {
+        s.shutdown();
+    }
     sig.close();
     log::info!("stopped");
     Ok(())
+}
+
+/// `endpointd_build_info{version} 1`, as Kubernetes components export it.
+fn build_info(registry: &crate::metrics::Registry) {
+    registry
+        .gauge(
+            "endpointd_build_info",
+            "Build information; the value is always 1.",
+            &["version"],
+        )
+        .with(&[env!("CARGO_PKG_VERSION")])
+        .set(1.0);
 }
 
 fn notify(r: std::io::Result<bool>) {

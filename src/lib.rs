@@ -16,6 +16,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod health;
 pub mod httpd;
 pub mod informer;
 pub mod kube;

@@ -261,3 +261,87 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
         "journald lines only:\n{log}"
     );
 }
+
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).expect("read");
+    let code = resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (code, body)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+#[test]
+fn run_serves_health_and_metrics_and_is_honestly_not_ready() {
+    let d = tmpdir("serve");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let cfg = write(&d, "c.toml", &format!("[server]\nlisten = \"{addr}\"\n"));
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < deadline, "endpoint never came up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(http_get(&addr, "/healthz"), (200, "ok\n".to_string()));
+    let (code, body) = http_get(&addr, "/readyz");
+    assert_eq!(code, 503);
+    assert!(
+        body.starts_with("not ready: controllers are not wired"),
+        "{body}"
+    );
+    let (code, body) = http_get(&addr, "/metrics");
+    assert_eq!(code, 200);
+    assert!(
+        body.contains(&format!(
+            "endpointd_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{body}"
+    );
+    assert!(body.contains("process_resident_memory_bytes"), "{body}");
+    kill(child.id(), "-TERM");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn run_fails_clearly_when_the_listen_address_is_taken() {
+    let d = tmpdir("taken");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr");
+    let cfg = write(&d, "c.toml", &format!("[server]\nlisten = \"{addr}\"\n"));
+    let (code, _, stderr) = out(bin().args(["run", "-c"]).arg(&cfg));
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(&format!("server.listen = \"{addr}\"")),
+        "{stderr}"
+    );
+}

@@ -23,7 +23,11 @@ fn empty_file_gives_documented_defaults() {
     assert_eq!(le.lease_name, "endpointd");
     assert!(le.identity_generated);
     let host = hostname().expect("hostname");
-    assert!(le.identity.starts_with(&format!("{host}_")), "{}", le.identity);
+    assert!(
+        le.identity.starts_with(&format!("{host}_")),
+        "{}",
+        le.identity
+    );
     assert_eq!(le.lease_duration, Duration::from_secs(15));
     assert_eq!(le.renew_deadline, Duration::from_secs(10));
     assert_eq!(le.retry_period, Duration::from_secs(2));
