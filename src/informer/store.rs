@@ -20,6 +20,7 @@
 //! are rare, so a single lock is not the bottleneck, and sharding would
 //! break the atomic relist swap.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
@@ -36,13 +37,21 @@ pub enum IndexKey {
     Namespace,
     /// The value of the named label (objects without it are not indexed).
     Label(&'static str),
+    /// `namespace/value` of the named label, e.g. `NamespacedLabel(SERVICE_NAME_LABEL)`
+    /// files EndpointSlices under their Service's key `"ns/svc"`.
+    NamespacedLabel(&'static str),
 }
 
 impl IndexKey {
-    fn value<'a, T: Cacheable>(&self, obj: &'a T) -> Option<&'a str> {
+    fn value<'a, T: Cacheable>(&self, obj: &'a T) -> Option<Cow<'a, str>> {
         match self {
-            IndexKey::Namespace => Some(obj.namespace()).filter(|ns| !ns.is_empty()),
-            IndexKey::Label(l) => obj.label(l),
+            IndexKey::Namespace => Some(obj.namespace())
+                .filter(|ns| !ns.is_empty())
+                .map(Cow::Borrowed),
+            IndexKey::Label(l) => obj.label(l).map(Cow::Borrowed),
+            IndexKey::NamespacedLabel(l) => obj
+                .label(l)
+                .map(|v| Cow::Owned(format!("{}/{v}", obj.namespace()))),
         }
     }
 }
@@ -81,10 +90,15 @@ impl<T: Cacheable> Inner<T> {
     fn index_add(&mut self, key: &Arc<str>, obj: &T) {
         for ix in &mut self.indexes {
             if let Some(v) = ix.by.value(obj) {
-                ix.buckets
-                    .entry(v.into())
-                    .or_default()
-                    .insert(Arc::clone(key));
+                match ix.buckets.get_mut(v.as_ref()) {
+                    Some(b) => {
+                        b.insert(Arc::clone(key));
+                    }
+                    None => {
+                        let b = Bucket::from([Arc::clone(key)]);
+                        ix.buckets.insert(v.into_owned().into_boxed_str(), b);
+                    }
+                }
             }
         }
     }
@@ -92,10 +106,10 @@ impl<T: Cacheable> Inner<T> {
     fn index_remove(&mut self, key: &str, obj: &T) {
         for ix in &mut self.indexes {
             if let Some(v) = ix.by.value(obj) {
-                if let Some(b) = ix.buckets.get_mut(v) {
+                if let Some(b) = ix.buckets.get_mut(v.as_ref()) {
                     b.remove(key);
                     if b.is_empty() {
-                        ix.buckets.remove(v);
+                        ix.buckets.remove(v.as_ref());
                     }
                 }
             }
@@ -222,7 +236,7 @@ impl<T: Cacheable> Store<T> {
             None => inner
                 .items
                 .values()
-                .filter(|o| by.value(o.as_ref()) == Some(value))
+                .filter(|o| by.value(o.as_ref()).as_deref() == Some(value))
                 .cloned()
                 .collect(),
         }

@@ -171,6 +171,37 @@ fn indexes_follow_updates_deletes_and_relists() {
 }
 
 #[test]
+fn namespaced_label_index_files_slices_under_their_service_key() {
+    const SVC_KEY: IndexKey = IndexKey::NamespacedLabel(SERVICE_NAME_LABEL);
+    let s: Store<Obj> = Store::new(&[SVC_KEY]);
+    s.apply(WatchEvent::Added(
+        obj("a", "web-1", "1").label(SERVICE_NAME_LABEL, "web"),
+    ));
+    s.apply(WatchEvent::Added(
+        obj("b", "web-1", "1").label(SERVICE_NAME_LABEL, "web"),
+    ));
+    s.apply(WatchEvent::Added(
+        obj("a", "web-2", "1").label(SERVICE_NAME_LABEL, "web"),
+    ));
+    let mut got: Vec<String> = s
+        .by_index(SVC_KEY, "a/web")
+        .iter()
+        .map(|o| o.key())
+        .collect();
+    got.sort();
+    assert_eq!(got, ["a/web-1", "a/web-2"]);
+    s.apply(WatchEvent::Deleted(obj("a", "web-1", "2")));
+    assert_eq!(s.by_index(SVC_KEY, "a/web").len(), 1);
+    assert_eq!(s.by_index(SVC_KEY, "b/web").len(), 1);
+    // Same answers without the index (full scan).
+    let plain: Store<Obj> = Store::new(&[]);
+    plain.apply(WatchEvent::Added(
+        obj("b", "web-1", "1").label(SERVICE_NAME_LABEL, "web"),
+    ));
+    assert_eq!(plain.by_index(SVC_KEY, "b/web").len(), 1);
+}
+
+#[test]
 fn by_index_without_index_scans() {
     let s: Store<Obj> = Store::new(&[]);
     s.apply(WatchEvent::Added(obj("a", "x", "1").label("app", "q")));
