@@ -17,6 +17,21 @@
 //! This module owns the [`Informer`] handle (start, store reader,
 //! `has_synced`) and [`wait_for_sync`]. Informers never write to the API
 //! server and never call `Instant::now()` (time comes from the clock).
+//!
+//! Operational notes (defaults and why):
+//! - LIST pages of 500 (client-go's pager): a page is parsed straight into
+//!   trimmed objects, so a LIST never holds more than one page of JSON.
+//! - Watches ask for `timeoutSeconds` in [300, 600) so that many daemons do
+//!   not reconnect in lockstep; bookmarks keep the resume point fresh so a
+//!   reconnect after a quiet period does not need a relist.
+//! - Backoff 800 ms doubling to 30 s (jittered up to ×2), reset after 2
+//!   minutes without failures; `Retry-After` is honoured as a minimum.
+//! - Memory: one `Arc<T>` per object plus its key (shared with the index
+//!   buckets). A relist holds the old and the new content until the swap,
+//!   so the peak is about twice the steady cache.
+//! - Handlers run on the watcher thread: keep them to "enqueue a key".
+//! - Shutdown: trigger the [`Shutdown`] and wake blocked watch reads (for
+//!   the HTTP client, `Client::shutdown_watches()`), then [`Informer::join`].
 
 pub mod backoff;
 pub mod handlers;
