@@ -335,10 +335,14 @@ def test_list_all_namespaces_and_label_selector(core, ns):
 def test_wrong_or_missing_token_is_401(sim):
     for token in ("wrong", None):
         api = sim.api_client()
+        assert "BearerToken" in api.configuration.api_key
+        # The kubeconfig loader re-reads the token before each request.
+        api.configuration.refresh_api_key_hook = None
+        api.configuration.api_key.pop("authorization", None)
         if token:
-            api.configuration.api_key["authorization"] = "Bearer " + token
+            api.configuration.api_key["BearerToken"] = "Bearer " + token
         else:
-            api.configuration.api_key.pop("authorization", None)
+            api.configuration.api_key.pop("BearerToken", None)
         with pytest.raises(ApiException) as e:
             client.CoreV1Api(api).list_namespace()
         assert reason_of(e.value) == (401, "Unauthorized")
