@@ -6,7 +6,7 @@ use endpointd::clock::{FakeClock, SharedClock};
 use endpointd::sim::requestinfo::Verb;
 use endpointd::sim::server::{SimOptions, SimServer};
 use serde_json::{json, Value};
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::time::{Duration, Instant};
 
 fn agent() -> ureq::Agent {
@@ -132,9 +132,87 @@ fn latency_delays_resource_requests_only() {
     assert!(timed("/api/v1/nodes") < Duration::from_millis(300));
 }
 
+fn create_pod(s: &SimServer, name: &str) -> Value {
+    let body = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    let url = format!("{}/api/v1/namespaces/default/pods", s.url());
+    let (st, _, obj) = call(&agent(), "POST", &url, Some(body));
+    assert_eq!(st, 201, "{obj}");
+    obj
+}
+
+fn watch_reader(s: &SimServer, query: &str) -> (u16, BufReader<ureq::BodyReader<'static>>) {
+    let a: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_per_read(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let url = format!(
+        "{}/api/v1/namespaces/default/pods?watch=true&{query}",
+        s.url()
+    );
+    let r = a.get(&url).call().expect("watch");
+    (
+        r.status().as_u16(),
+        BufReader::new(r.into_body().into_reader()),
+    )
+}
+
+fn next_event(rd: &mut impl BufRead) -> Value {
+    let mut line = String::new();
+    rd.read_line(&mut line).expect("event line");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+#[test]
+fn close_all_watches_ends_open_streams() {
+    let s = sim();
+    let (st, mut rd) = watch_reader(&s, "");
+    assert_eq!(st, 200);
+    create_pod(&s, "p1");
+    let ev = next_event(&mut rd);
+    assert_eq!(
+        (
+            ev["type"].as_str(),
+            ev["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("p1"))
+    );
+    s.faults().close_all_watches();
+    let mut rest = String::new();
+    rd.read_to_string(&mut rest).expect("clean end of stream");
+    assert_eq!(rest, "");
+}
+
+#[test]
+fn compaction_makes_older_resource_versions_expire() {
+    let s = sim();
+    let old_rv = create_pod(&s, "a")["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("rv")
+        .to_string();
+    create_pod(&s, "b");
+    s.faults().compact();
+    let (st, mut rd) = watch_reader(&s, &format!("resourceVersion={old_rv}"));
+    // kube-apiserver answers either HTTP 410 or 200 with an ERROR event.
+    let status = if st == 200 {
+        let ev = next_event(&mut rd);
+        assert_eq!(ev["type"], "ERROR");
+        ev["object"].clone()
+    } else {
+        let mut body = String::new();
+        rd.read_to_string(&mut body).expect("body");
+        serde_json::from_str(&body).expect("status")
+    };
+    assert_eq!(status["code"], 410, "{status}");
+    assert_eq!(status["reason"], "Expired");
+}
+
 #[test]
 fn stalled_watch_sends_headers_but_no_events_until_lifted() {
     let s = sim();
+    // Without the stall, a watch without resourceVersion would start with ADDED p0.
+    create_pod(&s, "p0");
     s.faults().stall_watches(true);
     let a: ureq::Agent = ureq::Agent::config_builder()
         .timeout_per_read(Some(Duration::from_millis(300)))
