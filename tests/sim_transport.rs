@@ -491,3 +491,117 @@ fn kubeconfig_is_usable_as_written() {
         200
     );
 }
+
+// ---- --load and the kube-sim binary ----
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("kube-sim-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+const LIST_YAML: &str = "apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Namespace
+  metadata:
+    name: loaded
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: p1
+    namespace: loaded
+  spec:
+    containers:
+    - name: c
+      image: busybox
+";
+
+#[test]
+fn load_creates_list_items_from_yaml_and_json() {
+    let yaml: Value = serde_saphyr::from_str(LIST_YAML).expect("yaml");
+    let files = [
+        temp_file("list.yaml", LIST_YAML),
+        temp_file("list.json", &yaml.to_string()),
+    ];
+    for path in files {
+        let s = SimServer::start(SimOptions {
+            load: Some(path.clone()),
+            ..SimOptions::default()
+        })
+        .expect("start with --load");
+        let (st, pod) = get_json(
+            &agent(),
+            &format!("{}/api/v1/namespaces/loaded/pods/p1", s.url()),
+            None,
+        );
+        assert_eq!(
+            (st, pod["kind"].as_str()),
+            (200, Some("Pod")),
+            "{}",
+            path.display()
+        );
+    }
+    let bad = temp_file("bad.yaml", "items: [: nope");
+    let err = SimServer::start(SimOptions {
+        load: Some(bad.clone()),
+        ..SimOptions::default()
+    })
+    .expect_err("bad file");
+    assert!(err.to_string().contains("bad.yaml"), "{err}");
+}
+
+#[test]
+fn binary_prints_url_serves_and_stops_on_sigterm() {
+    use std::process::{Command, Stdio};
+    let exe = env!("CARGO_BIN_EXE_kube-sim");
+    let help = Command::new(exe).arg("--help").output().expect("help");
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--kubeconfig-out"));
+    let usage = Command::new(exe).arg("--bogus").output().expect("usage");
+    assert_eq!(usage.status.code(), Some(2));
+
+    let kc = temp_file("bin-kubeconfig", "");
+    let mut child = Command::new(exe)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "tk",
+            "--kubeconfig-out",
+        ])
+        .arg(&kc)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("url line");
+    let url = line.trim().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+    assert!(std::fs::read_to_string(&kc)
+        .expect("kubeconfig")
+        .contains(&url));
+    let (st, _) = get_json(&agent(), &format!("{url}/api/v1/namespaces"), Some("tk"));
+    assert_eq!(st, 200);
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st.code();
+        }
+        assert!(Instant::now() < deadline, "kube-sim ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(0));
+}
