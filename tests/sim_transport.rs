@@ -605,3 +605,37 @@ fn binary_prints_url_serves_and_stops_on_sigterm() {
     };
     assert_eq!(code, Some(0));
 }
+
+/// Not a gate: prints the transport's request rate over one keep-alive
+/// connection, and with 8 concurrent clients (`cargo test --test
+/// sim_transport -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn throughput_report() {
+    let (s, _) = echo_server(ServerOptions::default());
+    let url = format!("http://{}/x", s.local_addr());
+    let n = 5000;
+    let a = agent();
+    let t = Instant::now();
+    for _ in 0..n {
+        get_text(&a, &url).expect("get");
+    }
+    let one = n as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let a = agent();
+                for _ in 0..n / 8 {
+                    get_text(&a, &url).expect("get");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("client");
+    }
+    let eight = n as f64 / t.elapsed().as_secs_f64();
+    println!("{{\"keepalive_1_client_rps\": {one:.0}, \"keepalive_8_clients_rps\": {eight:.0}}}");
+}
