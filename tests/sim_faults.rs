@@ -2,9 +2,12 @@
 //! Retry-After, 500, 503), latency, stalled watches, outages with recovery,
 //! the `/sim/faults` admin endpoint and the `/sim/requests` counters.
 
-use endpointd::clock::{FakeClock, SharedClock};
-use endpointd::sim::requestinfo::Verb;
+use endpointd::clock::{FakeClock, RealClock, SharedClock};
+use endpointd::httpd::Body;
+use endpointd::sim::faults::{reason_for, FaultRequest, Faults};
+use endpointd::sim::requestinfo::{RequestInfo, Verb};
 use endpointd::sim::server::{SimOptions, SimServer};
+use endpointd::sim::store::{Store, StoreConfig};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 use std::time::{Duration, Instant};
@@ -287,4 +290,107 @@ fn outage_through_admin_endpoint_answers_the_caller() {
     );
     clock.step(Duration::from_secs(6));
     assert_eq!(call(&other, "GET", &version, None).0, 200);
+}
+
+// ---- the switchboard itself (no HTTP) ----
+
+fn info(verb: Verb, resource: &str) -> RequestInfo {
+    RequestInfo {
+        verb,
+        group: String::new(),
+        version: "v1".into(),
+        resource: resource.into(),
+        subresource: None,
+        namespace: Some("default".into()),
+        name: None,
+    }
+}
+
+fn faults() -> Faults {
+    let clock = RealClock::shared();
+    Faults::new(Store::new(StoreConfig::default(), clock.clone()), clock)
+}
+
+#[test]
+fn fail_next_matches_and_counts_down() {
+    let f = faults();
+    f.fail_next(2, Some(Verb::List), Some("pods".into()), 429, Some(3));
+    f.fail_next(1, None, None, 500, None);
+    // A get of pods skips the list rule and takes the catch-all one.
+    let r = f.take_failure(&info(Verb::Get, "pods")).expect("catch-all");
+    assert_eq!(r.status, 500);
+    assert!(f.take_failure(&info(Verb::Get, "pods")).is_none());
+    assert!(f.take_failure(&info(Verb::List, "services")).is_none());
+    for _ in 0..2 {
+        let r = f.take_failure(&info(Verb::List, "pods")).expect("429");
+        assert_eq!(r.status, 429);
+        assert!(r.headers.contains(&("Retry-After".into(), "3".into())));
+        let Body::Full(b) = &r.body else {
+            panic!("full body")
+        };
+        let s: Value = serde_json::from_slice(b).expect("json");
+        assert_eq!(s["reason"], "TooManyRequests");
+        assert_eq!(s["details"]["retryAfterSeconds"], 3);
+    }
+    assert!(f.take_failure(&info(Verb::List, "pods")).is_none());
+}
+
+#[test]
+fn reasons_table() {
+    for (code, reason) in [
+        (429, "TooManyRequests"),
+        (500, "InternalError"),
+        (503, "ServiceUnavailable"),
+        (504, "Timeout"),
+        (409, "Conflict"),
+        (599, "Unknown"),
+    ] {
+        assert_eq!(reason_for(code), reason);
+    }
+}
+
+#[test]
+fn fault_request_parsing() {
+    let ok = FaultRequest::parse(&json!({
+        "failNext": [{"count": 2, "verb": "watch", "code": 503}],
+        "latencyMs": 20, "stallWatches": true, "outageMs": 5
+    }))
+    .expect("valid");
+    assert_eq!(ok.fail_next[0].verb, Some(Verb::Watch));
+    assert_eq!(ok.fail_next[0].remaining, 2);
+    assert_eq!(ok.latency, Some(Duration::from_millis(20)));
+    assert_eq!(ok.outage, Some(Duration::from_millis(5)));
+    let bad = [
+        json!([]),
+        json!({"nope": 1}),
+        json!({"failNext": {"count": 1}}),
+        json!({"failNext": {"code": 200}}),
+        json!({"failNext": {"code": 500, "verb": "fetch"}}),
+        json!({"failNext": {"code": 500, "resource": 3}}),
+        json!({"latencyMs": -1}),
+        json!({"stallWatches": "yes"}),
+    ];
+    for b in bad {
+        assert!(FaultRequest::parse(&b).is_err(), "{b}");
+    }
+}
+
+#[test]
+fn stall_and_latency_state() {
+    let f = faults();
+    assert!(f.stalled_watch().is_none());
+    f.apply_json(&json!({"stallWatches": true, "latencyMs": 7}))
+        .expect("apply");
+    let r = f.stalled_watch().expect("stalled");
+    let Body::Stream(rx) = r.body else {
+        panic!("stream")
+    };
+    assert_eq!(f.snapshot()["stalledWatches"], 1);
+    assert_eq!(f.latency(), Duration::from_millis(7));
+    f.stall_watches(false);
+    // The stream ends (sender dropped) once the stall is lifted.
+    assert!(rx.recv().is_err());
+    assert!(!f.outage(Duration::from_secs(1)), "no server attached");
+    f.apply_json(&json!({"clear": true})).expect("clear");
+    assert_eq!(f.latency(), Duration::ZERO);
 }
