@@ -279,6 +279,23 @@ fn drop_all_then_refuse_until_deadline() {
 }
 
 #[test]
+fn connections_over_the_limit_get_503() {
+    let opts = ServerOptions {
+        max_connections: 1,
+        ..ServerOptions::default()
+    };
+    let (s, _) = echo_server(opts);
+    let a = agent();
+    let url = format!("http://{}/x", s.local_addr());
+    assert_eq!(get_text(&a, &url).expect("first").0, 200);
+    assert_eq!(s.connections(), 1);
+    let (st, _) = get_text(&agent(), &url).expect("second client");
+    assert_eq!(st, 503);
+    // The kept-alive first connection is still served.
+    assert_eq!(get_text(&a, &url).expect("first again").0, 200);
+}
+
+#[test]
 fn bad_requests_get_400_413_and_close() {
     let opts = ServerOptions {
         max_body: 10,

@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 pub struct ServerOptions {
     /// Largest request body accepted (413 above).
     pub max_body: usize,
+    /// Most connections served at once (one thread each); above it a new
+    /// connection gets `503` and is closed.
+    pub max_connections: usize,
     /// A keep-alive connection idle this long is closed.
     pub idle_timeout: Duration,
     /// A write blocked this long fails and closes the connection.
@@ -36,6 +39,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             max_body: 16 * 1024 * 1024,
+            max_connections: 4096,
             idle_timeout: Duration::from_secs(300),
             write_timeout: Duration::from_secs(30),
             clock: RealClock::shared(),
@@ -269,10 +273,25 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
             let _ = stream.shutdown(Shutdown::Both);
             continue;
         }
+        if lock(&shared.conns).len() >= shared.opts.max_connections {
+            turn_away(stream);
+            continue;
+        }
         if let Err(e) = spawn_conn(shared, stream, peer) {
             log::warn!("httpd: cannot start connection thread: {e}");
         }
     }
+}
+
+/// Answer 503 on a connection over the limit and close it, without
+/// reading the request (the write is small and bounded by a timeout).
+fn turn_away(mut stream: TcpStream) {
+    use std::io::Write;
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let _ = stream.write_all(
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n",
+    );
+    let _ = stream.shutdown(Shutdown::Write);
 }
 
 fn spawn_conn(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) -> io::Result<()> {
