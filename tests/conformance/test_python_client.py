@@ -381,3 +381,26 @@ def test_injected_429_carries_retry_after(sim, core, ns):
         assert e.headers.get("Retry-After") == "1"
     counts = sim.admin("/sim/requests")["counters"]
     assert any(c["verb"] == "get" and c["resource"] == "pods" for c in counts)
+
+
+# ---- known semantics gaps, pinned as strict xfails (remove when fixed) ----
+
+@pytest.mark.xfail(strict=True, reason="kube-sim semantics: Service create-time defaulting "
+                   "(type, protocol, targetPort, clusterIP, sessionAffinity) is not done")
+def test_service_defaults(core, ns):
+    name = uid("svc")
+    s = core.create_namespaced_service(ns, {"apiVersion": "v1", "kind": "Service",
+                                            "metadata": {"name": name},
+                                            "spec": {"selector": {"a": "b"}, "ports": [{"port": 80}]}})
+    assert s.spec.type == "ClusterIP"
+    assert s.spec.session_affinity == "None"
+    assert s.spec.ports[0].protocol == "TCP"
+    assert s.spec.ports[0].target_port == 80
+    assert s.spec.cluster_ip and s.spec.cluster_ip != "None"
+
+
+@pytest.mark.xfail(strict=True, reason="kube-sim semantics: a new Pod gets no status "
+                   "(kube-apiserver sets status.phase=Pending and qosClass)")
+def test_new_pod_is_pending(core, ns):
+    p = core.create_namespaced_pod(ns, pod(uid("pend"), ns))
+    assert p.status is not None and p.status.phase == "Pending"
