@@ -242,6 +242,21 @@ fn is_health(path: &str) -> bool {
 
 impl Handler for SimHandler {
     fn handle(&self, req: Request) -> Response {
+        let resp = self.route(&req);
+        // Method, path and status only: never headers (they carry the token).
+        log::debug!(
+            "{} {} {} -> {}",
+            req.peer,
+            req.method,
+            req.path,
+            resp.status
+        );
+        resp
+    }
+}
+
+impl SimHandler {
+    fn route(&self, req: &Request) -> Response {
         let path = req.path.as_str();
         if is_health(path) {
             return Response::text(200, "ok");
@@ -249,11 +264,11 @@ impl Handler for SimHandler {
         if path == "/version" || path == "/version/" {
             return json_ok(&discovery::version());
         }
-        if !self.authenticated(&req) {
+        if !self.authenticated(req) {
             return unauthorized();
         }
         match path {
-            "/sim/faults" => return self.sim_faults(&req),
+            "/sim/faults" => return self.sim_faults(req),
             "/sim/requests" => return self.sim_requests(),
             _ => {}
         }
@@ -263,7 +278,7 @@ impl Handler for SimHandler {
                 return json_ok(&doc);
             }
         }
-        self.resource(&req)
+        self.resource(req)
     }
 }
 
