@@ -156,6 +156,51 @@ fn chunked_stream_arrives_chunk_by_chunk() {
 }
 
 #[test]
+fn hundred_concurrent_streams_each_get_every_chunk_in_order() {
+    let (s, echo) = echo_server(ServerOptions::default());
+    let addr = s.local_addr();
+    let (n_streams, n_events) = (100, 50);
+    let clients: Vec<_> = (0..n_streams)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let a: ureq::Agent = ureq::Agent::config_builder()
+                    .timeout_per_read(Some(Duration::from_secs(10)))
+                    .build()
+                    .into();
+                let r = a
+                    .get(format!("http://{addr}/stream"))
+                    .call()
+                    .expect("stream");
+                let rd = BufReader::new(r.into_body().into_reader());
+                rd.lines()
+                    .map(|l| l.expect("line"))
+                    .collect::<Vec<String>>()
+            })
+        })
+        .collect();
+    wait_until("all streams open", || {
+        echo.senders.lock().expect("l").len() == n_streams
+    });
+    let senders = std::mem::take(&mut *echo.senders.lock().expect("lock"));
+    let started = Instant::now();
+    for i in 0..n_events {
+        for tx in &senders {
+            tx.send(format!("event {i}\n").into_bytes())
+                .expect("fan-out");
+        }
+    }
+    drop(senders);
+    let want: Vec<String> = (0..n_events).map(|i| format!("event {i}")).collect();
+    for c in clients {
+        assert_eq!(c.join().expect("client"), want);
+    }
+    eprintln!(
+        "{n_streams} streams x {n_events} events delivered in {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn stream_producer_sees_client_going_away() {
     let (s, echo) = echo_server(ServerOptions::default());
     let mut c = TcpStream::connect(s.local_addr()).expect("connect");
