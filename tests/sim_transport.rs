@@ -508,6 +508,33 @@ fn discovery_documents_and_version() {
     assert_eq!((st, missing["reason"].as_str()), (404, Some("NotFound")));
     let (st, unknown) = get("/api/v1/namespaces/default/widgets");
     assert_eq!((st, unknown["kind"].as_str()), (404, Some("Status")));
+    // kubectl's Accept header gets aggregated discovery, labelled as such.
+    let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
+application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    for (path, groups) in [("/api", 1), ("/apis", 3)] {
+        let mut r = a
+            .get(format!("{}{path}", s.url()))
+            .header("Accept", accept)
+            .call()
+            .expect("aggregated");
+        let ct = r
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        assert_eq!(
+            ct.as_deref(),
+            Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+        );
+        let doc: Value =
+            serde_json::from_str(&r.body_mut().read_to_string().expect("body")).expect("json");
+        assert_eq!(doc["kind"], "APIGroupDiscoveryList");
+        assert_eq!(
+            doc["items"].as_array().map(Vec::len),
+            Some(groups),
+            "{path}"
+        );
+    }
     let (_, v) = get("/version");
     assert_eq!(
         (v["major"].as_str(), v["minor"].as_str()),

@@ -273,6 +273,19 @@ impl SimHandler {
             _ => {}
         }
         if matches!(req.method.as_str(), "GET" | "HEAD") {
+            let top = path.trim_end_matches('/');
+            if matches!(top, "/api" | "/apis") && discovery::wants_aggregated(req.header("accept"))
+            {
+                let mut resp = json_ok(&discovery::aggregated(top == "/api"));
+                resp.headers = vec![
+                    (
+                        "Content-Type".into(),
+                        discovery::AGGREGATED_CONTENT_TYPE.into(),
+                    ),
+                    ("Vary".into(), "Accept".into()),
+                ];
+                return resp;
+            }
             let addr = self.addr.get().map(String::as_str).unwrap_or("");
             if let Some(doc) = discovery::document(path, addr) {
                 return json_ok(&doc);
