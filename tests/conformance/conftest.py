@@ -95,6 +95,15 @@ def cert_sim():
 
 
 @pytest.fixture(scope="session")
+def http_sim():
+    """Plain HTTP with a bearer token (kubectl will not send a token over
+    plain HTTP, so this variant is exercised with the Python client only)."""
+    s = Sim(tls=False, token=TOKEN)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
 def api(sim):
     return sim.api_client()
 

@@ -353,6 +353,20 @@ def test_wrong_or_missing_token_is_401(sim):
         assert reason_of(e.value) == (401, "Unauthorized")
 
 
+def test_plain_http_token_auth(http_sim):
+    assert http_sim.url.startswith("http://")
+    api = http_sim.api_client()
+    core = client.CoreV1Api(api)
+    name = uid("plain")
+    core.create_namespaced_pod("default", pod(name, "default"))
+    assert core.read_namespaced_pod(name, "default").metadata.name == name
+    api.configuration.refresh_api_key_hook = None
+    api.configuration.api_key["BearerToken"] = "Bearer nope"
+    with pytest.raises(ApiException) as e:
+        core.read_namespaced_pod(name, "default")
+    assert reason_of(e.value) == (401, "Unauthorized")
+
+
 def test_client_certificate_auth(cert_sim):
     api = cert_sim.api_client()
     assert api.configuration.cert_file and not api.configuration.api_key
