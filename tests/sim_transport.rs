@@ -728,3 +728,51 @@ fn throughput_report() {
     let eight = n as f64 / t.elapsed().as_secs_f64();
     println!("{{\"keepalive_1_client_rps\": {one:.0}, \"keepalive_8_clients_rps\": {eight:.0}}}");
 }
+
+/// Not a gate: 50,000 pods loaded, then a full paginated LIST (limit 500)
+/// over HTTP, timed (`cargo test --release --test sim_transport
+/// list_50k -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn list_50k_pods_paginated_report() {
+    let items: Vec<Value> = (0..50_000)
+        .map(|i| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("p{i:05}"), "namespace": "default",
+                             "labels": {"app": "bench"}},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}})
+        })
+        .collect();
+    let s = sim(false, None);
+    let t = Instant::now();
+    s.store()
+        .load_list(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}))
+        .expect("load");
+    let loaded = t.elapsed();
+    let a = agent();
+    let t = Instant::now();
+    let (mut token, mut seen, mut pages) = (String::new(), 0usize, 0usize);
+    loop {
+        let mut url = format!("{}/api/v1/pods?limit=500", s.url());
+        if !token.is_empty() {
+            url.push_str(&format!("&continue={token}"));
+        }
+        let mut r = a.get(&url).call().expect("page");
+        let page: Value = serde_json::from_reader(r.body_mut().as_reader()).expect("json");
+        seen += page["items"].as_array().map_or(0, Vec::len);
+        pages += 1;
+        token = page["metadata"]["continue"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        if token.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(seen, 50_000);
+    println!(
+        "{{\"load_ms\": {}, \"list_ms\": {}, \"pages\": {pages}}}",
+        loaded.as_millis(),
+        t.elapsed().as_millis()
+    );
+}
