@@ -275,6 +275,32 @@ def test_watch_delivers_live_events(core, ns):
     assert got == [("ADDED", name), ("DELETED", name)]
 
 
+def test_watch_resumes_transparently_after_server_closes_it(sim, core, ns):
+    rv = list_rv(core, ns)
+    w = watch.Watch()
+    got = []
+
+    def run():
+        # No timeout_seconds: the client re-watches from its last
+        # resourceVersion when the server ends the stream.
+        for ev in w.stream(core.list_namespaced_pod, ns, resource_version=rv):
+            got.append((ev["type"], ev["object"].metadata.name))
+            if len(got) == 2:
+                w.stop()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    a, b = uid("before"), uid("after")
+    core.create_namespaced_pod(ns, pod(a, ns))
+    deadline = time.time() + 10
+    while not got and time.time() < deadline:
+        time.sleep(0.05)
+    sim.admin("/sim/faults", {"closeAllWatches": True})
+    core.create_namespaced_pod(ns, pod(b, ns))
+    t.join(10)
+    assert got == [("ADDED", a), ("ADDED", b)]
+
+
 def test_watch_bookmarks(core, ns):
     rv = list_rv(core, ns)
     w = watch.Watch()
@@ -300,6 +326,12 @@ def test_410_after_compaction(sim, core, ns):
                                       timeout_seconds=3):
             pass
     assert e.value.status == 410
+    # In-stream ERROR event: reason is "Expired: <message>"; an HTTP 410
+    # answer carries the Status body instead.
+    if e.value.body:
+        assert reason_of(e.value) == (410, "Expired")
+    else:
+        assert e.value.reason.startswith("Expired"), e.value.reason
     # A fresh list gives a resourceVersion that can be watched again.
     w = watch.Watch()
     for _ in w.stream(core.list_namespaced_pod, ns, resource_version=list_rv(core, ns),
