@@ -333,10 +333,13 @@ def test_410_after_compaction(sim, core, ns):
     else:
         assert e.value.reason.startswith("Expired"), e.value.reason
     # A fresh list gives a resourceVersion that can be watched again.
+    fresh = list_rv(core, ns)
+    name = uid("fresh")
+    core.create_namespaced_pod(ns, pod(name, ns))
     w = watch.Watch()
-    for _ in w.stream(core.list_namespaced_pod, ns, resource_version=list_rv(core, ns),
-                      timeout_seconds=1):
-        pass
+    for ev in w.stream(core.list_namespaced_pod, ns, resource_version=fresh, timeout_seconds=5):
+        assert (ev["type"], ev["object"].metadata.name) == ("ADDED", name)
+        w.stop()
 
 
 def test_pagination_returns_every_object_once(core, ns):
