@@ -453,3 +453,12 @@ def test_service_defaults(core, ns):
 def test_new_pod_is_pending(core, ns):
     p = core.create_namespaced_pod(ns, pod(uid("pend"), ns))
     assert p.status is not None and p.status.phase == "Pending"
+
+
+@pytest.mark.xfail(strict=True, reason="kube-sim semantics: dryRun=All is ignored; the object "
+                   "is stored (kubectl apply --dry-run=server creates it)")
+def test_dry_run_does_not_persist(core, ns):
+    name = uid("dry")
+    created = core.create_namespaced_pod(ns, pod(name, ns), dry_run="All")
+    assert created.metadata.name == name
+    expect_error(lambda: core.read_namespaced_pod(name, ns), 404, "NotFound")
