@@ -92,7 +92,9 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
-/// Requests seen, per (verb, resource).
+/// Resource requests seen, per (verb, resource). A request is counted once
+/// it is classified, before injected failures and stalls, so retries after
+/// an injected 429 show up; discovery, health and `/sim/*` are not counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestStats {
     /// Count per (verb as Kubernetes spells it, plural resource).
@@ -454,6 +456,13 @@ impl Drop for SimServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sim_server_can_be_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<SimServer>();
+        send_sync::<RequestStats>();
+    }
 
     #[test]
     fn secret_comparison_and_health_paths() {
