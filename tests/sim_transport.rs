@@ -406,5 +406,23 @@ fn throughput_report() {
         h.join().expect("client");
     }
     let eight = n as f64 / t.elapsed().as_secs_f64();
-    println!("{{\"keepalive_1_client_rps\": {one:.0}, \"keepalive_8_clients_rps\": {eight:.0}}}");
+    let pki = SimPki::generate().expect("pki");
+    let cfg = pki.server_config().expect("cfg");
+    let tls = Server::start(
+        ([127, 0, 0, 1], 0).into(),
+        Some(cfg),
+        Arc::new(Echo::default()),
+    )
+    .expect("tls server");
+    let url = format!("https://127.0.0.1:{}/x", tls.local_addr().port());
+    let a = tls_agent(&pki, true);
+    let t = Instant::now();
+    for _ in 0..n {
+        get_text(&a, &url).expect("tls get");
+    }
+    let tls_one = n as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "{{\"keepalive_1_client_rps\": {one:.0}, \"keepalive_8_clients_rps\": {eight:.0}, \
+\"tls_keepalive_1_client_rps\": {tls_one:.0}}}"
+    );
 }
