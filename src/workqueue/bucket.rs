@@ -77,3 +77,88 @@ impl TokenBucket {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// One row: starting from a fresh bucket, each step advances time by
+    /// `.0`, then reserves `.1` times and expects `.2` as the last delay.
+    struct Case {
+        name: &'static str,
+        qps: f64,
+        burst: u32,
+        steps: Vec<(u64, u32, Duration)>,
+    }
+
+    #[test]
+    fn reservation_ladders() {
+        const INF: Duration = INF_DELAY;
+        let cases = [
+            Case {
+                name: "controller bucket: 100 free, then 100 ms apart",
+                qps: 10.0,
+                burst: 100,
+                steps: vec![
+                    (0, 100, Duration::ZERO),
+                    (0, 1, Duration::from_millis(100)),
+                    (0, 1, Duration::from_millis(200)),
+                    // 1 s refills 10 tokens: -2 + 10 = 8 left, one taken.
+                    (1000, 1, Duration::ZERO),
+                    (0, 7, Duration::ZERO),
+                    (0, 1, Duration::from_millis(100)),
+                ],
+            },
+            Case {
+                name: "reservations in the future keep stacking",
+                qps: 1.0,
+                burst: 1,
+                steps: vec![
+                    (0, 1, Duration::ZERO),
+                    (0, 1, Duration::from_secs(1)),
+                    (0, 1, Duration::from_secs(2)),
+                    (500, 1, Duration::from_millis(2500)),
+                ],
+            },
+            Case {
+                name: "idle refill is capped at burst",
+                qps: 10.0,
+                burst: 5,
+                steps: vec![
+                    (0, 5, Duration::ZERO),
+                    (10_000, 5, Duration::ZERO),
+                    (0, 1, Duration::from_millis(100)),
+                ],
+            },
+            Case {
+                name: "burst 0 never grants a token",
+                qps: 10.0,
+                burst: 0,
+                steps: vec![(0, 1, INF), (1000, 1, INF)],
+            },
+            Case {
+                name: "infinite rate never waits",
+                qps: f64::INFINITY,
+                burst: 0,
+                steps: vec![(0, 1000, Duration::ZERO)],
+            },
+        ];
+        let start = crate::clock::FakeClock::new();
+        for case in cases {
+            let mut b = TokenBucket::new(case.qps, case.burst);
+            let mut now = crate::clock::Clock::now(&*start);
+            for (i, &(advance, n, want)) in case.steps.iter().enumerate() {
+                now += ms(advance);
+                let mut got = Duration::ZERO;
+                for _ in 0..n {
+                    got = b.reserve(now);
+                }
+                assert_eq!(got, want, "{}: step {i}", case.name);
+            }
+        }
+    }
+}

@@ -147,3 +147,132 @@ impl<K: Key> DelayHeap<K> {
             .collect();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, FakeClock};
+    use std::time::Duration;
+
+    enum Op {
+        /// Wait for key until t0 + ms.
+        Insert(&'static str, u64),
+        /// pop_ready(t0 + ms) must return these keys in this order.
+        Pop(u64, &'static [&'static str]),
+        /// next_ready() must be t0 + ms (None = empty).
+        Next(Option<u64>),
+        Len(usize),
+    }
+    use Op::*;
+
+    #[test]
+    fn heap_table() {
+        let cases: &[(&str, &[Op])] = &[
+            // Upstream TestDeduping, first half.
+            (
+                "a later wait for a waiting key is ignored",
+                &[
+                    Insert("foo", 50),
+                    Insert("foo", 70),
+                    Len(1),
+                    Next(Some(50)),
+                    Pop(60, &["foo"]),
+                    Pop(80, &[]),
+                    Next(None),
+                ],
+            ),
+            // Upstream TestDeduping, second half.
+            (
+                "an earlier wait overrides",
+                &[
+                    Insert("foo", 50),
+                    Insert("foo", 30),
+                    Len(1),
+                    Next(Some(30)),
+                    Pop(40, &["foo"]),
+                    Pop(60, &[]),
+                    Len(0),
+                ],
+            ),
+            // Upstream TestCopyShifting.
+            (
+                "keys come out by ready time",
+                &[
+                    Insert("foo", 1000),
+                    Insert("bar", 500),
+                    Insert("baz", 250),
+                    Pop(249, &[]),
+                    Pop(2000, &["baz", "bar", "foo"]),
+                ],
+            ),
+            // Upstream TestAddTwoFireEarly.
+            (
+                "an early key fires alone",
+                &[
+                    Insert("foo", 1000),
+                    Insert("bar", 50),
+                    Pop(60, &["bar"]),
+                    Insert("baz", 2060),
+                    Pop(1060, &["foo"]),
+                    Pop(3060, &["baz"]),
+                ],
+            ),
+            (
+                "equal ready times keep insertion order",
+                &[
+                    Insert("x", 10),
+                    Insert("y", 10),
+                    Insert("w", 10),
+                    Pop(10, &["x", "y", "w"]),
+                ],
+            ),
+            (
+                "a key can wait again after it fired",
+                &[
+                    Insert("k", 10),
+                    Insert("k", 5),
+                    Pop(5, &["k"]),
+                    Insert("k", 10),
+                    Next(Some(10)),
+                    Pop(10, &["k"]),
+                    Len(0),
+                ],
+            ),
+        ];
+        let clock = FakeClock::new();
+        let t0 = clock.now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        for (name, ops) in cases {
+            let mut h = DelayHeap::new();
+            for (i, op) in ops.iter().enumerate() {
+                match op {
+                    Insert(k, ms) => {
+                        h.insert(k.to_string(), at(*ms));
+                    }
+                    Pop(ms, want) => {
+                        let got = h.pop_ready(at(*ms));
+                        assert_eq!(got, want.to_vec(), "{name}: op {i}");
+                    }
+                    Next(want) => assert_eq!(h.next_ready(), want.map(at), "{name}: op {i}"),
+                    Len(n) => assert_eq!(h.len(), *n, "{name}: op {i}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_earlier_waits_do_not_grow_the_heap() {
+        let clock = FakeClock::new();
+        let t0 = clock.now();
+        let mut h = DelayHeap::new();
+        for i in 0..10_000u64 {
+            h.insert(1u32, t0 + Duration::from_secs(1_000_000 - i));
+        }
+        assert_eq!(h.len(), 1);
+        assert!(h.heap.len() <= 2 * h.live.len() + 17, "{}", h.heap.len());
+        assert_eq!(
+            h.next_ready(),
+            Some(t0 + Duration::from_secs(1_000_000 - 9_999))
+        );
+    }
+}

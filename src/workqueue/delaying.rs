@@ -192,11 +192,11 @@ impl<K: Key> TimerLoop<K> {
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return,
             };
-            if !self.accept(msg, &clock) {
+            if !self.accept(msg) {
                 return;
             }
             while let Ok(msg) = self.rx.try_recv() {
-                if !self.accept(msg, &clock) {
+                if !self.accept(msg) {
                     return;
                 }
             }
@@ -216,14 +216,13 @@ impl<K: Key> TimerLoop<K> {
     }
 
     /// Take one message; `false` means exit.
-    fn accept(&mut self, msg: Msg<K>, clock: &SharedClock) -> bool {
+    fn accept(&mut self, msg: Msg<K>) -> bool {
         match msg {
             Msg::Stop => false,
             Msg::Wait(key, at) => {
-                if at <= clock.now() {
-                    self.queue.add(key);
-                    self.pending.fetch_sub(1, Ordering::SeqCst);
-                } else if !self.heap.insert(key, at) {
+                // Even a key whose time has already come goes through the
+                // heap, so that one batch is added in ready-time order.
+                if !self.heap.insert(key, at) {
                     // Merged with an entry already waiting.
                     self.pending.fetch_sub(1, Ordering::SeqCst);
                 }

@@ -232,3 +232,171 @@ pub fn endpoints_controller_rate_limiter<K: Key>(clock: SharedClock) -> MaxOfRat
 pub fn endpointslice_controller_rate_limiter<K: Key>(clock: SharedClock) -> MaxOfRateLimiter<K> {
     controller_limiter(ENDPOINTSLICE_BASE_DELAY, clock)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    enum Op {
+        When(&'static str, Duration),
+        Requeues(&'static str, u32),
+        Forget(&'static str),
+    }
+    use Op::*;
+
+    fn run(name: &str, l: &dyn RateLimiter<String>, ops: &[Op]) {
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                When(k, want) => assert_eq!(l.when(&k.to_string()), *want, "{name}: op {i}"),
+                Requeues(k, want) => {
+                    assert_eq!(l.num_requeues(&k.to_string()), *want, "{name}: op {i}")
+                }
+                Forget(k) => l.forget(&k.to_string()),
+            }
+        }
+    }
+
+    #[test]
+    fn exponential_ladder_and_forget() {
+        // Upstream TestItemExponentialFailureRateLimiter.
+        let l = ItemExponentialFailureRateLimiter::new(ms(1), Duration::from_secs(1));
+        run(
+            "exponential",
+            &l,
+            &[
+                When("one", ms(1)),
+                When("one", ms(2)),
+                When("one", ms(4)),
+                When("one", ms(8)),
+                When("one", ms(16)),
+                Requeues("one", 5),
+                When("two", ms(1)),
+                When("two", ms(2)),
+                Requeues("two", 2),
+                Forget("one"),
+                Requeues("one", 0),
+                When("one", ms(1)),
+            ],
+        );
+    }
+
+    #[test]
+    fn exponential_cap_and_overflow() {
+        // (base, max, failures before, expected next delay); the first four
+        // rows are upstream TestItemExponentialFailureRateLimiterOverFlow.
+        let min = Duration::from_secs(60);
+        let hour = Duration::from_secs(3600);
+        let s = Duration::from_secs;
+        let rows = [
+            (ms(1), s(1000), 5, ms(32)),
+            (ms(1), s(1000), 1000, s(1000)),
+            (min, 1000 * hour, 2, 4 * min),
+            (min, 1000 * hour, 1000, 1000 * hour),
+            // Endpoints controller: the 15th retry waits 5 ms · 2^14.
+            (ms(5), s(1000), 14, ms(81_920)),
+            (ms(5), s(1000), 17, ms(655_360)),
+            (ms(5), s(1000), 18, s(1000)),
+            // EndpointSlice controller: 1 s, 2 s, ... 512 s, then 1000 s.
+            (s(1), s(1000), 9, s(512)),
+            (s(1), s(1000), 10, s(1000)),
+            (Duration::ZERO, s(1), 500, Duration::ZERO),
+        ];
+        for (i, (base, max, before, want)) in rows.into_iter().enumerate() {
+            let l = ItemExponentialFailureRateLimiter::new(base, max);
+            let k = "k".to_string();
+            for _ in 0..before {
+                l.when(&k);
+            }
+            assert_eq!(l.when(&k), want, "row {i}");
+            assert_eq!(l.num_requeues(&k), before + 1, "row {i}");
+        }
+    }
+
+    #[test]
+    fn fast_slow_and_max_of() {
+        // Upstream TestItemFastSlowRateLimiter and TestMaxOfRateLimiter.
+        let fast_slow = ItemFastSlowRateLimiter::new(ms(5), Duration::from_secs(10), 3);
+        let max_of: MaxOfRateLimiter<String> = MaxOfRateLimiter::new(vec![
+            Arc::new(ItemFastSlowRateLimiter::new(
+                ms(5),
+                Duration::from_secs(3),
+                3,
+            )),
+            Arc::new(ItemExponentialFailureRateLimiter::new(
+                ms(1),
+                Duration::from_secs(1),
+            )),
+        ]);
+        for (name, l, slow) in [
+            ("fast-slow", &fast_slow as &dyn RateLimiter<String>, 10),
+            ("max-of", &max_of, 3),
+        ] {
+            let slow = Duration::from_secs(slow);
+            run(
+                name,
+                l,
+                &[
+                    When("one", ms(5)),
+                    When("one", ms(5)),
+                    When("one", ms(5)),
+                    When("one", slow),
+                    When("one", slow),
+                    Requeues("one", 5),
+                    When("two", ms(5)),
+                    When("two", ms(5)),
+                    Requeues("two", 2),
+                    Forget("one"),
+                    Requeues("one", 0),
+                    When("one", ms(5)),
+                ],
+            );
+        }
+    }
+
+    #[test]
+    fn controller_presets() {
+        let clock = FakeClock::new();
+        // Endpoints: 5 ms · 2^n per key; MAX_RETRIES retries end at ~82 s.
+        let ep = endpoints_controller_rate_limiter::<String>(clock.clone());
+        let key = "ns/a".to_string();
+        for n in 0..MAX_RETRIES {
+            assert_eq!(ep.when(&key), ms(5) * 2u32.pow(n), "retry {n}");
+        }
+        assert_eq!(ep.num_requeues(&key), MAX_RETRIES);
+        ep.forget(&key);
+        assert_eq!(ep.num_requeues(&key), 0);
+        // 15 tokens used; 85 more distinct keys still get 5 ms, then the
+        // bucket (10 qps) dominates: 100 ms, 200 ms, ...
+        for i in 0..85 {
+            assert_eq!(ep.when(&format!("ns/b{i}")), ms(5), "key {i}");
+        }
+        assert_eq!(ep.when(&"ns/c0".to_string()), ms(100));
+        assert_eq!(ep.when(&"ns/c1".to_string()), ms(200));
+
+        // EndpointSlice: 1 s, 2 s, 4 s, ... 512 s, 1000 s.
+        let eps = endpointslice_controller_rate_limiter::<String>(clock);
+        let want = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000];
+        for (n, secs) in want.into_iter().enumerate() {
+            assert_eq!(eps.when(&key), Duration::from_secs(secs), "retry {n}");
+        }
+    }
+
+    #[test]
+    fn bucket_limiter_reads_the_injected_clock() {
+        let clock = FakeClock::new();
+        let l = BucketRateLimiter::new(1.0, 1, clock.clone());
+        let k = 0u8;
+        assert_eq!(RateLimiter::when(&l, &k), Duration::ZERO);
+        assert_eq!(RateLimiter::when(&l, &k), Duration::from_secs(1));
+        clock.step(Duration::from_secs(3));
+        // -1 + 3 = 2, capped at the burst of 1.
+        assert_eq!(RateLimiter::when(&l, &k), Duration::ZERO);
+        assert_eq!(RateLimiter::when(&l, &k), Duration::from_secs(1));
+        assert_eq!(RateLimiter::num_requeues(&l, &k), 0);
+    }
+}
