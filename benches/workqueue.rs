@@ -5,9 +5,11 @@
 //! JSON line last.
 //!
 //! Each worker thread runs `add(key); get(); done()` in a loop; with 4
-//! threads they share one queue (a thread may get another's key). The
-//! thread that finishes last shuts the queue down, so a thread waiting for
-//! a key held elsewhere can never hang the run.
+//! threads they share one queue (a thread may get another's key). An add
+//! that finds its key still queued is deduplicated, so near the end some
+//! threads may wait for a key that never comes: the main thread notices
+//! (every unfinished thread blocked, nothing queued or held) and shuts the
+//! queue down; only completed cycles are counted.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,12 +44,24 @@ impl Keys {
     }
 }
 
+/// Counters the main thread watches to detect the end-of-run stall.
+#[derive(Default)]
+struct Progress {
+    /// Threads that have not finished their loop.
+    running: AtomicUsize,
+    /// Threads blocked in `get`.
+    blocked: AtomicUsize,
+}
+
 /// One thread's share of a queue run; returns completed cycles.
-fn queue_loop(q: &Queue<String>, keys: &Keys, n: usize) -> usize {
+fn queue_loop(q: &Queue<String>, p: &Progress, keys: &Keys, n: usize) -> usize {
     let mut done = 0;
     for i in 0..n {
         q.add(keys.key(i).clone());
-        let Some(k) = q.get() else { break };
+        p.blocked.fetch_add(1, Ordering::SeqCst);
+        let got = q.get();
+        p.blocked.fetch_sub(1, Ordering::SeqCst);
+        let Some(k) = got else { break };
         q.done(&k);
         done += 1;
     }
@@ -74,33 +88,43 @@ fn channel_loop(
     done
 }
 
-/// Run `body(thread, keys, n)` on `threads` threads, `CYCLES` in all, and
-/// return cycles per second; `finish` runs once, when the last thread ends.
-fn run<F, G>(threads: usize, body: F, finish: G) -> f64
+/// Run `body(progress, keys, n)` on `threads` threads, `CYCLES` in all,
+/// and return completed cycles per second. `stalled(progress)` is polled
+/// every millisecond; when it says so twice in a row, `stop` ends the run.
+fn run<F, S, T>(threads: usize, body: F, stalled: S, stop: T) -> f64
 where
-    F: Fn(&Keys, usize) -> usize + Send + Sync + 'static,
-    G: Fn() + Send + Sync + 'static,
+    F: Fn(&Progress, &Keys, usize) -> usize + Send + Sync + 'static,
+    S: Fn(&Progress) -> bool,
+    T: Fn(),
 {
     let per = CYCLES / threads;
-    let keys: Vec<Arc<Keys>> = (0..threads).map(|t| Arc::new(Keys::new(t, per))).collect();
+    let keys: Vec<Keys> = (0..threads).map(|t| Keys::new(t, per)).collect();
     let body = Arc::new(body);
-    let finish = Arc::new(finish);
-    let left = Arc::new(AtomicUsize::new(threads));
+    let progress = Arc::new(Progress::default());
+    progress.running.store(threads, Ordering::SeqCst);
     let clock = RealClock;
     let start = clock.now();
     let handles: Vec<_> = keys
         .into_iter()
         .map(|k| {
-            let (body, finish, left) = (body.clone(), finish.clone(), left.clone());
+            let (body, p) = (body.clone(), progress.clone());
             thread::spawn(move || {
-                let n = body(&k, per);
-                if left.fetch_sub(1, Ordering::SeqCst) == 1 {
-                    finish();
-                }
+                let n = body(&p, &k, per);
+                p.running.fetch_sub(1, Ordering::SeqCst);
                 n
             })
         })
         .collect();
+    let mut stalls = 0;
+    while progress.running.load(Ordering::SeqCst) > 0 {
+        // Two polls in a row, so that a racy read cannot end the run early.
+        stalls = if stalled(&progress) { stalls + 1 } else { 0 };
+        if stalls == 2 {
+            stop();
+            break;
+        }
+        clock.sleep(std::time::Duration::from_millis(1));
+    }
     let total: usize = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
     let secs = clock.now().duration_since(start).as_secs_f64();
     total as f64 / secs
@@ -108,11 +132,18 @@ where
 
 fn queue_rate(threads: usize) -> f64 {
     let q: Queue<String> = Queue::new(&QueueConfig::new(""));
-    let q2 = q.clone();
+    let (q1, q2, q3) = (q.clone(), q.clone(), q);
     run(
         threads,
-        move |keys, n| queue_loop(&q, keys, n),
-        move || q2.shut_down(),
+        move |p, keys, n| queue_loop(&q1, p, keys, n),
+        move |p| {
+            let running = p.running.load(Ordering::SeqCst);
+            running > 0
+                && p.blocked.load(Ordering::SeqCst) == running
+                && q2.is_empty()
+                && q2.in_flight() == 0
+        },
+        move || q3.shut_down(),
     )
 }
 
@@ -120,7 +151,8 @@ fn channel_rate(threads: usize) -> f64 {
     let (tx, rx) = crossbeam_channel::unbounded::<String>();
     run(
         threads,
-        move |keys, n| channel_loop(&tx, &rx, keys, n),
+        move |_, keys, n| channel_loop(&tx, &rx, keys, n),
+        |_| false,
         || {},
     )
 }
