@@ -57,6 +57,11 @@ impl QueueConfig {
         self
     }
 
+    /// The clock the queue will use (to hand the same one to a limiter).
+    pub fn shared_clock(&self) -> SharedClock {
+        Arc::clone(&self.clock)
+    }
+
     /// The queue's name.
     pub fn name(&self) -> &str {
         &self.name

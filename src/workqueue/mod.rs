@@ -18,8 +18,38 @@
 //!   `add_rate_limited`, `forget`, `num_requeues`.
 //! * [`WorkqueueMetrics`] (`metrics.rs`): client-go's metric names.
 //!
+//! A controller's worker loop (upstream `processNextWorkItem` + `handleErr`):
+//!
+//! ```
+//! use endpointd::clock::RealClock;
+//! use endpointd::workqueue::{
+//!     endpoints_controller_rate_limiter, QueueConfig, RateLimitingQueue, MAX_RETRIES,
+//! };
+//! let clock = RealClock::shared();
+//! let queue: RateLimitingQueue<String> = RateLimitingQueue::new(
+//!     &QueueConfig::new("endpoint").clock(clock.clone()),
+//!     endpoints_controller_rate_limiter(clock),
+//! )?;
+//! queue.add("default/web".to_string());
+//! queue.add("default/web".to_string()); // deduplicated
+//! while let Some(key) = queue.try_get() { // workers call the blocking get()
+//!     let synced: Result<(), ()> = Ok(()); // sync_service(&key)
+//!     match synced {
+//!         Ok(()) => queue.forget(&key),
+//!         Err(()) if queue.num_requeues(&key) < MAX_RETRIES => {
+//!             queue.add_rate_limited(key.clone())
+//!         }
+//!         Err(()) => queue.forget(&key), // "Dropping service out of the queue"
+//!     }
+//!     queue.done(&key);
+//! }
+//! queue.shut_down();
+//! assert_eq!(queue.get(), None);
+//! # Ok::<(), endpointd::workqueue::WorkqueueError>(())
+//! ```
+//!
 //! This module never reads time except through [`crate::clock`], never talks
-//! to the network and never logs keys' contents beyond what callers pass.
+//! to the network and never logs keys.
 
 mod bucket;
 mod config;
