@@ -236,3 +236,12 @@ fn drain_ends_on_shut_down_or_deadline() {
     clock.step(Duration::from_secs(1));
     assert!(!drainer.join().expect("drainer"), "timed out, not drained");
 }
+
+/// Workers share one queue handle by reference or by clone.
+#[test]
+fn queues_are_send_and_sync() {
+    fn check<T: Send + Sync + Clone + 'static>() {}
+    check::<Queue<String>>();
+    check::<endpointd::workqueue::DelayingQueue<String>>();
+    check::<endpointd::workqueue::RateLimitingQueue<String>>();
+}

@@ -233,3 +233,17 @@ fn metrics_follow_client_go() {
     );
     q.shut_down();
 }
+
+/// As upstream: a queue without a name exports nothing.
+#[test]
+fn unnamed_queues_export_no_metrics() {
+    let registry = Registry::new();
+    let metrics = WorkqueueMetrics::register(&registry);
+    let q: DelayingQueue<&str> =
+        DelayingQueue::new(&QueueConfig::new("").metrics(&metrics)).expect("queue");
+    q.add("a");
+    q.add_after("b", Duration::ZERO);
+    let text = registry.render();
+    assert!(!text.contains("name=\""), "unexpected series in\n{text}");
+    q.shut_down();
+}
