@@ -126,6 +126,12 @@ where
         clock.sleep(std::time::Duration::from_millis(1));
     }
     let total: usize = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    if total < per * threads {
+        println!(
+            "  (stall detected: {total} of {} cycles completed)",
+            per * threads
+        );
+    }
     let secs = clock.now().duration_since(start).as_secs_f64();
     total as f64 / secs
 }
