@@ -6,10 +6,12 @@
 //!
 //! Each worker thread runs `add(key); get(); done()` in a loop; with 4
 //! threads they share one queue (a thread may get another's key). An add
-//! that finds its key still queued is deduplicated, so near the end some
-//! threads may wait for a key that never comes: the main thread notices
-//! (every unfinished thread blocked, nothing queued or held) and shuts the
-//! queue down; only completed cycles are counted.
+//! that finds its key already dirty is deduplicated and queues nothing, so
+//! that thread skips its get (otherwise gets would outnumber keys and the
+//! threads would end up waiting for keys that never come); only completed
+//! get+done cycles count. As a safety net the main thread also detects a
+//! stall (every unfinished thread blocked, nothing queued or held) and
+//! shuts the queue down.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -57,7 +59,9 @@ struct Progress {
 fn queue_loop(q: &Queue<String>, p: &Progress, keys: &Keys, n: usize) -> usize {
     let mut done = 0;
     for i in 0..n {
-        q.add(keys.key(i).clone());
+        if !q.add(keys.key(i).clone()) {
+            continue;
+        }
         p.blocked.fetch_add(1, Ordering::SeqCst);
         let got = q.get();
         p.blocked.fetch_sub(1, Ordering::SeqCst);

@@ -15,7 +15,10 @@ use workqueue_support::{eventually, fake_config, ms, stays};
 // ---- basic queue: a script of single-threaded operations ----
 
 enum Op {
+    /// `add` must make the key dirty (return `true`).
     Add(&'static str),
+    /// `add` must change nothing (return `false`).
+    Dup(&'static str),
     /// `try_get` must return this key (`None` = nothing queued).
     Get(Option<&'static str>),
     Done(&'static str),
@@ -30,7 +33,7 @@ fn queue_scripts() {
         // Upstream TestLen.
         (
             "dedup while queued",
-            &[Add("foo"), Len(1), Add("bar"), Len(2), Add("foo"), Len(2)],
+            &[Add("foo"), Len(1), Add("bar"), Len(2), Dup("foo"), Len(2)],
         ),
         // Upstream TestReinsert.
         (
@@ -53,7 +56,7 @@ fn queue_scripts() {
             &[
                 Add("a"),
                 Add("b"),
-                Add("a"),
+                Dup("a"),
                 Add("c"),
                 Get(Some("a")),
                 Get(Some("b")),
@@ -67,8 +70,8 @@ fn queue_scripts() {
                 Add("a"),
                 Get(Some("a")),
                 Add("a"),
-                Add("a"),
-                Add("a"),
+                Dup("a"),
+                Dup("a"),
                 Done("a"),
                 Get(Some("a")),
                 Done("a"),
@@ -84,7 +87,7 @@ fn queue_scripts() {
             &[
                 Add("a"),
                 ShutDown,
-                Add("b"),
+                Dup("b"),
                 Len(1),
                 Get(Some("a")),
                 Get(None),
@@ -110,7 +113,8 @@ fn queue_scripts() {
         let q: Queue<String> = Queue::new(&QueueConfig::new(""));
         for (i, op) in ops.iter().enumerate() {
             match op {
-                Add(k) => q.add(k.to_string()),
+                Add(k) => assert!(q.add(k.to_string()), "{name}: op {i}"),
+                Dup(k) => assert!(!q.add(k.to_string()), "{name}: op {i}"),
                 Get(want) => assert_eq!(q.try_get(), want.map(String::from), "{name}: op {i}"),
                 Done(k) => q.done(&k.to_string()),
                 Len(n) => assert_eq!(q.len(), *n, "{name}: op {i}"),

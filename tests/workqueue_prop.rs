@@ -54,14 +54,16 @@ struct Model {
 }
 
 impl Model {
-    fn add(&mut self, k: u8) {
+    /// Returns whether `k` became dirty.
+    fn add(&mut self, k: u8) -> bool {
         self.owed.insert(k);
         if !self.dirty.insert(k) {
-            return;
+            return false;
         }
         if !self.processing.contains(&k) {
             self.order.push_back(k);
         }
+        true
     }
 
     /// Hand out `k`, which must be queued; the model's own choice is the
@@ -87,7 +89,8 @@ impl Model {
 
     fn add_after(&mut self, k: u8, d: u64) {
         if d == 0 {
-            return self.add(k);
+            self.add(k);
+            return;
         }
         let at = self.now + d;
         if matches!(self.waiting.get(&k), Some(&(cur, _)) if cur <= at) {
@@ -150,8 +153,7 @@ fn run_pure(ops: &[Op]) -> Result<(), TestCaseError> {
     for op in ops {
         match *op {
             Op::Add(k) => {
-                sut.q.add(k);
-                m.add(k);
+                prop_assert_eq!(sut.q.add(k), m.add(k));
             }
             Op::AddAfter(k, d) => {
                 let d = u64::from(d);
@@ -230,8 +232,7 @@ fn run_threaded(ops: &[Op]) -> Result<(), TestCaseError> {
     for op in ops {
         match *op {
             Op::Add(k) => {
-                q.add(k);
-                m.add(k);
+                prop_assert_eq!(q.add(k), m.add(k));
             }
             Op::AddAfter(k, d) => {
                 q.add_after(k, Duration::from_millis(u64::from(d)));

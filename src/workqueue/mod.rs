@@ -118,8 +118,9 @@ impl std::error::Error for WorkqueueError {
 /// (`$field`), so that each layer's file shows only what it adds.
 macro_rules! delegate_queue {
     ($field:ident) => {
-        /// Mark `key` as needing processing (see [`crate::workqueue::Queue::add`]).
-        pub fn add(&self, key: K) {
+        /// Mark `key` as needing processing; `true` if it became dirty (see
+        /// [`crate::workqueue::Queue::add`]).
+        pub fn add(&self, key: K) -> bool {
             self.$field.add(key)
         }
         /// Block until a key is available (`Some`) or the queue is shut down

@@ -118,18 +118,20 @@ impl<K: Key> Queue<K> {
 
     /// Mark `key` as needing processing. Ignored while shutting down; a no-op
     /// if `key` is already dirty; if `key` is being processed it is queued
-    /// again when `done(key)` is called.
-    pub fn add(&self, key: K) {
+    /// again when `done(key)` is called. Returns whether `key` became dirty
+    /// (`false`: it already was, or the queue is shutting down); upstream's
+    /// `Add` returns nothing and callers may ignore this.
+    pub fn add(&self, key: K) -> bool {
         let mut guard = self.lock();
         let st = &mut *guard;
         if st.shutting_down {
-            return;
+            return false;
         }
         match st.keys.entry(key) {
             Entry::Occupied(mut e) => {
                 let f = e.get_mut();
                 if f.dirty {
-                    return;
+                    return false;
                 }
                 // Not dirty, so being processed: queue it again at `done`.
                 f.dirty = true;
@@ -152,6 +154,7 @@ impl<K: Key> Queue<K> {
                 }
             }
         }
+        true
     }
 
     /// Number of keys waiting in the FIFO. Keys added while being processed
