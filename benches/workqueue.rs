@@ -124,6 +124,7 @@ where
         // Two polls in a row, so that a racy read cannot end the run early.
         stalls = if stalled(&progress) { stalls + 1 } else { 0 };
         if stalls == 2 {
+            println!("  (stall detected: run stopped)");
             stop();
             break;
         }
@@ -132,7 +133,8 @@ where
     let total: usize = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
     if total < per * threads {
         println!(
-            "  (stall detected: {total} of {} cycles completed)",
+            "  ({} of {} adds found their key dirty and queued nothing; not counted)",
+            per * threads - total,
             per * threads
         );
     }
