@@ -6,14 +6,11 @@
 //!
 //! Each worker thread runs `add(key); get(); done()` in a loop; with 4
 //! threads they share one queue (a thread may get another's key). An add
-//! that finds its key already dirty is deduplicated and queues nothing, so
-//! that thread skips its get (otherwise gets would outnumber keys and the
-//! threads would end up waiting for keys that never come); only completed
-//! get+done cycles count. As a safety net the main thread also detects a
-//! stall (every unfinished thread blocked, nothing queued or held) and
-//! shuts the queue down.
+//! that finds its key already dirty queues nothing (that is the point of
+//! the queue), so that thread skips its get: every add that returns `true`
+//! leads to exactly one key handed out, gets never outnumber keys, and no
+//! thread can wait forever. Only completed get+done cycles are counted.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
@@ -46,26 +43,14 @@ impl Keys {
     }
 }
 
-/// Counters the main thread watches to detect the end-of-run stall.
-#[derive(Default)]
-struct Progress {
-    /// Threads that have not finished their loop.
-    running: AtomicUsize,
-    /// Threads blocked in `get`.
-    blocked: AtomicUsize,
-}
-
 /// One thread's share of a queue run; returns completed cycles.
-fn queue_loop(q: &Queue<String>, p: &Progress, keys: &Keys, n: usize) -> usize {
+fn queue_loop(q: &Queue<String>, keys: &Keys, n: usize) -> usize {
     let mut done = 0;
     for i in 0..n {
         if !q.add(keys.key(i).clone()) {
             continue;
         }
-        p.blocked.fetch_add(1, Ordering::SeqCst);
-        let got = q.get();
-        p.blocked.fetch_sub(1, Ordering::SeqCst);
-        let Some(k) = got else { break };
+        let Some(k) = q.get() else { break };
         q.done(&k);
         done += 1;
     }
@@ -92,45 +77,26 @@ fn channel_loop(
     done
 }
 
-/// Run `body(progress, keys, n)` on `threads` threads, `CYCLES` in all,
-/// and return completed cycles per second. `stalled(progress)` is polled
-/// every millisecond; when it says so twice in a row, `stop` ends the run.
-fn run<F, S, T>(threads: usize, body: F, stalled: S, stop: T) -> f64
+/// Run `body(keys, n)` on `threads` threads, `CYCLES` in all, and return
+/// completed cycles per second.
+fn run<F>(threads: usize, body: F) -> f64
 where
-    F: Fn(&Progress, &Keys, usize) -> usize + Send + Sync + 'static,
-    S: Fn(&Progress) -> bool,
-    T: Fn(),
+    F: Fn(&Keys, usize) -> usize + Send + Sync + 'static,
 {
     let per = CYCLES / threads;
     let keys: Vec<Keys> = (0..threads).map(|t| Keys::new(t, per)).collect();
     let body = Arc::new(body);
-    let progress = Arc::new(Progress::default());
-    progress.running.store(threads, Ordering::SeqCst);
     let clock = RealClock;
     let start = clock.now();
     let handles: Vec<_> = keys
         .into_iter()
         .map(|k| {
-            let (body, p) = (body.clone(), progress.clone());
-            thread::spawn(move || {
-                let n = body(&p, &k, per);
-                p.running.fetch_sub(1, Ordering::SeqCst);
-                n
-            })
+            let body = body.clone();
+            thread::spawn(move || body(&k, per))
         })
         .collect();
-    let mut stalls = 0;
-    while progress.running.load(Ordering::SeqCst) > 0 {
-        // Two polls in a row, so that a racy read cannot end the run early.
-        stalls = if stalled(&progress) { stalls + 1 } else { 0 };
-        if stalls == 2 {
-            println!("  (stall detected: run stopped)");
-            stop();
-            break;
-        }
-        clock.sleep(std::time::Duration::from_millis(1));
-    }
     let total: usize = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    let secs = clock.now().duration_since(start).as_secs_f64();
     if total < per * threads {
         println!(
             "  ({} of {} adds found their key dirty and queued nothing; not counted)",
@@ -138,35 +104,17 @@ where
             per * threads
         );
     }
-    let secs = clock.now().duration_since(start).as_secs_f64();
     total as f64 / secs
 }
 
 fn queue_rate(threads: usize) -> f64 {
     let q: Queue<String> = Queue::new(&QueueConfig::new(""));
-    let (q1, q2, q3) = (q.clone(), q.clone(), q);
-    run(
-        threads,
-        move |p, keys, n| queue_loop(&q1, p, keys, n),
-        move |p| {
-            let running = p.running.load(Ordering::SeqCst);
-            running > 0
-                && p.blocked.load(Ordering::SeqCst) == running
-                && q2.is_empty()
-                && q2.in_flight() == 0
-        },
-        move || q3.shut_down(),
-    )
+    run(threads, move |keys, n| queue_loop(&q, keys, n))
 }
 
 fn channel_rate(threads: usize) -> f64 {
     let (tx, rx) = crossbeam_channel::unbounded::<String>();
-    run(
-        threads,
-        move |_, keys, n| channel_loop(&tx, &rx, keys, n),
-        |_| false,
-        || {},
-    )
+    run(threads, move |keys, n| channel_loop(&tx, &rx, keys, n))
 }
 
 /// Median of `ROUNDS` runs after one warm-up run.
