@@ -208,3 +208,105 @@ impl ClientConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn infer_order_table() {
+        let explicit = Path::new("/etc/endpointd/kubeconfig");
+        // (explicit path, environment, Some(expected path or None = in-cluster) | None = error)
+        type Case<'a> = (
+            Option<&'a Path>,
+            Vec<(&'a str, &'a str)>,
+            Option<Option<&'a str>>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                Some(explicit),
+                vec![("KUBECONFIG", "/a")],
+                Some(Some("/etc/endpointd/kubeconfig")),
+            ),
+            (
+                None,
+                vec![("KUBECONFIG", "/a:/b"), ("KUBERNETES_SERVICE_HOST", "h")],
+                Some(Some("/a")),
+            ),
+            (None, vec![("KUBECONFIG", ":/b")], Some(Some("/b"))),
+            (
+                None,
+                vec![("KUBERNETES_SERVICE_HOST", "10.0.0.1"), ("HOME", "/root")],
+                Some(None),
+            ),
+            (
+                None,
+                vec![("HOME", "/home/u")],
+                Some(Some("/home/u/.kube/config")),
+            ),
+            (None, vec![], None),
+        ];
+        for (exp, env, want) in cases {
+            let got = ClientConfig::infer_path(exp, &env_of(&env));
+            match want {
+                Some(w) => assert_eq!(got.expect("path").as_deref(), w.map(Path::new), "{env:?}"),
+                None => assert!(matches!(got, Err(Error::Config { .. })), "{env:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn in_cluster_reads_the_service_account_dir() {
+        let dir = std::env::temp_dir().join(format!("endpointd-sa-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("ca.crt"), "CA").expect("ca");
+        std::fs::write(dir.join("token"), "tok").expect("token");
+        std::fs::write(dir.join("namespace"), "kube-system\n").expect("ns");
+        let env = env_of(&[
+            ("KUBERNETES_SERVICE_HOST", "fd00::1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+        ]);
+        let cfg = ClientConfig::in_cluster_from(&env, &dir).expect("in-cluster");
+        assert_eq!(cfg.server, "https://[fd00::1]:443");
+        assert_eq!(cfg.tls.ca_pem.as_deref(), Some(&b"CA"[..]));
+        assert_eq!(cfg.namespace.as_deref(), Some("kube-system"));
+        assert!(matches!(cfg.auth, Auth::TokenFile(_)));
+        assert!(cfg.user_agent.starts_with("endpointd/"));
+        let missing = ClientConfig::in_cluster_from(&env_of(&[]), &dir);
+        assert!(
+            matches!(missing, Err(Error::Config { ref field, .. }) if field == "KUBERNETES_SERVICE_HOST")
+        );
+        std::fs::remove_file(dir.join("ca.crt")).expect("rm");
+        let no_ca = ClientConfig::in_cluster_from(&env, &dir);
+        assert!(matches!(no_ca, Err(Error::Config { ref field, .. }) if field == "ca.crt"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn kubeconfig_file_reads_relative_material() {
+        let dir = std::env::temp_dir().join(format!("endpointd-kc-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("pki")).expect("dir");
+        std::fs::write(dir.join("pki/ca.crt"), "PEM").expect("ca");
+        let kc = "current-context: x\nclusters: [{name: c, cluster: {server: 'https://h:6443/', certificate-authority: pki/ca.crt}}]\ncontexts: [{name: x, context: {cluster: c}}]\n";
+        std::fs::write(dir.join("config"), kc).expect("kc");
+        let cfg = ClientConfig::from_kubeconfig_file(&dir.join("config"), None).expect("cfg");
+        assert_eq!(cfg.server, "https://h:6443");
+        assert_eq!(cfg.tls.ca_pem.as_deref(), Some(&b"PEM"[..]));
+        std::fs::remove_file(dir.join("pki/ca.crt")).expect("rm");
+        let err = ClientConfig::from_kubeconfig_file(&dir.join("config"), None).expect_err("no ca");
+        assert!(
+            err.to_string().contains("certificate-authority") && err.to_string().contains("ca.crt"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -306,3 +306,7 @@ fn auth_spec(cx: &Ctx<'_>, u: &User) -> AuthSpec {
         _ => AuthSpec::None,
     }
 }
+
+#[cfg(test)]
+#[path = "kubeconfig_tests.rs"]
+mod tests;
