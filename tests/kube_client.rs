@@ -485,3 +485,61 @@ fn connection_refused_names_the_server() {
     );
     assert!(e.is_retryable());
 }
+
+#[test]
+fn silent_watch_hits_the_idle_read_timeout() {
+    let srv = Server::start(|_, _| {
+        Reply::Stream(
+            vec![(Duration::ZERO, ev("ADDED", "a", "5"))],
+            Some(Duration::from_secs(10)),
+        )
+    });
+    let mut cfg = ClientConfig::new(&srv.url);
+    cfg.watch_idle_margin = Duration::from_millis(300);
+    let c = Client::new(cfg, RealClock::shared(), None).expect("client");
+    let p = WatchParams {
+        timeout_seconds: Some(1),
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let evs: Vec<_> = c.watch::<Pod>(&PODS, None, &p).expect("watch").collect();
+    let took = t0.elapsed();
+    assert_eq!(evs.len(), 2, "{evs:?}");
+    assert!(
+        matches!(&evs[1], Err(Error::Transport { timeout: true, .. })),
+        "{:?}",
+        evs[1]
+    );
+    assert!(
+        took >= Duration::from_millis(1200) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+}
+
+#[test]
+fn unauthorized_rereads_the_token_file_and_retries_once() {
+    let dir = std::env::temp_dir().join(format!("endpointd-kc-401-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let tok = dir.join("token");
+    std::fs::write(&tok, "old").expect("token");
+    let srv = Server::start(|r, _| match r.header("authorization") {
+        Some("Bearer new") => json(200, &pod_json("p", "1")),
+        _ => json(
+            401,
+            r#"{"kind":"Status","code":401,"reason":"Unauthorized"}"#,
+        ),
+    });
+    let yaml = format!(
+        "current-context: x\nclusters: [{{name: c, cluster: {{server: '{}'}}}}]\nusers: [{{name: u, user: {{tokenFile: token}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n",
+        srv.url
+    );
+    let cfg = ClientConfig::from_kubeconfig_str(&yaml, &dir, None).expect("cfg");
+    let c = Client::new(cfg, RealClock::shared(), None).expect("client");
+    let e = c.get::<Pod>(&PODS, Some("ns"), "p").expect_err("old token");
+    assert!(e.is_unauthorized(), "{e}");
+    assert_eq!(srv.requests().len(), 2, "one re-read and retry after 401");
+    std::fs::write(&tok, "new\n").expect("rotate");
+    let p: Pod = c.get(&PODS, Some("ns"), "p").expect("rotated token");
+    assert_eq!(p.name(), "p");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,9 +22,6 @@ use std::io::BufReader;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Extra idle time allowed on a watch beyond its `timeoutSeconds` before a
-/// silent connection is declared dead.
-pub const WATCH_IDLE_MARGIN: Duration = Duration::from_secs(15);
 /// `timeoutSeconds` assumed when a watch sets none (the API server's
 /// default upper bound is 30 min; client-go uses 5–10 min).
 pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(600);
@@ -159,7 +156,7 @@ impl Client {
     }
 
     /// Start a WATCH. The stream's idle read timeout is `timeoutSeconds`
-    /// (or [`DEFAULT_WATCH_TIMEOUT`]) plus [`WATCH_IDLE_MARGIN`].
+    /// (or [`DEFAULT_WATCH_TIMEOUT`]) plus `ClientConfig::watch_idle_margin`.
     pub fn watch<T: Object>(
         &self,
         r: &Resource,
@@ -177,7 +174,9 @@ impl Client {
             path_and_query: with_query(r.path(namespace, None, None), request::watch_query(p)),
             payload: None,
         };
-        let resp = self.t.start_watch(&req, timeout + WATCH_IDLE_MARGIN)?;
+        let resp = self
+            .t
+            .start_watch(&req, timeout + self.t.watch_idle_margin)?;
         let reader = BufReader::with_capacity(64 * 1024, resp.into_body().into_reader());
         Ok(WatchStream::new(
             Box::new(reader),

@@ -43,6 +43,9 @@ pub struct ClientConfig {
     pub max_retries: u32,
     /// Cap on any single retry delay, including a server's Retry-After.
     pub max_retry_delay: Duration,
+    /// Extra idle time a watch may stay silent beyond its `timeoutSeconds`
+    /// before its connection is declared dead (per-read timeout).
+    pub watch_idle_margin: Duration,
     /// What this config was loaded from (a path or `in-cluster`), for errors.
     pub source: String,
 }
@@ -63,6 +66,7 @@ impl ClientConfig {
             user_agent: format!("endpointd/{}", env!("CARGO_PKG_VERSION")),
             max_retries: 3,
             max_retry_delay: Duration::from_secs(10),
+            watch_idle_margin: Duration::from_secs(15),
             source: server.to_string(),
         }
     }
