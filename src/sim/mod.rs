@@ -6,8 +6,12 @@
 //! resource, namespace, name) → [`rest`] (resource semantics) → [`store`]
 //! (objects, resourceVersions, history, watch fan-out).
 
+pub mod deletion;
 pub mod discovery;
 pub mod faults;
+pub mod gc;
+pub mod list;
+pub mod objects;
 pub mod patch;
 pub mod requestinfo;
 pub mod resources;
@@ -18,3 +22,5 @@ pub mod status;
 pub mod store;
 pub mod tls;
 pub mod validate;
+pub mod validate_rules;
+pub mod watch;

@@ -1,15 +1,344 @@
-//! (stub: contract only — the sim semantics helper replaces the body)
-//!
 //! Resource semantics: one classified request → store operation → response
 //! (objects, lists, watch streams, Status errors).
+//!
+//! Owns request decoding (body, query options), the create/update/patch
+//! paths with their preconditions, and the mapping of results to HTTP codes.
+//! Never touches sockets; lists live in [`super::list`], watches in
+//! [`super::watch`], deletion in [`super::deletion`].
 
-use super::requestinfo::RequestInfo;
+use super::objects::{
+    self, already_exists, bad_request, conflict, not_found, prepare_create, prepare_update, Obj,
+};
+use super::requestinfo::{RequestInfo, Verb};
+use super::resources::{lookup, ResourceInfo};
 use super::status::ApiError;
-use super::store::Store;
+use super::store::{GcWork, Key, Store, Txn};
+use super::{deletion, list, patch, validate, watch};
 use crate::httpd::{Request, Response};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// Serve one resource request.
-pub fn handle(_store: &Arc<Store>, info: &RequestInfo, _req: &Request) -> Response {
-    ApiError::new(404, "NotFound", format!("{} not served yet", info.resource)).to_response()
+pub fn handle(store: &Arc<Store>, info: &RequestInfo, req: &Request) -> Response {
+    match serve(store, info, req) {
+        Ok(r) => r,
+        Err(e) => e.to_response(),
+    }
+}
+
+fn serve(store: &Arc<Store>, ri: &RequestInfo, req: &Request) -> Result<Response, ApiError> {
+    let info = lookup(&ri.group, &ri.version, &ri.resource).ok_or_else(|| {
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    })?;
+    let status_only = match ri.subresource.as_deref() {
+        None => false,
+        Some("status") if objects::has_status(info) => true,
+        Some(_) => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ))
+        }
+    };
+    let ns = if info.namespaced {
+        ri.namespace.clone().unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let name = ri.name.clone().unwrap_or_default();
+    match ri.verb {
+        Verb::Get => get(store, info, &ns, &name),
+        Verb::List => list::list(store, info, ri.namespace.as_deref(), req),
+        Verb::Watch => watch::watch(
+            store,
+            info,
+            ri.namespace.as_deref(),
+            ri.name.as_deref(),
+            req,
+        ),
+        Verb::Create => create(store, info, &ns, req),
+        Verb::Update => update(store, info, &ns, &name, status_only, req),
+        Verb::Patch => patch_object(store, info, &ns, &name, status_only, req),
+        Verb::Delete => deletion::delete(store, info, &ns, &name, req),
+        Verb::DeleteCollection => {
+            deletion::delete_collection(store, info, ri.namespace.as_deref(), req)
+        }
+    }
+}
+
+/// A JSON response with an object's full form.
+pub fn object_response(code: u16, obj: &Obj) -> Response {
+    Response::json(code, obj.full_json())
+}
+
+fn get(
+    store: &Store,
+    info: &'static ResourceInfo,
+    ns: &str,
+    name: &str,
+) -> Result<Response, ApiError> {
+    let key = Key::new(info, ns, name);
+    let obj = store
+        .txn(|t| t.get(&key))
+        .ok_or_else(|| not_found(info, name))?;
+    Ok(object_response(200, &obj))
+}
+
+/// Decode a request body as a JSON object of this resource's kind.
+pub fn decode_body(info: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            info.kind, info.version, info.kind
+        ))
+    })?;
+    if !v.is_object() {
+        return Err(bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: the body is not a JSON object",
+            info.kind, info.version, info.kind
+        )));
+    }
+    let kind = v.get("kind").and_then(Value::as_str);
+    let api_version = v.get("apiVersion").and_then(Value::as_str);
+    if kind.is_some_and(|k| k != info.kind) || api_version.is_some_and(|a| a != info.api_version())
+    {
+        return Err(bad_request(format!(
+            "the API version in the data ({}) does not match the expected API version ({})",
+            api_version.unwrap_or(""),
+            info.api_version()
+        )));
+    }
+    let mut v = v;
+    if v.get("metadata").is_none_or(Value::is_null) {
+        v["metadata"] = json!({});
+    }
+    if !v["metadata"].is_object() {
+        return Err(bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: metadata must be an object",
+            info.kind, info.version, info.kind
+        )));
+    }
+    Ok(v)
+}
+
+fn meta_str<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
+    v.get("metadata")?.get(f)?.as_str()
+}
+
+/// 404 for a missing namespace, 403 for a terminating one.
+pub fn check_namespace(
+    t: &Txn<'_>,
+    info: &ResourceInfo,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    if !info.namespaced {
+        return Ok(());
+    }
+    let nsi = objects::namespace_info();
+    let obj = t
+        .get(&Key::new(nsi, "", ns))
+        .ok_or_else(|| not_found(nsi, ns))?;
+    if obj.value.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+        let mut d = objects::details(info, name);
+        d["causes"] = json!([{
+            "reason": "NamespaceTerminating",
+            "message": format!("namespace {ns} is being terminated"),
+            "field": "metadata.namespace",
+        }]);
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                objects::qualified_resource(info)
+            ),
+        )
+        .with_details(d));
+    }
+    Ok(())
+}
+
+fn check_body_namespace(info: &ResourceInfo, v: &Value, ns: &str) -> Result<(), ApiError> {
+    match meta_str(v, "namespace") {
+        Some(b) if info.namespaced && !b.is_empty() && b != ns => Err(bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn create(
+    store: &Store,
+    info: &'static ResourceInfo,
+    ns: &str,
+    req: &Request,
+) -> Result<Response, ApiError> {
+    let v = decode_body(info, &req.body)?;
+    check_body_namespace(info, &v, ns)?;
+    let now = store.clock().wall();
+    let obj = store.txn(|t| create_in(t, info, ns, v, now, "create"))?;
+    Ok(object_response(201, &obj))
+}
+
+/// Create `v` in `ns` (namespace checks, generateName, validation).
+pub fn create_in(
+    t: &mut Txn<'_>,
+    info: &'static ResourceInfo,
+    ns: &str,
+    mut v: Value,
+    now: std::time::SystemTime,
+    verb: &str,
+) -> Result<Arc<Obj>, ApiError> {
+    let given = meta_str(&v, "name").unwrap_or("").to_string();
+    let prefix = meta_str(&v, "generateName").unwrap_or("").to_string();
+    if given.is_empty() && prefix.is_empty() {
+        return Err(validate::invalid(
+            info,
+            "",
+            vec![validate::Cause::required(
+                "metadata.name",
+                "name or generateName is required",
+            )],
+        ));
+    }
+    check_namespace(t, info, ns, &given)?;
+    let name = if given.is_empty() {
+        let mut tries = 0;
+        loop {
+            let candidate = format!("{prefix}{}", objects::name_suffix());
+            if t.get(&Key::new(info, ns, &candidate)).is_none() || tries >= 8 {
+                break candidate;
+            }
+            tries += 1;
+        }
+    } else {
+        given
+    };
+    let key = Key::new(info, ns, &name);
+    if t.get(&key).is_some() {
+        return Err(already_exists(info, &name));
+    }
+    prepare_create(info, &mut v, &name, ns, now);
+    validate::validate(info, None, &v)?;
+    Ok(t.put(&key, verb, v))
+}
+
+fn update(
+    store: &Store,
+    info: &'static ResourceInfo,
+    ns: &str,
+    name: &str,
+    status_only: bool,
+    req: &Request,
+) -> Result<Response, ApiError> {
+    let v = decode_body(info, &req.body)?;
+    check_body_namespace(info, &v, ns)?;
+    match meta_str(&v, "name") {
+        Some(n) if n == name => {}
+        Some(n) => {
+            return Err(bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )))
+        }
+        None => {
+            return Err(validate::invalid(
+                info,
+                name,
+                vec![validate::Cause::required(
+                    "metadata.name",
+                    "name or generateName is required",
+                )],
+            ))
+        }
+    }
+    let now = store.clock().wall();
+    let key = Key::new(info, ns, name);
+    let (code, obj) = store.txn(|t| {
+        if t.get(&key).is_none() && objects::allow_create_on_update(info) && !status_only {
+            let mut v = v;
+            if let Some(m) = v["metadata"].as_object_mut() {
+                m.remove("resourceVersion");
+            }
+            return create_in(t, info, ns, v, now, "update").map(|o| (201, o));
+        }
+        apply_update(t, info, &key, v, status_only, "update").map(|o| (200, o))
+    })?;
+    Ok(object_response(code, &obj))
+}
+
+/// The update path shared by PUT and PATCH: optimistic concurrency, update
+/// strategy, validation, no-op detection, finalizer-driven deletion.
+pub fn apply_update(
+    t: &mut Txn<'_>,
+    info: &'static ResourceInfo,
+    key: &Key,
+    mut new: Value,
+    status_only: bool,
+    verb: &str,
+) -> Result<Arc<Obj>, ApiError> {
+    let cur = t.get(key).ok_or_else(|| not_found(info, &key.name))?;
+    let want_rv = meta_str(&new, "resourceVersion").unwrap_or("");
+    if !want_rv.is_empty() && want_rv != cur.rv() {
+        return Err(conflict(info, &key.name));
+    }
+    if let Some(m) = new.as_object_mut() {
+        m.remove("kind");
+        m.remove("apiVersion");
+    }
+    prepare_update(info, &cur.value, &mut new, status_only);
+    validate::validate(info, Some(&cur.value), &new)?;
+    if let Some(m) = new["metadata"].as_object_mut() {
+        m.insert("resourceVersion".into(), json!(cur.rv()));
+    }
+    if new == cur.value {
+        return Ok(cur);
+    }
+    let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
+        && new
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+    if info.resource == "namespaces" && new.pointer("/metadata/deletionTimestamp").is_some() {
+        let obj = t.put(key, verb, new);
+        t.store().gc(GcWork::Namespace(key.name.clone()));
+        return Ok(obj);
+    }
+    if finalized {
+        t.put(key, verb, new);
+        return t
+            .delete(key, "delete")
+            .ok_or_else(|| not_found(info, &key.name));
+    }
+    Ok(t.put(key, verb, new))
+}
+
+fn patch_object(
+    store: &Store,
+    info: &'static ResourceInfo,
+    ns: &str,
+    name: &str,
+    status_only: bool,
+    req: &Request,
+) -> Result<Response, ApiError> {
+    let ctype = req.header("content-type").unwrap_or("");
+    let kind = patch::PatchType::from_content_type(ctype)?;
+    let key = Key::new(info, ns, name);
+    let obj = store.txn(|t| {
+        let cur = t.get(&key).ok_or_else(|| not_found(info, name))?;
+        let patched = patch::apply(kind, &cur.full_value(), &req.body)?;
+        if meta_str(&patched, "name").is_some_and(|n| n != name) {
+            return Err(bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                meta_str(&patched, "name").unwrap_or("")
+            )));
+        }
+        apply_update(t, info, &key, patched, status_only, "patch")
+    })?;
+    Ok(object_response(200, &obj))
 }

@@ -1,1 +1,357 @@
-//! (placeholder: sim semantics helper)
+//! Label and field selectors as kube-apiserver parses and applies them
+//! (`labelSelector=a=b,c!=d,e in (x,y),f notin (z),g,!h`,
+//! `fieldSelector=metadata.name=x,spec.nodeName!=y`).
+//!
+//! Pure: parsing returns typed errors naming the bad part; matching reads an
+//! object's JSON and never touches the store.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Why a selector did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectorError(pub String);
+
+impl fmt::Display for SelectorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One label requirement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    /// `key=value` / `key==value`.
+    Eq(String, String),
+    /// `key!=value` (also matches when the key is absent).
+    NotEq(String, String),
+    /// `key in (a,b)`.
+    In(String, Vec<String>),
+    /// `key notin (a,b)` (also matches when the key is absent).
+    NotIn(String, Vec<String>),
+    /// `key`.
+    Exists(String),
+    /// `!key`.
+    NotExists(String),
+}
+
+/// A parsed label selector; empty matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector(pub Vec<Requirement>);
+
+/// Split on commas that are not inside parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0usize);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+fn check_key(k: &str) -> Result<String, SelectorError> {
+    let ok = !k.is_empty()
+        && k.len() <= 316
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+    if ok {
+        Ok(k.to_string())
+    } else {
+        Err(SelectorError(format!("invalid label key {k:?}")))
+    }
+}
+
+fn check_value(v: &str) -> Result<String, SelectorError> {
+    let ok = v.len() <= 63
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(SelectorError(format!("invalid label value {v:?}")))
+    }
+}
+
+fn parse_set(rest: &str) -> Result<Vec<String>, SelectorError> {
+    let rest = rest.trim();
+    let inner = rest
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| SelectorError(format!("expected '(' ... ')' in {rest:?}")))?;
+    inner.split(',').map(|v| check_value(v.trim())).collect()
+}
+
+fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
+    let p = part.trim();
+    if let Some(k) = p.strip_prefix('!') {
+        return Ok(Requirement::NotExists(check_key(k.trim())?));
+    }
+    if let Some(i) = p.find("!=") {
+        return Ok(Requirement::NotEq(
+            check_key(p[..i].trim())?,
+            check_value(p[i + 2..].trim())?,
+        ));
+    }
+    if let Some(i) = p.find("==") {
+        return Ok(Requirement::Eq(
+            check_key(p[..i].trim())?,
+            check_value(p[i + 2..].trim())?,
+        ));
+    }
+    if let Some(i) = p.find('=') {
+        return Ok(Requirement::Eq(
+            check_key(p[..i].trim())?,
+            check_value(p[i + 1..].trim())?,
+        ));
+    }
+    for (op, notin) in [(" notin ", true), (" in ", false)] {
+        if let Some(i) = p.find(op) {
+            let key = check_key(p[..i].trim())?;
+            let set = parse_set(&p[i + op.len()..])?;
+            return Ok(if notin {
+                Requirement::NotIn(key, set)
+            } else {
+                Requirement::In(key, set)
+            });
+        }
+    }
+    if p.contains(['(', ')', ' ', '<', '>']) {
+        return Err(SelectorError(format!("unable to parse requirement: {p:?}")));
+    }
+    Ok(Requirement::Exists(check_key(p)?))
+}
+
+impl LabelSelector {
+    /// Parse the `labelSelector` query syntax.
+    pub fn parse(s: &str) -> Result<LabelSelector, SelectorError> {
+        if s.trim().is_empty() {
+            return Ok(LabelSelector::default());
+        }
+        split_top(s)
+            .into_iter()
+            .map(parse_requirement)
+            .collect::<Result<Vec<_>, _>>()
+            .map(LabelSelector)
+    }
+
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `labels` (an object's `metadata.labels`, possibly absent) match.
+    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        self.0.iter().all(|r| match r {
+            Requirement::Eq(k, v) => get(k) == Some(v.as_str()),
+            Requirement::NotEq(k, v) => get(k) != Some(v.as_str()),
+            Requirement::In(k, set) => get(k).is_some_and(|x| set.iter().any(|s| s == x)),
+            Requirement::NotIn(k, set) => !get(k).is_some_and(|x| set.iter().any(|s| s == x)),
+            Requirement::Exists(k) => get(k).is_some(),
+            Requirement::NotExists(k) => get(k).is_none(),
+        })
+    }
+
+    /// Whether an object (its JSON) matches.
+    pub fn matches_object(&self, obj: &Value) -> bool {
+        self.is_empty() || self.matches(obj.pointer("/metadata/labels").and_then(Value::as_object))
+    }
+}
+
+/// The fields kube-sim can select on.
+pub const FIELDS: &[(&str, &str)] = &[
+    ("metadata.name", "/metadata/name"),
+    ("metadata.namespace", "/metadata/namespace"),
+    ("spec.nodeName", "/spec/nodeName"),
+    ("status.phase", "/status/phase"),
+];
+
+/// One field requirement: field path (JSON pointer), value, negated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldRequirement {
+    /// The field as named in the query ("spec.nodeName").
+    pub field: String,
+    /// Where it lives in the object.
+    pub pointer: &'static str,
+    /// The value compared against ("" matches an absent field).
+    pub value: String,
+    /// `!=` instead of `=`.
+    pub negated: bool,
+}
+
+/// A parsed field selector; empty matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector(pub Vec<FieldRequirement>);
+
+impl FieldSelector {
+    /// Parse the `fieldSelector` query syntax; unknown fields are an error
+    /// (`field label not supported: x`), as on the real server.
+    pub fn parse(s: &str) -> Result<FieldSelector, SelectorError> {
+        if s.trim().is_empty() {
+            return Ok(FieldSelector::default());
+        }
+        let mut out = Vec::new();
+        for part in s.split(',') {
+            let part = part.trim();
+            let (field, value, negated) = if let Some(i) = part.find("!=") {
+                (&part[..i], &part[i + 2..], true)
+            } else if let Some(i) = part.find("==") {
+                (&part[..i], &part[i + 2..], false)
+            } else if let Some(i) = part.find('=') {
+                (&part[..i], &part[i + 1..], false)
+            } else {
+                return Err(SelectorError(format!(
+                    "invalid selector: '{part}'; can't understand '{part}'"
+                )));
+            };
+            let field = field.trim();
+            let pointer = FIELDS
+                .iter()
+                .find(|(f, _)| *f == field)
+                .map(|(_, p)| *p)
+                .ok_or_else(|| SelectorError(format!("field label not supported: {field}")))?;
+            out.push(FieldRequirement {
+                field: field.to_string(),
+                pointer,
+                value: value.trim().to_string(),
+                negated,
+            });
+        }
+        Ok(FieldSelector(out))
+    }
+
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The single name this selector pins (`metadata.name=x`), if any.
+    pub fn pinned_name(&self) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|r| r.field == "metadata.name" && !r.negated)
+            .map(|r| r.value.as_str())
+    }
+
+    /// Whether an object matches.
+    pub fn matches_object(&self, obj: &Value) -> bool {
+        self.0.iter().all(|r| {
+            let got = obj.pointer(r.pointer).and_then(Value::as_str).unwrap_or("");
+            (got == r.value) != r.negated
+        })
+    }
+}
+
+/// Both selectors of a request.
+#[derive(Debug, Clone, Default)]
+pub struct Selectors {
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+}
+
+impl Selectors {
+    /// Parse both (either may be absent).
+    pub fn parse(labels: Option<&str>, fields: Option<&str>) -> Result<Selectors, SelectorError> {
+        Ok(Selectors {
+            labels: LabelSelector::parse(labels.unwrap_or(""))?,
+            fields: FieldSelector::parse(fields.unwrap_or(""))?,
+        })
+    }
+
+    /// Whether both are empty.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
+    }
+
+    /// Whether an object matches both.
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.labels.matches_object(obj) && self.fields.matches_object(obj)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn label_selector_table() {
+        let obj = json!({"metadata": {"labels": {"app": "web", "tier": "fe", "v": "1"}}});
+        let none = json!({"metadata": {}});
+        let cases: &[(&str, bool, bool)] = &[
+            // selector, matches obj, matches an object without labels
+            ("", true, true),
+            ("app=web", true, false),
+            ("app==web", true, false),
+            ("app=db", false, false),
+            ("app!=db", true, true),
+            ("app!=web", false, true),
+            ("app in (web,db)", true, false),
+            ("app in (db)", false, false),
+            ("app notin (db)", true, true),
+            ("app notin (web, db)", false, true),
+            ("app", true, false),
+            ("!app", false, true),
+            ("missing", false, false),
+            ("!missing", true, true),
+            ("app=web,tier=fe", true, false),
+            ("app=web,tier=be", false, false),
+            ("app in (web,db),!missing, v=1", true, false),
+        ];
+        for (sel, want, want_none) in cases {
+            let s = LabelSelector::parse(sel).unwrap_or_else(|e| panic!("{sel}: {e}"));
+            assert_eq!(s.matches_object(&obj), *want, "{sel}");
+            assert_eq!(s.matches_object(&none), *want_none, "{sel} (no labels)");
+        }
+    }
+
+    #[test]
+    fn label_selector_errors() {
+        for bad in ["app in web", "a b", "app=we b", "=x", "app in (a", "!"] {
+            assert!(LabelSelector::parse(bad).is_err(), "{bad} must not parse");
+        }
+    }
+
+    #[test]
+    fn field_selector_table() {
+        let pod = json!({"metadata": {"name": "p", "namespace": "ns"},
+                         "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        let cases: &[(&str, bool)] = &[
+            ("metadata.name=p", true),
+            ("metadata.name==p", true),
+            ("metadata.name=q", false),
+            ("metadata.name!=q", true),
+            ("metadata.namespace=ns,spec.nodeName=n1", true),
+            ("spec.nodeName!=n1", false),
+            ("status.phase=Running", true),
+            ("status.phase!=Succeeded,status.phase!=Failed", true),
+        ];
+        for (sel, want) in cases {
+            let s = FieldSelector::parse(sel).unwrap_or_else(|e| panic!("{sel}: {e}"));
+            assert_eq!(s.matches_object(&pod), *want, "{sel}");
+        }
+        let unscheduled = json!({"metadata": {"name": "p"}});
+        let s = FieldSelector::parse("spec.nodeName=").unwrap_or_default();
+        assert!(s.matches_object(&unscheduled));
+        assert_eq!(
+            FieldSelector::parse("spec.foo=x"),
+            Err(SelectorError("field label not supported: spec.foo".into()))
+        );
+        assert_eq!(
+            FieldSelector::parse("metadata.name=x")
+                .unwrap_or_default()
+                .pinned_name(),
+            Some("x")
+        );
+    }
+}

@@ -1,0 +1,505 @@
+//! Stored objects and the per-resource write strategies of kube-apiserver's
+//! registries: what create sets (uid, creationTimestamp, generation,
+//! generateName), what update keeps (status vs. spec, immutable metadata),
+//! and when `metadata.generation` moves.
+//!
+//! Pure functions of (resource, old, new, now); never locks the store
+//! except in the two store-level helpers at the bottom (default namespaces,
+//! `load_list`).
+
+use super::resources::{lookup_kind, ResourceInfo};
+use super::status::ApiError;
+use super::store::{Key, Store};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// One stored object version: the JSON without `kind`/`apiVersion` (the
+/// form of list items) and its serialization, made once per write.
+#[derive(Debug)]
+pub struct Obj {
+    /// Resource of the object.
+    pub info: &'static ResourceInfo,
+    /// The object, without `kind` and `apiVersion`.
+    pub value: Value,
+    /// `value` serialized (list item form).
+    pub item: Vec<u8>,
+}
+
+impl Obj {
+    /// Wrap (and serialize) a value.
+    pub fn new(info: &'static ResourceInfo, value: Value) -> Obj {
+        let item = serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec());
+        Obj { info, value, item }
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        self.meta_str("name").unwrap_or("")
+    }
+
+    /// `metadata.namespace` ("" when cluster-scoped).
+    pub fn namespace(&self) -> &str {
+        self.meta_str("namespace").unwrap_or("")
+    }
+
+    /// `metadata.uid`.
+    pub fn uid(&self) -> Option<&str> {
+        self.meta_str("uid")
+    }
+
+    /// `metadata.resourceVersion`.
+    pub fn rv(&self) -> &str {
+        self.meta_str("resourceVersion").unwrap_or("")
+    }
+
+    fn meta_str(&self, field: &str) -> Option<&str> {
+        self.value.get("metadata")?.get(field)?.as_str()
+    }
+
+    /// The store key.
+    pub fn key(&self) -> Key {
+        Key::new(self.info, self.namespace(), self.name())
+    }
+
+    /// uids named in `metadata.ownerReferences`.
+    pub fn owner_uids(&self) -> Vec<String> {
+        owner_uids(&self.value)
+    }
+
+    /// The full JSON (with `kind` and `apiVersion`), as GET returns it.
+    pub fn full_json(&self) -> Vec<u8> {
+        with_type_meta(self.info, &self.item)
+    }
+
+    /// The full object as a value.
+    pub fn full_value(&self) -> Value {
+        let mut v = self.value.clone();
+        set_type_meta(self.info, &mut v);
+        v
+    }
+}
+
+/// Prefix `apiVersion`/`kind` to a serialized object (`{...}`).
+pub fn with_type_meta(info: &ResourceInfo, item: &[u8]) -> Vec<u8> {
+    let head = format!(
+        "{{\"apiVersion\":\"{}\",\"kind\":\"{}\"",
+        info.api_version(),
+        info.kind
+    );
+    let mut out = Vec::with_capacity(item.len() + head.len() + 1);
+    out.extend_from_slice(head.as_bytes());
+    if item.len() > 2 {
+        out.push(b',');
+    }
+    out.extend_from_slice(item.get(1..).unwrap_or(b"}"));
+    out
+}
+
+/// Set `apiVersion`/`kind` on a value.
+pub fn set_type_meta(info: &ResourceInfo, v: &mut Value) {
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), Value::String(info.api_version()));
+        m.insert("kind".into(), Value::String(info.kind.into()));
+    }
+}
+
+/// uids named in a value's `metadata.ownerReferences`.
+pub fn owner_uids(v: &Value) -> Vec<String> {
+    v.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// RFC 3339, second precision, `Z` (as `metav1.Time`).
+pub fn rfc3339(t: SystemTime) -> String {
+    match jiff::Timestamp::try_from(t) {
+        Ok(ts) => ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        Err(_) => "1970-01-01T00:00:00Z".to_string(),
+    }
+}
+
+/// A random RFC 4122 version 4 uid.
+pub fn new_uid() -> String {
+    let a = fastrand::u128(..);
+    let b = (a & !(0xf << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
+    let h = format!("{b:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// A 5-character generateName suffix (upstream's alphabet: no vowels,
+/// no confusable characters).
+pub fn name_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Whether the resource's strategy tracks `metadata.generation`.
+pub fn tracks_generation(info: &ResourceInfo) -> bool {
+    matches!(info.resource, "endpointslices" | "pods")
+}
+
+/// Whether the resource has a `status` subresource (main-resource writes
+/// keep the stored status).
+pub fn has_status(info: &ResourceInfo) -> bool {
+    info.subresources.contains(&"status")
+}
+
+/// Whether PUT of a missing object creates it (upstream
+/// `AllowCreateOnUpdate`).
+pub fn allow_create_on_update(info: &ResourceInfo) -> bool {
+    matches!(info.resource, "endpoints" | "events" | "leases")
+}
+
+fn meta_mut(v: &mut Value) -> Option<&mut Map<String, Value>> {
+    v.get_mut("metadata").and_then(Value::as_object_mut)
+}
+
+/// Create-time defaults: uid, creationTimestamp, generation, cleared
+/// server-owned fields, namespace phase/finalizer. `name` is final.
+pub fn prepare_create(info: &ResourceInfo, v: &mut Value, name: &str, ns: &str, now: SystemTime) {
+    if let Some(m) = meta_mut(v) {
+        m.insert("name".into(), json!(name));
+        if info.namespaced {
+            m.insert("namespace".into(), json!(ns));
+        } else {
+            m.remove("namespace");
+        }
+        m.insert("uid".into(), json!(new_uid()));
+        m.insert("creationTimestamp".into(), json!(rfc3339(now)));
+        for f in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            m.remove(f);
+        }
+        if tracks_generation(info) {
+            m.insert("generation".into(), json!(1));
+        } else {
+            m.remove("generation");
+        }
+    }
+    if info.resource == "namespaces" {
+        v["spec"] = json!({"finalizers": ["kubernetes"]});
+        v["status"] = json!({"phase": "Active"});
+    }
+}
+
+/// Update strategy for the main resource or `/status`: carries over
+/// immutable metadata and (per subresource) spec or status from `old`,
+/// and bumps `generation` as upstream's PrepareForUpdate does.
+pub fn prepare_update(info: &ResourceInfo, old: &Value, new: &mut Value, status_only: bool) {
+    if status_only {
+        let status = new.get("status").cloned();
+        let mut merged = old.clone();
+        match status {
+            Some(s) => merged["status"] = s,
+            None => {
+                if let Some(m) = merged.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+        *new = merged;
+        return;
+    }
+    if has_status(info) {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    }
+    if info.resource == "namespaces" {
+        if let Some(spec) = old.get("spec") {
+            new["spec"] = spec.clone();
+        }
+    }
+    let keep = [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "namespace",
+    ];
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let Some(m) = meta_mut(new) {
+        for f in keep {
+            match old_meta.get(f) {
+                Some(x) => m.insert(f.into(), x.clone()),
+                None => m.remove(f),
+            };
+        }
+    }
+    if tracks_generation(info) && generation_changes(info, old, new) {
+        let g = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if let Some(m) = meta_mut(new) {
+            m.insert("generation".into(), json!(g + 1));
+        }
+    }
+}
+
+/// Upstream PrepareForUpdate rules: EndpointSlice — anything outside
+/// metadata, or the labels; Pod — the spec.
+pub fn generation_changes(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
+    let without_meta = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            for f in ["metadata", "kind", "apiVersion"] {
+                m.remove(f);
+            }
+        }
+        v
+    };
+    match info.resource {
+        "endpointslices" => {
+            without_meta(old) != without_meta(new)
+                || old.pointer("/metadata/labels") != new.pointer("/metadata/labels")
+        }
+        "pods" => old.get("spec") != new.get("spec"),
+        _ => false,
+    }
+}
+
+/// Create the four namespaces every cluster starts with.
+pub fn create_default_namespaces(store: &Store) {
+    let Some(info) = lookup_kind("v1", "Namespace") else {
+        return;
+    };
+    let now = store.clock().wall();
+    store.txn(|t| {
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let mut v = json!({"metadata": {}});
+            prepare_create(info, &mut v, name, "", now);
+            t.put(&Key::new(info, "", name), "create", v);
+        }
+    });
+}
+
+/// Create the items of a `v1 List` as given (status kept), namespaces first.
+pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
+    let items = list
+        .get("items")
+        .and_then(Value::as_array)
+        .ok_or("the List has no items array")?;
+    let mut parsed = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let api_version = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
+        let info = lookup_kind(api_version, kind)
+            .ok_or_else(|| format!("items[{i}]: kind {kind:?} of {api_version:?} is not served"))?;
+        let name = item
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("items[{i}]: metadata.name is missing"))?;
+        let ns = item
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        parsed.push((info, ns.to_string(), name.to_string(), item.clone()));
+    }
+    parsed.sort_by_key(|(info, ..)| info.resource != "namespaces");
+    let now = store.clock().wall();
+    store.txn(|t| {
+        for (info, ns, name, mut v) in parsed {
+            let key = Key::new(info, &ns, &name);
+            if t.get(&key).is_some() {
+                return Err(format!("{} {name:?} already exists", info.resource));
+            }
+            if info.namespaced && t.get(&Key::new(namespace_info(), "", &ns)).is_none() {
+                return Err(format!(
+                    "namespaces {ns:?} not found (for {} {name:?})",
+                    info.resource
+                ));
+            }
+            let status = v.get("status").cloned();
+            prepare_create(info, &mut v, &name, &ns, now);
+            if let (Some(s), false) = (status, info.resource == "namespaces") {
+                v["status"] = s;
+            }
+            t.put(&key, "create", v);
+        }
+        Ok(items.len())
+    })
+}
+
+/// The namespaces resource.
+pub fn namespace_info() -> &'static ResourceInfo {
+    static NS: std::sync::OnceLock<&'static ResourceInfo> = std::sync::OnceLock::new();
+    NS.get_or_init(|| {
+        super::resources::RESOURCES
+            .iter()
+            .find(|r| r.resource == "namespaces")
+            .unwrap_or(&super::resources::RESOURCES[0])
+    })
+}
+
+/// Qualified resource as errors print it: "pods", "endpointslices.discovery.k8s.io".
+pub fn qualified_resource(info: &ResourceInfo) -> String {
+    if info.group.is_empty() {
+        info.resource.to_string()
+    } else {
+        format!("{}.{}", info.resource, info.group)
+    }
+}
+
+/// `Status.details` for an error about one object.
+pub fn details(info: &ResourceInfo, name: &str) -> Value {
+    let mut d = json!({"name": name, "kind": info.resource});
+    if !info.group.is_empty() {
+        d["group"] = json!(info.group);
+    }
+    d
+}
+
+/// 404 NotFound for one object.
+pub fn not_found(info: &ResourceInfo, name: &str) -> ApiError {
+    ApiError::new(
+        404,
+        "NotFound",
+        format!("{} \"{name}\" not found", qualified_resource(info)),
+    )
+    .with_details(details(info, name))
+}
+
+/// 409 AlreadyExists.
+pub fn already_exists(info: &ResourceInfo, name: &str) -> ApiError {
+    ApiError::new(
+        409,
+        "AlreadyExists",
+        format!("{} \"{name}\" already exists", qualified_resource(info)),
+    )
+    .with_details(details(info, name))
+}
+
+/// 409 Conflict with the real server's optimistic-concurrency message.
+pub fn conflict(info: &ResourceInfo, name: &str) -> ApiError {
+    conflict_msg(
+        info,
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+    )
+}
+
+/// 409 Conflict with a custom reason text.
+pub fn conflict_msg(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
+    ApiError::new(
+        409,
+        "Conflict",
+        format!(
+            "Operation cannot be fulfilled on {} \"{name}\": {why}",
+            qualified_resource(info)
+        ),
+    )
+    .with_details(details(info, name))
+}
+
+/// 400 BadRequest.
+pub fn bad_request(msg: impl Into<String>) -> ApiError {
+    ApiError::new(400, "BadRequest", msg)
+}
+
+/// The object as an `Arc` handle (convenience for callers holding values).
+pub fn arc(info: &'static ResourceInfo, value: Value) -> Arc<Obj> {
+    Arc::new(Obj::new(info, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::resources::lookup;
+
+    #[test]
+    fn generation_rules_table() {
+        let es = lookup("discovery.k8s.io", "v1", "endpointslices").unwrap_or(namespace_info());
+        let pod = lookup("", "v1", "pods").unwrap_or(namespace_info());
+        let svc = lookup("", "v1", "services").unwrap_or(namespace_info());
+        let base = json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {}},
+                          "addressType": "IPv4", "endpoints": [], "spec": {"a": 1}});
+        let cases: &[(&ResourceInfo, &str, Value, bool)] = &[
+            (
+                es,
+                "annotation only",
+                json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {"k": "v"}}, "addressType": "IPv4", "endpoints": [], "spec": {"a": 1}}),
+                false,
+            ),
+            (
+                es,
+                "label change",
+                json!({"metadata": {"name": "a", "labels": {"x": "2"}, "annotations": {}}, "addressType": "IPv4", "endpoints": [], "spec": {"a": 1}}),
+                true,
+            ),
+            (
+                es,
+                "endpoints change",
+                json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {}}, "addressType": "IPv4", "endpoints": [{"addresses": ["1.1.1.1"]}], "spec": {"a": 1}}),
+                true,
+            ),
+            (
+                pod,
+                "spec change",
+                json!({"metadata": {"name": "a"}, "addressType": "IPv4", "endpoints": [], "spec": {"a": 2}}),
+                true,
+            ),
+            (
+                pod,
+                "label change",
+                json!({"metadata": {"name": "a", "labels": {"x": "2"}}, "addressType": "IPv4", "endpoints": [], "spec": {"a": 1}}),
+                false,
+            ),
+            (
+                svc,
+                "spec change",
+                json!({"metadata": {"name": "a"}, "spec": {"a": 2}}),
+                false,
+            ),
+        ];
+        for (info, what, new, want) in cases {
+            assert_eq!(
+                generation_changes(info, &base, new),
+                *want,
+                "{} {what}",
+                info.resource
+            );
+        }
+    }
+
+    #[test]
+    fn type_meta_and_uid_shapes() {
+        let pod = lookup("", "v1", "pods").unwrap_or(namespace_info());
+        let o = Obj::new(pod, json!({"metadata": {"name": "p"}}));
+        let full: Value = serde_json::from_slice(&o.full_json()).unwrap_or(Value::Null);
+        assert_eq!(
+            full,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+        );
+        let uid = new_uid();
+        assert_eq!(uid.len(), 36);
+        assert_eq!(&uid[14..15], "4");
+        assert_eq!(name_suffix().len(), 5);
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    }
+}
