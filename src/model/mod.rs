@@ -11,6 +11,7 @@
 //! cached Pod stays well under 1 KiB); written types keep unknown fields in
 //! `extra` maps so that a read-modify-PUT round trip loses nothing.
 
+mod dynamic;
 mod endpoints;
 mod endpointslice;
 mod event;
@@ -23,6 +24,7 @@ mod pod;
 mod service;
 mod time;
 
+pub use dynamic::DynamicObject;
 pub use endpoints::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 pub use endpointslice::{
     AddressType, Endpoint, EndpointConditions, EndpointHints, EndpointSlice, EndpointSlicePort,
