@@ -47,6 +47,7 @@ type Handler = dyn Fn(&Recorded, usize) -> Reply + Send + Sync;
 struct Server {
     url: String,
     log: Arc<Mutex<Vec<Recorded>>>,
+    conns: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Server {
@@ -54,14 +55,17 @@ impl Server {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", l.local_addr().expect("addr"));
         let log = Arc::new(Mutex::new(Vec::new()));
+        let conns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (log2, h): (_, Arc<Handler>) = (Arc::clone(&log), Arc::new(h));
+        let conns2 = Arc::clone(&conns);
         std::thread::spawn(move || {
             for s in l.incoming().flatten() {
+                conns2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let (log, h) = (Arc::clone(&log2), Arc::clone(&h));
                 std::thread::spawn(move || serve_conn(s, &log, &*h));
             }
         });
-        Server { url, log }
+        Server { url, log, conns }
     }
     fn requests(&self) -> Vec<Recorded> {
         self.log.lock().expect("log").clone()
@@ -196,6 +200,8 @@ fn list_streams_pages_and_sends_query() {
     };
     let last: endpointd::kube::ObjectList<Pod> = c.list(&PODS, Some("ns"), &p2).expect("page 2");
     assert_eq!(last.continue_token, None, "empty continue means last page");
+    let conns = srv.conns.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(conns, 1, "keep-alive: both pages on one connection");
     let reqs = srv.requests();
     assert_eq!(
         reqs[0].target,

@@ -240,7 +240,7 @@ impl fmt::Display for Error {
                 source,
                 field,
                 message,
-            } => write!(f, "kubeconfig {source}: {field}: {message}"),
+            } => write!(f, "client configuration {source}: {field}: {message}"),
             Error::Shutdown => f.write_str("client is shut down"),
         }
     }

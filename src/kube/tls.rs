@@ -187,18 +187,24 @@ pub fn build(m: &TlsMaterial, source: &str) -> Result<TlsConfig, Error> {
     Ok(b.build())
 }
 
-/// Resolves every request to the real server address while the URL (and
-/// so SNI and certificate verification) uses `tls-server-name`.
+/// Resolves requests for the `tls-server-name` host to the real server
+/// address while the URL (and so SNI and certificate verification) uses
+/// `tls-server-name`. Any other host (e.g. a proxy) resolves normally.
 #[derive(Debug)]
 pub struct PinnedResolver {
+    name: String,
     real: Uri,
     inner: DefaultResolver,
 }
 
 impl PinnedResolver {
-    /// Pin to the host and port of `real`.
-    pub fn new(real: Uri) -> PinnedResolver {
+    /// Resolve `name` to the host and port of `real`.
+    pub fn new(name: &str, real: Uri) -> PinnedResolver {
         PinnedResolver {
+            name: name
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
             real,
             inner: DefaultResolver::default(),
         }
@@ -208,11 +214,18 @@ impl PinnedResolver {
 impl Resolver for PinnedResolver {
     fn resolve(
         &self,
-        _uri: &Uri,
+        uri: &Uri,
         config: &ureq::config::Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        self.inner.resolve(&self.real, config, timeout)
+        let host = uri
+            .host()
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']'));
+        if host == Some(self.name.as_str()) {
+            self.inner.resolve(&self.real, config, timeout)
+        } else {
+            self.inner.resolve(uri, config, timeout)
+        }
     }
 }
 

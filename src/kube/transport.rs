@@ -102,12 +102,12 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<A
     }
     let config = b.build();
     Ok(match &cfg.tls.server_name {
-        Some(_) => {
+        Some(name) => {
             let real: Uri = cfg.server.parse().map_err(|e| server_err(cfg, e))?;
             Agent::with_parts(
                 config,
                 ureq::unversioned::transport::DefaultConnector::new(),
-                tls::PinnedResolver::new(real),
+                tls::PinnedResolver::new(name, real),
             )
         }
         None => config.new_agent(),

@@ -158,7 +158,10 @@ pub struct ObjectMeta {
     #[serde(skip_serializing_if = "Labels::is_empty")]
     pub annotations: Labels,
     /// `ownerReferences`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "super::pod::null_default"
+    )]
     pub owner_references: Vec<OwnerReference>,
     /// Every other metadata field, round-tripped verbatim.
     #[serde(flatten)]
@@ -265,6 +268,10 @@ mod tests {
         let back: serde_json::Value = serde_json::to_value(&m).expect("json");
         let orig: serde_json::Value = serde_json::from_str(json).expect("orig");
         assert_eq!(back, orig);
+        let nulls: ObjectMeta =
+            serde_json::from_str(r#"{"labels":null,"annotations":null,"ownerReferences":null}"#)
+                .expect("nulls");
+        assert_eq!(nulls, ObjectMeta::default());
         let empty = serde_json::to_string(&ObjectMeta::default()).expect("json");
         assert_eq!(empty, "{}");
         let r = ObjectReference {
