@@ -229,3 +229,59 @@ fn mismatched_client_key_is_a_config_error_not_a_panic() {
         "{e}"
     );
 }
+
+/// A public key for rcgen to certify: the raw subjectPublicKey bits
+/// (RSAPublicKey DER for RSA, the uncompressed point for EC), base64.
+struct RawPublic(Vec<u8>, &'static rcgen::SignatureAlgorithm);
+
+impl rcgen::PublicKeyData for RawPublic {
+    fn der_bytes(&self) -> &[u8] {
+        &self.0
+    }
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        self.1
+    }
+}
+
+// Test-only keys (generated once with `openssl genrsa -traditional` and
+// `openssl ecparam -genkey -noout`), in the encodings kubeadm (PKCS#1 RSA)
+// and k3s (SEC1 EC) write into kubeconfigs. They protect nothing.
+const RSA_PKCS1_KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEogIBAAKCAQEAvFKWo0iZBXG520VMC51owxl8oqun5GYZplDRBoTBw1yZDz26\nnliEd3hBGR3HpDUXJuCIMF3XJPES7NnXzJNeb6o1So+OfefhOfZnwg/5Qa7U1K//\nnpHnLx50+T9kSncpP1lY2g6PQNs1xV6rnAdAq2EPfLofXO/ti9Ih/oPryqBYrI/N\n0Ia8TAdOdc8H4hhZruk006VVD1bH7daMSA3WqyLejaufEwUwGMxw/ySorHgm7yNI\nG76L8A9B2+uJ51m/ovvxfRgAASy9WEKchm9p6R0m7qTL1mBdeZ7iJhTgX4WiUwWn\niK0DB2RRSjAUOC9XtYvY+WIXJfT1PglV8Ufq+wIDAQABAoIBABLSVkffe5u1sBOg\nK2eFxfCp3XEMou0K30lmDl4Oaqcx3AJP8xTcV/DwzeDKvydEPxodmr7qwhPpHDEb\n3JuPpwKWCll3W5Bt2m7Gl7wniIvuA0t2g5+/iVGGQ76dfVKL8k1oip7QkbSzs/4T\n5ibj+qymOLwIhhXtzNoKmGctnCVWEVVZP5LWrqA5Ch+9J56CIhB8ecCFUXqI+k77\nH8aeXuNmpWuokFeDrWmTPogl1pH1tbrmLRIOeiiPJf5JSTzedQiIOQN2kQzpY6oS\n12e7mG2o+iZN7MZMxW4qeVYhuzd+LFfipGdrn8tsWRSWvPtb0JCZBI+fQfVEGn14\nA0SGpVECgYEA5qdyK1STxh+a+Ov0aJkC4i7hXLQotoGlljXij7e/DWhpwroOJFwd\nB9/6Kcg7/MZeX8gl/0VyLaN5tVM5eTiQHyTZLX+MJtgTu23mMeo9YaSKzkvgTMnl\nQxuUdfwfEV56zXAmJ0dBMHci1VlQjZwKGK7byoF5Y4HAP1K6W+68c4UCgYEA0QRP\ntE2V4nCZRGOodqa9HVko+mZX4WSO2HPQE/IrFSuuhh+ETywAbl4o9lWdSh5e4/jz\nv8yziqh1Znz/oFlwrPX/D4NO23Ki8422VHdW19U0oVwt0xIMbYBcNKQYTl62GpwX\nsUOv2/sbFYEZnxKd8MOOyjPo8+AAgQQlcM3c7H8CgYBzCWRps/8Xuz+hkp0NZfMI\nN/VyNPBxRev+JNXgc/Y3i7HjysOu4rof6Vdta05v3cfH4Z0B2fL+TCAxjVaG3O0U\ne15N0OVnojEFM+SxVHBUuKn6BeHSqodLlv/OcHZWRVbeC2ccA+/BaknXOnpwhjiK\n4vr/3t9Z/6aQboQ/wav/uQKBgFKX2osL8YNmLRpaKxKftrEnL0srL+TP4KZltT58\nfkvCVBeJ0rWaVJ1INfWJRTspnyOEl4Ud9YCAKswR7s1FKoIePui5YWrT9NI7GGZu\nNfHZvQ9aJn12b1TB2S2v/i7RvDHtpmsUrSRHKJ+pwR8bsy+VhxIdyxq7VFem9MiL\ngJYvAoGAbls9CSuGDXs+BayiM9pKiRQeDA0zEqJr3MKjI0JDFnMgUOpQyKTIzK0A\n3RV5MipvkA8+Ia+1r9+5iCI1W0UbUaw06HbAK1r49BYCTJW1G3ePN0lKVYkE8lj+\n/Ekl6RllOdEd2sdCI5yD9UmUPgrkLkeC12FNzhpZ3ElyTXYzTg8=\n-----END RSA PRIVATE KEY-----";
+const RSA_PUB: &str = "MIIBCgKCAQEAvFKWo0iZBXG520VMC51owxl8oqun5GYZplDRBoTBw1yZDz26nliEd3hBGR3HpDUXJuCIMF3XJPES7NnXzJNeb6o1So+OfefhOfZnwg/5Qa7U1K//npHnLx50+T9kSncpP1lY2g6PQNs1xV6rnAdAq2EPfLofXO/ti9Ih/oPryqBYrI/N0Ia8TAdOdc8H4hhZruk006VVD1bH7daMSA3WqyLejaufEwUwGMxw/ySorHgm7yNIG76L8A9B2+uJ51m/ovvxfRgAASy9WEKchm9p6R0m7qTL1mBdeZ7iJhTgX4WiUwWniK0DB2RRSjAUOC9XtYvY+WIXJfT1PglV8Ufq+wIDAQAB";
+const EC_SEC1_KEY: &str = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIPbbeR/8crO6kxfb5toLdptTVEuSA3f6WcFzBvBybEdGoAoGCCqGSM49\nAwEHoUQDQgAEwL/jDuIetmiqdbYnNg/OsApDEW3YmhGsnZ1pWR7sOKHtilkT1ay3\nPywzA8zsJpiXKRQHOqsilU6UJZJpQ29X6A==\n-----END EC PRIVATE KEY-----";
+const EC_PUB: &str =
+    "BMC/4w7iHrZoqnW2JzYPzrAKQxFt2JoRrJ2daVke7Dih7YpZE9Wstz8sMwPM7CaYlykUBzqrIpVOlCWSaUNvV+g=";
+
+#[test]
+fn rsa_pkcs1_and_ec_sec1_client_keys_authenticate() {
+    let pki = ca();
+    let srv = serve(&leaf(&pki, &["127.0.0.1"]), &pki);
+    let url = format!("https://127.0.0.1:{}", srv.port);
+    let keys = [
+        (RSA_PKCS1_KEY, RSA_PUB, &rcgen::PKCS_RSA_SHA256),
+        (EC_SEC1_KEY, EC_PUB, &rcgen::PKCS_ECDSA_P256_SHA256),
+    ];
+    for (i, (key, public, alg)) in keys.into_iter().enumerate() {
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(public)
+            .expect("b64");
+        let spki = RawPublic(raw, alg);
+        let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, "client");
+        let cert = p.signed_by(&spki, &pki.issuer).expect("sign").pem();
+        let user = format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(&cert),
+            b64(key)
+        );
+        let pod = connect(&kubeconfig(&url, &pki.ca_pem, "", &user))
+            .unwrap_or_else(|e| panic!("key #{i}: {e}"));
+        assert_eq!(pod.name(), "p");
+        assert_eq!(
+            srv.with_client_cert.load(Ordering::SeqCst),
+            i + 1,
+            "key #{i} presented"
+        );
+    }
+}
