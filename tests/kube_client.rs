@@ -549,3 +549,39 @@ fn unauthorized_rereads_the_token_file_and_retries_once() {
     assert_eq!(p.name(), "p");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn empty_names_are_refused_locally_and_namespace_defaults_to_the_object() {
+    let srv = Server::start(|_, _| {
+        json(
+            200,
+            r#"{"metadata":{"name":"s","namespace":"obj-ns"},"addressType":"IPv4"}"#,
+        )
+    });
+    let c = client(&srv.url, RealClock::shared(), None);
+    let unnamed = EndpointSlice::new(AddressType::IPv4);
+    let e = c
+        .update(&ENDPOINTSLICES, Some("ns"), &unnamed)
+        .expect_err("empty name");
+    assert!(
+        matches!(e, Error::InvalidRequest(_)) && !e.is_retryable(),
+        "{e}"
+    );
+    assert!(matches!(
+        c.get::<Pod>(&PODS, Some("ns"), ""),
+        Err(Error::InvalidRequest(_))
+    ));
+    assert!(matches!(
+        c.delete(&PODS, Some("ns"), "", None),
+        Err(Error::InvalidRequest(_))
+    ));
+    assert!(srv.requests().is_empty(), "nothing was sent");
+    let mut s = EndpointSlice::new(AddressType::IPv4);
+    s.metadata.namespace = "obj-ns".into();
+    s.metadata.generate_name = "web-".into();
+    c.create(&ENDPOINTSLICES, None, &s).expect("create");
+    assert_eq!(
+        srv.requests()[0].target,
+        "/apis/discovery.k8s.io/v1/namespaces/obj-ns/endpointslices"
+    );
+}

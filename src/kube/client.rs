@@ -77,6 +77,18 @@ fn with_query(path: String, q: String) -> String {
     }
 }
 
+/// Refuse to address an object without a name (the path would name the
+/// collection instead).
+fn named<'a>(r: &Resource, name: &'a str) -> Result<&'a str, Error> {
+    if name.is_empty() {
+        return Err(Error::InvalidRequest(format!(
+            "{}: object name is empty",
+            r.label()
+        )));
+    }
+    Ok(name)
+}
+
 fn decode<T: DeserializeOwned>(
     resp: ureq::http::Response<ureq::Body>,
     what: &str,
@@ -129,7 +141,7 @@ impl Client {
             verb: Verb::Get,
             resource: r.label(),
             method: "GET",
-            path_and_query: r.path(namespace, Some(name), None),
+            path_and_query: r.path(namespace, Some(named(r, name)?), None),
             payload: None,
         })
     }
@@ -210,26 +222,28 @@ impl Client {
         })
     }
 
-    /// POST a new object into `namespace` (the object's own namespace field
-    /// may be empty).
+    /// POST a new object into `namespace` (`None`: the object's own
+    /// namespace; the body's namespace field may then stay empty).
     pub fn create<T: Object + Serialize>(
         &self,
         r: &Resource,
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<T, Error> {
-        let path = r.path(namespace, None, None);
+        let path = r.path(namespace.or(obj.namespace()), None, None);
         self.write(Verb::Create, "POST", path, r, "application/json", obj)
     }
 
     /// PUT an object (optimistic concurrency through its resourceVersion).
+    /// `namespace: None` uses the object's own namespace.
     pub fn update<T: Object + Serialize>(
         &self,
         r: &Resource,
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<T, Error> {
-        let path = r.path(namespace, Some(obj.name()), None);
+        let ns = namespace.or(obj.namespace());
+        let path = r.path(ns, Some(named(r, obj.name())?), None);
         self.write(Verb::Update, "PUT", path, r, "application/json", obj)
     }
 
@@ -240,7 +254,8 @@ impl Client {
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<T, Error> {
-        let path = r.path(namespace, Some(obj.name()), Some("status"));
+        let ns = namespace.or(obj.namespace());
+        let path = r.path(ns, Some(named(r, obj.name())?), Some("status"));
         self.write(Verb::Update, "PUT", path, r, "application/json", obj)
     }
 
@@ -253,7 +268,7 @@ impl Client {
         kind: PatchType,
         patch: &B,
     ) -> Result<T, Error> {
-        let path = r.path(namespace, Some(name), None);
+        let path = r.path(namespace, Some(named(r, name)?), None);
         self.write(Verb::Patch, "PATCH", path, r, kind.content_type(), patch)
     }
 
@@ -271,7 +286,7 @@ impl Client {
             verb: Verb::Delete,
             resource: r.label(),
             method: "DELETE",
-            path_and_query: r.path(namespace, Some(name), None),
+            path_and_query: r.path(namespace, Some(named(r, name)?), None),
             payload: body.as_deref().map(|b| Payload {
                 content_type: "application/json",
                 bytes: b.as_bytes(),

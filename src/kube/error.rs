@@ -158,6 +158,9 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The request could not be built (e.g. an empty object name). Not
+    /// retryable: it is a bug in the caller.
+    InvalidRequest(String),
     /// The client (or its watch agent) was shut down. Not retryable.
     Shutdown,
 }
@@ -241,6 +244,7 @@ impl fmt::Display for Error {
                 field,
                 message,
             } => write!(f, "client configuration {source}: {field}: {message}"),
+            Error::InvalidRequest(m) => write!(f, "invalid request: {m}"),
             Error::Shutdown => f.write_str("client is shut down"),
         }
     }
