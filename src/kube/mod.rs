@@ -7,6 +7,40 @@
 //! never log a secret (tokens and keys are redacted in `Debug`), never
 //! disable TLS verification unless the kubeconfig says so, never read time
 //! except through `crate::clock`, and never buffer a whole LIST body.
+//!
+//! # Layout (one concept a file)
+//! * `kubeconfig` — pure parse + context resolution; `config` — loading
+//!   ([`ClientConfig`]: kubeconfig file/str, in-cluster, `infer`).
+//! * `auth` — bearer token, token file (re-read every 60 s and after a
+//!   401), basic auth; `tls` — PEM → rustls via ureq, cert/key pair check,
+//!   `tls-server-name` via a pinned resolver.
+//! * `request` — pure paths and query strings; `watch` — pure event
+//!   decoding over `BufRead`; `error` — [`Status`] and [`Error`].
+//! * `ratelimit` — the shared token bucket; `retry` — the pure retry
+//!   policy; `transport` — agents, one attempt, the retry loop, metrics;
+//!   `client` — the typed operations.
+//!
+//! # Defaults and why
+//! * qps 20 / burst 30: kube-controller-manager's `--kube-api-qps/burst`.
+//!   One bucket per [`Client`], shared by all clones, reservation semantics
+//!   (x/time/rate) so waiters are served in order.
+//! * `request_timeout` 30 s for ordinary calls (whole request), connect
+//!   timeout 10 s. Watches run on a second agent without a global timeout;
+//!   a per-read idle timeout of `timeoutSeconds` + 15 s detects dead
+//!   connections (load balancers that silently drop long requests).
+//! * Retries: at most 3, only 429 (any verb) and 5xx/transport failures
+//!   (idempotent verbs), honouring `Retry-After` capped at 10 s; watches are
+//!   never retried here (the reflector owns that backoff). See `retry`.
+//! * HTTP/1.1 keep-alive through ureq's pool: each concurrent watch holds
+//!   its own connection (no HTTP/2), which is fine for the ~6 watches of
+//!   endpointd.
+//! * JSON only (no protobuf); LIST pages are parsed from the socket with a
+//!   64 KiB buffer, so a page never exists twice in memory.
+//!
+//! # Shutdown
+//! [`Client::shutdown_watches`] shuts the watch agent: blocked watch reads
+//! return [`Error::Shutdown`] at once, while ordinary requests (e.g. the
+//! final Lease release) keep working on the other agent.
 
 mod auth;
 mod client;
