@@ -54,8 +54,8 @@ mod tls;
 mod transport;
 pub mod watch;
 
-pub use auth::Auth;
-pub use client::{Client, ObjectList};
+pub use auth::{Auth, TokenFile, TOKEN_FILE_REFRESH};
+pub use client::{Client, ObjectList, DEFAULT_WATCH_TIMEOUT};
 pub use config::{ClientConfig, TlsMaterial};
 pub use error::{Cause, Error, Status};
 pub use ratelimit::TokenBucket;
