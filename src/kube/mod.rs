@@ -56,7 +56,7 @@ pub mod watch;
 
 pub use auth::{Auth, TokenFile, TOKEN_FILE_REFRESH};
 pub use client::{Client, ObjectList, DEFAULT_WATCH_TIMEOUT};
-pub use config::{ClientConfig, TlsMaterial};
+pub use config::{ClientConfig, TlsMaterial, SERVICE_ACCOUNT_DIR};
 pub use error::{Cause, Error, Status};
 pub use ratelimit::TokenBucket;
 pub use request::{
