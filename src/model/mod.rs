@@ -33,9 +33,9 @@ pub use endpointslice::{
 pub use event::{Event, EventSeries};
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
-pub use meta::{ObjectMeta, ObjectReference, OwnerReference, TrimmedMeta};
+pub use meta::{ObjectMeta, ObjectReference, OwnerReference, TrimmedMeta, KEPT_ANNOTATIONS};
 pub use namespace::Namespace;
-pub use node::Node;
+pub use node::{Node, ZONE_LABEL};
 pub use pod::{ContainerPort, Pod, PodPhase, ReadyCondition};
 pub use service::{IntOrString, Protocol, Service, ServicePort};
 pub use time::{MicroTime, Time};
