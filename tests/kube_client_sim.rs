@@ -340,3 +340,40 @@ fn paginated_list_watch_bookmarks_and_410() {
     assert!(gone, "watch from a compacted resourceVersion gets 410");
     s.stop();
 }
+
+#[test]
+fn watch_list_ends_initial_events_with_an_annotated_bookmark() {
+    let s = sim(false, None);
+    let c = client(&s, RealClock::shared());
+    for i in 0..3 {
+        c.create(&PODS, Some("default"), &pod(&format!("w{i}")))
+            .expect("create");
+    }
+    let wp = WatchParams {
+        allow_bookmarks: true,
+        send_initial_events: true,
+        timeout_seconds: Some(5),
+        ..Default::default()
+    };
+    let mut added = Vec::new();
+    for ev in c
+        .watch::<Pod>(&PODS, Some("default"), &wp)
+        .expect("watch-list")
+    {
+        match ev.expect("event") {
+            WatchEvent::Added(p) => added.push(p.name().to_string()),
+            WatchEvent::Bookmark {
+                initial_events_end: true,
+                resource_version,
+            } => {
+                assert!(!resource_version.is_empty());
+                break;
+            }
+            WatchEvent::Bookmark { .. } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    added.sort();
+    assert_eq!(added, ["w0", "w1", "w2"]);
+    s.stop();
+}
