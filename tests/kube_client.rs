@@ -585,3 +585,27 @@ fn empty_names_are_refused_locally_and_namespace_defaults_to_the_object() {
         "/apis/discovery.k8s.io/v1/namespaces/obj-ns/endpointslices"
     );
 }
+
+#[test]
+fn clones_share_one_token_bucket() {
+    let srv = Server::start(|_, _| json(200, &pod_json("p", "1")));
+    let fake = FakeClock::new();
+    let mut cfg = ClientConfig::new(&srv.url);
+    cfg.qps = 1.0;
+    cfg.burst = 2;
+    let a = Client::new(cfg, fake.clone(), None).expect("client");
+    let b = a.clone();
+    let _: Pod = a.get(&PODS, Some("ns"), "p").expect("burst 1");
+    let _: Pod = b.get(&PODS, Some("ns"), "p").expect("burst 2");
+    let h = std::thread::spawn(move || b.get::<Pod>(&PODS, Some("ns"), "p").map(|_| ()));
+    assert!(
+        fake.wait_for_sleepers(1, Duration::from_secs(5)),
+        "third request waits for a token"
+    );
+    assert_eq!(srv.requests().len(), 2);
+    fake.step(Duration::from_secs(1));
+    h.join()
+        .expect("thread")
+        .expect("third request after refill");
+    assert_eq!(srv.requests().len(), 3);
+}
