@@ -1,170 +1,22 @@
 //! Client transport tests against a tiny in-test HTTP/1.1 server on
-//! loopback: streaming LIST, watch streams, typed Status errors, retries
-//! with Retry-After, token auth, watch shutdown and idle timeouts, metrics.
-//! (The same behaviours against kube-sim live in `kube_client_sim.rs`.)
+//! loopback: streaming LIST and keep-alive, typed Status errors, retries
+//! with Retry-After on a fake clock, token auth and 401 re-reads, patch and
+//! delete bodies, the shared token bucket, proxy-url, metrics.
+//! (Watches: `kube_client_watch.rs`; against kube-sim: `kube_client_sim.rs`.)
 
-use endpointd::clock::{FakeClock, RealClock, SharedClock};
+mod kube_client_support;
+
+use endpointd::clock::{FakeClock, RealClock};
 use endpointd::kube::{
-    Client, ClientConfig, Error, ListParams, PatchType, Preconditions, WatchEvent, WatchParams,
-    ENDPOINTSLICES, PODS, SERVICES,
+    Client, ClientConfig, Error, ListParams, PatchType, Preconditions, ENDPOINTSLICES, PODS,
+    SERVICES,
 };
 use endpointd::metrics::Registry;
 use endpointd::model::{AddressType, EndpointSlice, Object, Pod, Service};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-#[derive(Clone, Debug)]
-struct Recorded {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Recorded {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-enum Reply {
-    Full(u16, Vec<(&'static str, String)>, String),
-    /// Chunked body: each chunk after its delay; then end, or hang for `hang`.
-    Stream(Vec<(Duration, String)>, Option<Duration>),
-}
-
-fn json(code: u16, body: &str) -> Reply {
-    Reply::Full(code, vec![], body.to_string())
-}
-
-type Handler = dyn Fn(&Recorded, usize) -> Reply + Send + Sync;
-
-struct Server {
-    url: String,
-    log: Arc<Mutex<Vec<Recorded>>>,
-    conns: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Server {
-    fn start(h: impl Fn(&Recorded, usize) -> Reply + Send + Sync + 'static) -> Server {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}", l.local_addr().expect("addr"));
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let conns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (log2, h): (_, Arc<Handler>) = (Arc::clone(&log), Arc::new(h));
-        let conns2 = Arc::clone(&conns);
-        std::thread::spawn(move || {
-            for s in l.incoming().flatten() {
-                conns2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let (log, h) = (Arc::clone(&log2), Arc::clone(&h));
-                std::thread::spawn(move || serve_conn(s, &log, &*h));
-            }
-        });
-        Server { url, log, conns }
-    }
-    fn requests(&self) -> Vec<Recorded> {
-        self.log.lock().expect("log").clone()
-    }
-}
-
-fn read_request(r: &mut BufReader<TcpStream>) -> Option<Recorded> {
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let n = r.read_until(b'\n', &mut head).ok()?;
-        if n == 0 {
-            return None;
-        }
-    }
-    let mut hs = [httparse::EMPTY_HEADER; 32];
-    let mut req = httparse::Request::new(&mut hs);
-    req.parse(&head).ok()?;
-    let headers: Vec<(String, String)> = req
-        .headers
-        .iter()
-        .map(|h| {
-            (
-                h.name.to_string(),
-                String::from_utf8_lossy(h.value).into_owned(),
-            )
-        })
-        .collect();
-    let mut rec = Recorded {
-        method: req.method?.to_string(),
-        target: req.path?.to_string(),
-        headers,
-        body: Vec::new(),
-    };
-    let len: usize = rec
-        .header("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    rec.body.resize(len, 0);
-    r.read_exact(&mut rec.body).ok()?;
-    Some(rec)
-}
-
-fn serve_conn(s: TcpStream, log: &Mutex<Vec<Recorded>>, h: &Handler) {
-    let mut w = s.try_clone().expect("clone");
-    let mut r = BufReader::new(s);
-    while let Some(rec) = read_request(&mut r) {
-        let n = {
-            let mut l = log.lock().expect("log");
-            l.push(rec.clone());
-            l.len() - 1
-        };
-        match h(&rec, n) {
-            Reply::Full(code, hdrs, body) => {
-                let mut out = format!(
-                    "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-                    body.len()
-                );
-                for (k, v) in hdrs {
-                    out.push_str(&format!("{k}: {v}\r\n"));
-                }
-                out.push_str("\r\n");
-                out.push_str(&body);
-                if w.write_all(out.as_bytes()).is_err() {
-                    return;
-                }
-            }
-            Reply::Stream(chunks, hang) => {
-                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
-                for (delay, c) in chunks {
-                    std::thread::sleep(delay);
-                    if w.write_all(format!("{:x}\r\n{c}\r\n", c.len()).as_bytes())
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                match hang {
-                    Some(d) => std::thread::sleep(d),
-                    None => {
-                        let _ = w.write_all(b"0\r\n\r\n");
-                    }
-                }
-                return;
-            }
-        }
-    }
-}
-
-fn client(url: &str, clock: SharedClock, reg: Option<&Registry>) -> Client {
-    let mut cfg = ClientConfig::new(url);
-    cfg.qps = 0.0;
-    Client::new(cfg, clock, reg).expect("client")
-}
-
-fn pod_json(name: &str, rv: &str) -> String {
-    format!(
-        r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}","managedFields":[{{"manager":"x"}}]}},"spec":{{"nodeName":"n1"}},"status":{{"podIPs":[{{"ip":"10.0.0.1"}}]}}}}"#
-    )
-}
+use kube_client_support::{client, json, pod_json, Reply, Server};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
 
 #[test]
 fn list_streams_pages_and_sends_query() {
@@ -380,102 +232,6 @@ fn token_auth_patch_and_delete_with_preconditions() {
     assert_eq!(body["preconditions"]["uid"], "u-1");
 }
 
-fn ev(t: &str, name: &str, rv: &str) -> String {
-    format!(r#"{{"type":"{t}","object":{}}}"#, pod_json(name, rv)) + "\n"
-}
-
-#[test]
-fn watch_streams_events_as_they_arrive_and_ends_cleanly() {
-    let srv = Server::start(|_, _| {
-        let ms = Duration::from_millis;
-        // The event split across two chunks must still decode as one.
-        let split = ev("MODIFIED", "a", "6");
-        let (x, y) = split.split_at(20);
-        Reply::Stream(
-            vec![
-                (ms(0), ev("ADDED", "a", "5")),
-                (ms(50), x.to_string()),
-                (ms(50), y.to_string()),
-                (ms(0), r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}"#.to_string() + "\n"),
-                (ms(0), r#"{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}"#.to_string() + "\n"),
-            ],
-            None,
-        )
-    });
-    let c = client(&srv.url, RealClock::shared(), None);
-    let p = WatchParams {
-        resource_version: Some("4".into()),
-        allow_bookmarks: true,
-        timeout_seconds: Some(290),
-        ..Default::default()
-    };
-    let evs: Vec<_> = c.watch::<Pod>(&PODS, None, &p).expect("watch").collect();
-    assert_eq!(evs.len(), 4, "{evs:?}");
-    assert!(matches!(&evs[0], Ok(WatchEvent::Added(p)) if p.resource_version() == "5"));
-    assert!(matches!(&evs[1], Ok(WatchEvent::Modified(p)) if p.resource_version() == "6"));
-    assert!(
-        matches!(&evs[2], Ok(WatchEvent::Bookmark { resource_version, initial_events_end: false }) if resource_version == "9")
-    );
-    assert!(matches!(&evs[3], Ok(WatchEvent::Error(s)) if s.code == 410));
-    assert_eq!(
-        srv.requests()[0].target,
-        "/api/v1/pods?watch=true&resourceVersion=4&timeoutSeconds=290&allowWatchBookmarks=true"
-    );
-}
-
-#[test]
-fn watch_start_failure_is_a_typed_error() {
-    let srv = Server::start(|_, _| {
-        json(
-            410,
-            r#"{"kind":"Status","code":410,"reason":"Expired","message":"too old resource version"}"#,
-        )
-    });
-    let c = client(&srv.url, RealClock::shared(), None);
-    let e = c
-        .watch::<Pod>(&PODS, Some("ns"), &WatchParams::default())
-        .expect_err("410");
-    assert!(e.is_gone(), "{e}");
-    assert_eq!(
-        srv.requests().len(),
-        1,
-        "watches are never retried by the client"
-    );
-}
-
-#[test]
-fn shutdown_watches_wakes_a_blocked_read_but_writes_still_work() {
-    let srv = Server::start(|r, _| match r.target.contains("watch=true") {
-        true => Reply::Stream(
-            vec![(Duration::ZERO, ev("ADDED", "a", "5"))],
-            Some(Duration::from_secs(20)),
-        ),
-        false => json(200, &pod_json("p", "1")),
-    });
-    let c = client(&srv.url, RealClock::shared(), None);
-    let mut w = c
-        .watch::<Pod>(&PODS, None, &WatchParams::default())
-        .expect("watch");
-    assert!(matches!(w.next(), Some(Ok(WatchEvent::Added(_)))));
-    let c2 = c.clone();
-    let t0 = Instant::now();
-    let h = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        c2.shutdown_watches();
-    });
-    let next = w.next();
-    assert!(matches!(next, Some(Err(Error::Shutdown))), "{next:?}");
-    assert!(t0.elapsed() < Duration::from_secs(5));
-    h.join().expect("shutdown thread");
-    assert!(matches!(
-        c.watch::<Pod>(&PODS, None, &WatchParams::default()),
-        Err(Error::Shutdown)
-    ));
-    let _: Pod = c
-        .get(&PODS, Some("ns"), "p")
-        .expect("ordinary requests still work");
-}
-
 #[test]
 fn connection_refused_names_the_server() {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -490,36 +246,6 @@ fn connection_refused_names_the_server() {
         "{e}"
     );
     assert!(e.is_retryable());
-}
-
-#[test]
-fn silent_watch_hits_the_idle_read_timeout() {
-    let srv = Server::start(|_, _| {
-        Reply::Stream(
-            vec![(Duration::ZERO, ev("ADDED", "a", "5"))],
-            Some(Duration::from_secs(10)),
-        )
-    });
-    let mut cfg = ClientConfig::new(&srv.url);
-    cfg.watch_idle_margin = Duration::from_millis(300);
-    let c = Client::new(cfg, RealClock::shared(), None).expect("client");
-    let p = WatchParams {
-        timeout_seconds: Some(1),
-        ..Default::default()
-    };
-    let t0 = Instant::now();
-    let evs: Vec<_> = c.watch::<Pod>(&PODS, None, &p).expect("watch").collect();
-    let took = t0.elapsed();
-    assert_eq!(evs.len(), 2, "{evs:?}");
-    assert!(
-        matches!(&evs[1], Err(Error::Transport { timeout: true, .. })),
-        "{:?}",
-        evs[1]
-    );
-    assert!(
-        took >= Duration::from_millis(1200) && took < Duration::from_secs(5),
-        "{took:?}"
-    );
 }
 
 #[test]
@@ -608,4 +334,36 @@ fn clones_share_one_token_bucket() {
         .expect("thread")
         .expect("third request after refill");
     assert_eq!(srv.requests().len(), 3);
+}
+
+#[test]
+fn proxy_url_from_kubeconfig_is_used() {
+    let proxy = Server::start(|r, _| match r.method.as_str() {
+        "CONNECT" => Reply::Full(200, vec![], String::new()),
+        _ => json(200, &pod_json("p", "1")),
+    });
+    let yaml = format!(
+        "current-context: x\nclusters: [{{name: c, cluster: {{server: 'http://kube.invalid:6443', proxy-url: '{}'}}}}]\ncontexts: [{{name: x, context: {{cluster: c}}}}]\n",
+        proxy.url
+    );
+    let cfg =
+        ClientConfig::from_kubeconfig_str(&yaml, std::path::Path::new("."), None).expect("cfg");
+    let c = Client::new(cfg, RealClock::shared(), None).expect("client");
+    let p: Pod = c
+        .get(&PODS, Some("ns"), "p")
+        .expect("get through the proxy");
+    assert_eq!(p.name(), "p");
+    let seen: Vec<String> = proxy
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.target))
+        .collect();
+    // ureq tunnels through the proxy with CONNECT, then sends the request.
+    assert_eq!(
+        seen,
+        [
+            "CONNECT kube.invalid:6443",
+            "GET /api/v1/namespaces/ns/pods/p"
+        ]
+    );
 }
