@@ -7,7 +7,7 @@
 //! the daemon's memory.
 
 use super::meta::{boxed, TrimmedMeta};
-use super::service::Protocol;
+use super::service::{IntOrString, Protocol, ServicePort};
 use super::{impl_object, Time};
 use serde::{Deserialize, Deserializer};
 
@@ -100,6 +100,21 @@ impl Pod {
     /// `podutil.IsPodReady`).
     pub fn is_ready(&self) -> bool {
         self.ready.is_some_and(|r| r.is_true)
+    }
+
+    /// Upstream `podutil.FindPort` (`pkg/api/v1/pod/util.go`): an integer
+    /// `targetPort` is returned as is; a name is looked up in the container
+    /// ports (containers first, then sidecars) with the service port's
+    /// protocol, first match wins. `None`: no suitable port.
+    pub fn find_port(&self, svc_port: &ServicePort) -> Option<i32> {
+        match &svc_port.target_port {
+            IntOrString::Int(p) => Some(*p),
+            IntOrString::String(name) => self
+                .ports
+                .iter()
+                .find(|c| c.name == *name && c.protocol == svc_port.protocol)
+                .map(|c| c.container_port),
+        }
     }
 
     /// Heap bytes owned by this pod (for the cache-memory benchmark).

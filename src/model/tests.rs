@@ -278,3 +278,24 @@ fn endpoints_lease_and_event_serialise_like_the_api() {
     assert_eq!(v["type"], "Warning");
     assert!(v.get("note").is_none());
 }
+
+#[test]
+fn find_port_matches_upstream_table() {
+    let p: Pod = serde_json::from_str(FULL_POD).expect("pod");
+    let port = |target: serde_json::Value, proto: &str| -> ServicePort {
+        serde_json::from_value(json!({"port": 80, "targetPort": target, "protocol": proto}))
+            .expect("port")
+    };
+    let cases = [
+        (port(json!(9999), "TCP"), Some(9999)), // numbers need no container port
+        (port(json!("http"), "TCP"), Some(8080)),
+        (port(json!("http"), "UDP"), None), // protocol must match too
+        (port(json!("dns"), "UDP"), Some(53)),
+        (port(json!("metrics"), "TCP"), Some(9090)), // sidecar (restartPolicy Always)
+        (port(json!("init-p"), "TCP"), None),        // plain init containers never count
+        (port(json!("nope"), "TCP"), None),
+    ];
+    for (sp, want) in cases {
+        assert_eq!(p.find_port(&sp), want, "{sp:?}");
+    }
+}
