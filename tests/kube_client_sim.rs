@@ -377,3 +377,45 @@ fn watch_list_ends_initial_events_with_an_annotated_bookmark() {
     assert_eq!(added, ["w0", "w1", "w2"]);
     s.stop();
 }
+
+/// Throughput report (ignored by default; run with `--ignored
+/// --nocapture`): 10,000 realistic pods listed in pages of 500 through the
+/// client into trimmed `Pod`s.
+#[test]
+#[ignore]
+fn list_10k_pods_report() {
+    let items: Vec<serde_json::Value> = (0..10_000)
+        .map(|i| {
+            let mut v = serde_json::to_value(pod(&format!("p{i:05}"))).expect("pod");
+            v["metadata"]["labels"] = json!({"app": "web", "tier": "fe", "version": "v1",
+                "team": "payments", "pod-template-hash": "7d4b9c8f6"});
+            v
+        })
+        .collect();
+    let s = sim(false, None);
+    s.store()
+        .load_list(&json!({"apiVersion": "v1", "kind": "List", "items": items}))
+        .expect("load");
+    let c = client(&s, RealClock::shared());
+    let t = std::time::Instant::now();
+    let mut p = ListParams {
+        limit: Some(500),
+        ..Default::default()
+    };
+    let (mut n, mut pages) = (0, 0);
+    loop {
+        let page: ObjectList<Pod> = c.list(&PODS, None, &p).expect("page");
+        n += page.items.len();
+        pages += 1;
+        match page.continue_token {
+            Some(t) => p.continue_token = Some(t),
+            None => break,
+        }
+    }
+    assert_eq!(n, 10_000);
+    println!(
+        "{{\"pods\":{n},\"pages\":{pages},\"list_ms\":{}}}",
+        t.elapsed().as_millis()
+    );
+    s.stop();
+}
