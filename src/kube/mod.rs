@@ -17,7 +17,8 @@
 //! * `request` — pure paths and query strings; `watch` — pure event
 //!   decoding over `BufRead`; `error` — [`Status`] and [`Error`].
 //! * `ratelimit` — the shared token bucket; `retry` — the pure retry
-//!   policy; `transport` — agents, one attempt, the retry loop, metrics;
+//!   policy; `metrics` — `rest_client_*` families (once per registry);
+//!   `transport` — agents, one attempt, the retry loop;
 //!   `client` — the typed operations.
 //!
 //! # Defaults and why
@@ -47,6 +48,7 @@ mod client;
 mod config;
 mod error;
 mod kubeconfig;
+mod metrics;
 mod ratelimit;
 pub mod request;
 mod retry;

@@ -9,11 +9,12 @@
 use super::auth::Auth;
 use super::config::ClientConfig;
 use super::error::{Error, Status};
+use super::metrics::Metrics;
 use super::ratelimit::TokenBucket;
 use super::retry::{RetryPolicy, Verb};
 use super::tls;
 use crate::clock::SharedClock;
-use crate::metrics::{exponential_buckets, Counter, Family, Histogram, Registry};
+use crate::metrics::Registry;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,31 +26,6 @@ use ureq::{Agent, Body, RequestBuilder};
 const MAX_ERROR_BODY: u64 = 1 << 20;
 /// Connect timeout for every request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Request metrics (`rest_client_*`, as client-go names them).
-#[derive(Debug)]
-pub(crate) struct Metrics {
-    requests: Arc<Family<Counter>>,
-    duration: Arc<Family<Histogram>>,
-}
-
-impl Metrics {
-    fn register(r: &Registry) -> Metrics {
-        Metrics {
-            requests: r.counter(
-                "rest_client_requests_total",
-                "API requests by verb, resource and HTTP code (<error> for transport failures).",
-                &["verb", "resource", "code"],
-            ),
-            duration: r.histogram(
-                "rest_client_request_duration_seconds",
-                "API request latency until response headers, by verb and resource.",
-                &["verb", "resource"],
-                exponential_buckets(0.001, 2.0, 15),
-            ),
-        }
-    }
-}
 
 /// A request body.
 pub(crate) struct Payload<'a> {
@@ -79,7 +55,7 @@ pub(crate) struct Transport {
     limiter: TokenBucket,
     pub clock: SharedClock,
     retry: RetryPolicy,
-    metrics: Option<Metrics>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<Agent, Error> {
@@ -161,7 +137,7 @@ impl Transport {
                 max_delay: cfg.max_retry_delay,
                 ..RetryPolicy::default()
             },
-            metrics: metrics.map(Metrics::register),
+            metrics: metrics.map(Metrics::for_registry),
         })
     }
 
@@ -189,9 +165,7 @@ impl Transport {
 
     fn record(&self, req: &Req<'_>, code: &str, secs: f64) {
         if let Some(m) = &self.metrics {
-            let verb = req.verb.as_str();
-            m.requests.with(&[verb, &req.resource, code]).inc();
-            m.duration.with(&[verb, &req.resource]).observe(secs);
+            m.record(req.verb.as_str(), &req.resource, code, secs);
         }
     }
 
