@@ -367,3 +367,25 @@ fn proxy_url_from_kubeconfig_is_used() {
         ]
     );
 }
+
+#[test]
+fn list_bodies_over_ten_megabytes_stream_without_a_limit() {
+    // 200 pods with a 64 KiB annotation each: a ~13 MB body, past ureq's
+    // 10 MB default for buffered reads.
+    let big = "x".repeat(64 * 1024);
+    let item = format!(
+        r#"{{"metadata":{{"name":"p","namespace":"ns","annotations":{{"huge":"{big}"}}}}}}"#
+    );
+    let body = format!(
+        r#"{{"metadata":{{"resourceVersion":"7"}},"items":[{}]}}"#,
+        vec![item; 200].join(",")
+    );
+    assert!(body.len() > 12 * 1024 * 1024);
+    let srv = Server::start(move |_, _| json(200, &body));
+    let c = client(&srv.url, RealClock::shared(), None);
+    let l: endpointd::kube::ObjectList<Pod> = c
+        .list(&PODS, None, &ListParams::default())
+        .expect("big list");
+    assert_eq!(l.items.len(), 200);
+    assert!(l.items.iter().all(|p| p.metadata.annotations.is_empty()));
+}
