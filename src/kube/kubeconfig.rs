@@ -198,56 +198,28 @@ pub fn resolve(
     };
     let kc: Kubeconfig = serde_saphyr::from_str(yaml)
         .map_err(|e| cx.err("(file)", format!("not a valid kubeconfig: {e}")))?;
-    let name = match context.filter(|c| !c.is_empty()) {
-        Some(c) => c.to_string(),
-        None => kc
-            .current_context
-            .clone()
-            .filter(|c| !c.is_empty())
-            .ok_or_else(|| cx.err("current-context", "not set and no context was given"))?,
-    };
-    let ctx = find(&kc.contexts, &name).ok_or_else(|| {
-        cx.err(
-            format!("contexts[{name}]"),
-            format!("context {name:?} not found"),
-        )
-    })?;
-    let cluster_name = ctx.cluster.clone().unwrap_or_default();
-    let cluster = find(&kc.clusters, &cluster_name).ok_or_else(|| {
-        cx.err(
-            format!("contexts[{name}].context.cluster"),
-            format!("cluster {cluster_name:?} not found"),
-        )
-    })?;
-    let user_name = ctx.user.clone().unwrap_or_default();
-    let default_user = User::default();
-    let user = if user_name.is_empty() {
-        &default_user
-    } else {
-        find(&kc.users, &user_name).ok_or_else(|| {
-            cx.err(
-                format!("contexts[{name}].context.user"),
-                format!("user {user_name:?} not found"),
-            )
-        })?
-    };
+    let sel = select(&cx, &kc, context)?;
+    let (cluster, user) = (sel.cluster, sel.user);
     let server = cluster
         .server
         .clone()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| {
             cx.err(
-                format!("clusters[{cluster_name}].cluster.server"),
+                format!("clusters[{}].cluster.server", sel.cluster_name),
                 "missing",
             )
         })?;
-    let uf = |f: &str| format!("users[{user_name}].user.{f}");
+    let uf = |f: &str| format!("users[{}].user.{f}", sel.user_name);
     reject_unsupported(&cx, user, &uf)?;
     Ok(Resolved {
-        context: name.clone(),
+        context: sel.name.clone(),
         server,
         ca: cx.pem(
-            &format!("clusters[{cluster_name}].cluster.certificate-authority"),
+            &format!(
+                "clusters[{}].cluster.certificate-authority",
+                sel.cluster_name
+            ),
             cluster.certificate_authority.clone(),
             cluster.certificate_authority_data.clone(),
         )?,
@@ -265,7 +237,77 @@ pub fn resolve(
         tls_server_name: cluster.tls_server_name.clone().filter(|s| !s.is_empty()),
         proxy_url: cluster.proxy_url.clone().filter(|s| !s.is_empty()),
         auth: auth_spec(&cx, user),
+        namespace: sel.namespace,
+    })
+}
+
+/// The context chosen, with its cluster and user looked up.
+struct Selected<'a> {
+    name: String,
+    cluster_name: String,
+    cluster: &'a Cluster,
+    user_name: String,
+    user: &'a User,
+    namespace: Option<String>,
+}
+
+static NO_USER: User = User {
+    client_certificate: None,
+    client_certificate_data: None,
+    client_key: None,
+    client_key_data: None,
+    token: None,
+    token_file: None,
+    username: None,
+    password: None,
+    exec: None,
+    auth_provider: None,
+    impersonate: None,
+    as_groups: None,
+    as_uid: None,
+};
+
+/// Pick `context` (or `current-context`) and resolve its references.
+fn select<'a>(
+    cx: &Ctx<'_>,
+    kc: &'a Kubeconfig,
+    context: Option<&str>,
+) -> Result<Selected<'a>, Error> {
+    let name = match context.filter(|c| !c.is_empty()) {
+        Some(c) => c.to_string(),
+        None => kc
+            .current_context
+            .clone()
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| cx.err("current-context", "not set and no context was given"))?,
+    };
+    let ctx = find(&kc.contexts, &name).ok_or_else(|| {
+        cx.err(
+            format!("contexts[{name}]"),
+            format!("context {name:?} not found"),
+        )
+    })?;
+    let cluster_name = ctx.cluster.clone().unwrap_or_default();
+    let cluster = find(&kc.clusters, &cluster_name).ok_or_else(|| {
+        let msg = format!("cluster {cluster_name:?} not found");
+        cx.err(format!("contexts[{name}].context.cluster"), msg)
+    })?;
+    let user_name = ctx.user.clone().unwrap_or_default();
+    let user = if user_name.is_empty() {
+        &NO_USER
+    } else {
+        find(&kc.users, &user_name).ok_or_else(|| {
+            let msg = format!("user {user_name:?} not found");
+            cx.err(format!("contexts[{name}].context.user"), msg)
+        })?
+    };
+    Ok(Selected {
         namespace: ctx.namespace.clone().filter(|s| !s.is_empty()),
+        name,
+        cluster_name,
+        cluster,
+        user_name,
+        user,
     })
 }
 

@@ -65,6 +65,8 @@ contexts:
   context: {cluster: missing, user: tok}
 - name: anon
   context: {cluster: c1}
+- name: ghost
+  context: {cluster: c1, user: ghost}
 "#;
 
 fn base() -> &'static Path {
@@ -154,6 +156,12 @@ fn error_table_names_the_field() {
             Some("nocluster"),
             "contexts[nocluster].context.cluster",
             "cluster \"missing\" not found",
+        ),
+        (
+            BASE,
+            Some("ghost"),
+            "contexts[ghost].context.user",
+            "user \"ghost\" not found",
         ),
         (&no_current, None, "current-context", "not set"),
         (
