@@ -168,7 +168,20 @@ impl ClientConfig {
             std::fs::read(&ca)
                 .map_err(|e| err("ca.crt", format!("cannot read {}: {e}", ca.display())))?,
         );
-        let token = TokenFile::new(sa_dir.join("token"));
+        let token_path = sa_dir.join("token");
+        // Fail now, as client-go does, rather than on the first request; the
+        // file is still re-read periodically afterwards.
+        match std::fs::read_to_string(&token_path) {
+            Ok(t) if !t.trim().is_empty() => {}
+            Ok(_) => return Err(err("token", format!("{} is empty", token_path.display()))),
+            Err(e) => {
+                return Err(err(
+                    "token",
+                    format!("cannot read {}: {e}", token_path.display()),
+                ))
+            }
+        }
+        let token = TokenFile::new(token_path);
         cfg.auth = Auth::TokenFile(Arc::new(token));
         cfg.namespace = std::fs::read_to_string(sa_dir.join("namespace"))
             .ok()
@@ -289,6 +302,9 @@ mod tests {
         assert!(
             matches!(missing, Err(Error::Config { ref field, .. }) if field == "KUBERNETES_SERVICE_HOST")
         );
+        std::fs::write(dir.join("token"), "  \n").expect("blank token");
+        let blank = ClientConfig::in_cluster_from(&env, &dir);
+        assert!(matches!(blank, Err(Error::Config { ref field, .. }) if field == "token"));
         std::fs::remove_file(dir.join("ca.crt")).expect("rm");
         let no_ca = ClientConfig::in_cluster_from(&env, &dir);
         assert!(matches!(no_ca, Err(Error::Config { ref field, .. }) if field == "ca.crt"));
