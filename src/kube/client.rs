@@ -297,3 +297,21 @@ impl Client {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Endpoints, Pod};
+
+    fn shareable<T: Clone + Send + Sync + 'static>() {}
+    fn sendable<T: Send + 'static>() {}
+
+    #[test]
+    fn client_is_clone_send_sync_and_streams_are_send() {
+        shareable::<Client>();
+        shareable::<ObjectList<Pod>>();
+        sendable::<WatchStream<Pod>>();
+        sendable::<WatchStream<Endpoints>>();
+        sendable::<Error>();
+    }
+}
