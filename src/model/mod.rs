@@ -10,6 +10,12 @@
 //! drop every field the controllers do not read while deserialising (so a
 //! cached Pod stays well under 1 KiB); written types keep unknown fields in
 //! `extra` maps so that a read-modify-PUT round trip loses nothing.
+//!
+//! Memory (measured by `tests/kube_client_memory.rs` with a counting
+//! allocator): a typical pod (5 labels, 2 ports, full JSON with
+//! managedFields) costs ~730 bytes as a [`Pod`] (280 inline + heap) versus
+//! ~28 KB as a `serde_json::Value`. [`DynamicObject`] keeps everything and
+//! is for tests and tools only.
 
 mod dynamic;
 mod endpoints;
