@@ -8,7 +8,8 @@
 //!                                   Store (RwLock, indexes) ─▶ handlers (same thread)
 //! ```
 //!
-//! - [`source`]: the [`ListerWatcher`] seam and error classification.
+//! - [`source`]: the [`ListerWatcher`] seam and error classification;
+//!   [`kube_source`] adapts it onto `kube::Client`.
 //! - [`reflector`]: what to request next and what results mean (pure).
 //! - [`backoff`]: client-go's reflector backoff (pure).
 //! - [`store`]: the cache and its indexes; relist swap with synthetic events.
@@ -35,6 +36,7 @@
 
 pub mod backoff;
 pub mod handlers;
+pub mod kube_source;
 pub mod metrics;
 pub mod reflector;
 mod run;
@@ -52,6 +54,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub use handlers::{DeletedObject, EventHandler, Handlers, Notification, Recorder};
+pub use kube_source::KubeSource;
 pub use metrics::InformerMetrics;
 pub use reflector::{Reflector, ReflectorConfig};
 pub use source::{

@@ -26,6 +26,22 @@ pub trait Cacheable: Clone + Send + Sync + 'static {
     fn label(&self, name: &str) -> Option<&str>;
 }
 
+/// Every API object of the model is cacheable.
+impl<T: crate::model::Object> Cacheable for T {
+    fn key(&self) -> String {
+        crate::model::Object::key(self)
+    }
+    fn namespace(&self) -> &str {
+        crate::model::Object::namespace(self).unwrap_or("")
+    }
+    fn resource_version(&self) -> &str {
+        crate::model::Object::resource_version(self)
+    }
+    fn label(&self, name: &str) -> Option<&str> {
+        self.labels().get(name)
+    }
+}
+
 /// One LIST request (one page).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ListRequest {
