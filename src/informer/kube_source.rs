@@ -58,12 +58,14 @@ impl<T: Object> KubeSource<T> {
     }
 }
 
-/// How the reflector must treat a client error: 410/Expired/Gone → relist;
-/// transport, 429 and 5xx → back off and retry the same request; anything
-/// else (decode errors, 401/403, shutdown) → back off and relist.
+/// How the reflector must treat a client error: 410/Expired/Gone, and
+/// "too large resource version" (the server's history is behind our RV,
+/// e.g. after an etcd restore; client-go relists with a consistent read) →
+/// relist; transport, 429 and 5xx → back off and retry the same request;
+/// anything else (decode errors, 401/403, shutdown) → back off and relist.
 pub fn classify(e: &kube::Error) -> SourceError {
     let msg = e.to_string();
-    if e.is_gone() {
+    if e.is_gone() || e.has_cause("ResourceVersionTooLarge") {
         SourceError::expired(msg)
     } else if e.is_retryable() {
         SourceError::transient(msg).with_retry_after(e.retry_after())
@@ -128,5 +130,98 @@ impl<T: Object> ListerWatcher<T> for KubeSource<T> {
             .watch::<T>(&self.resource, self.namespace.as_deref(), &params)
             .map_err(|e| classify(&e))?;
         Ok(Box::new(stream.map(convert)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::informer::source::ErrorKind;
+    use crate::kube::{Cause, Status};
+    use std::time::Duration;
+
+    fn api(code: u16, reason: &str, cause: Option<&str>, retry_after: Option<u64>) -> kube::Error {
+        kube::Error::Api(Status {
+            code,
+            reason: reason.into(),
+            message: "m".into(),
+            causes: cause
+                .map(|c| Cause {
+                    reason: c.into(),
+                    message: String::new(),
+                    field: String::new(),
+                })
+                .into_iter()
+                .collect(),
+            retry_after: retry_after.map(Duration::from_secs),
+        })
+    }
+
+    #[test]
+    fn classification_follows_client_go() {
+        let table: Vec<(kube::Error, ErrorKind, Option<u64>)> = vec![
+            (api(410, "Expired", None, None), ErrorKind::Expired),
+            (api(410, "Gone", None, None), ErrorKind::Expired),
+            (
+                api(504, "Timeout", Some("ResourceVersionTooLarge"), Some(1)),
+                ErrorKind::Expired,
+            ),
+            (api(504, "Timeout", None, None), ErrorKind::Transient),
+            (api(500, "InternalError", None, None), ErrorKind::Transient),
+            (
+                api(503, "ServiceUnavailable", None, Some(4)),
+                ErrorKind::Transient,
+            ),
+            (
+                api(429, "TooManyRequests", None, Some(2)),
+                ErrorKind::Transient,
+            ),
+            (api(403, "Forbidden", None, None), ErrorKind::Other),
+            (api(401, "Unauthorized", None, None), ErrorKind::Other),
+            (
+                kube::Error::Transport {
+                    server: "https://127.0.0.1:1".into(),
+                    cause: "connection refused".into(),
+                    timeout: false,
+                },
+                ErrorKind::Transient,
+            ),
+            (
+                kube::Error::Decode {
+                    what: "watch event".into(),
+                    detail: "EOF".into(),
+                },
+                ErrorKind::Other,
+            ),
+            (kube::Error::Shutdown, ErrorKind::Other),
+        ]
+        .into_iter()
+        .map(|(e, k)| {
+            let ra = e.retry_after().map(|d| d.as_secs());
+            (e, k, ra)
+        })
+        .collect();
+        for (e, want, retry_after) in table {
+            let got = classify(&e);
+            assert_eq!(got.kind, want, "{e}");
+            if want == ErrorKind::Transient {
+                assert_eq!(got.retry_after.map(|d| d.as_secs()), retry_after, "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn error_events_end_the_watch_with_their_status() {
+        let ev: Result<kube::WatchEvent<crate::model::Pod>, kube::Error> =
+            Ok(kube::WatchEvent::Error(Status {
+                code: 410,
+                reason: "Expired".into(),
+                message: "too old resource version: 5 (9)".into(),
+                causes: Vec::new(),
+                retry_after: None,
+            }));
+        let got = convert(ev).expect_err("an ERROR event is an error");
+        assert_eq!(got.kind, ErrorKind::Expired);
+        assert!(got.message.contains("too old resource version"), "{got}");
     }
 }
