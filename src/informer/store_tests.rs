@@ -259,3 +259,68 @@ fn relist_swap_never_shows_a_partial_cache() {
         assert!(r.join().expect("reader panicked") > 0);
     }
 }
+
+mod replace_model {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// (name index, rv) pairs; few names so lists overlap a lot.
+    fn objs() -> impl Strategy<Value = Vec<(u8, u8)>> {
+        proptest::collection::vec((0u8..12, 0u8..3), 0..16)
+    }
+
+    fn build(v: &[(u8, u8)]) -> Vec<Obj> {
+        // A list never repeats a key: keep the first of each name.
+        let mut seen = std::collections::HashSet::new();
+        v.iter()
+            .filter(|(n, _)| seen.insert(*n))
+            .map(|(n, rv)| obj("ns", &format!("o{n}"), &rv.to_string()))
+            .collect()
+    }
+
+    proptest! {
+        /// Replaying the synthetic notifications on the old content yields
+        /// exactly the new list; every key changes at most once; deletes
+        /// carry the old state.
+        #[test]
+        fn notifications_turn_old_content_into_new(old in objs(), new in objs()) {
+            let s = store();
+            let old = build(&old);
+            let new = build(&new);
+            s.replace(old.clone(), "1", true);
+            let notes = s.replace(new.clone(), "2", false);
+            let mut model: BTreeMap<String, Obj> =
+                old.iter().map(|o| (o.key(), o.clone())).collect();
+            let mut touched = std::collections::HashSet::new();
+            for n in &notes {
+                let key = match n {
+                    Notification::Add { obj, initial } => {
+                        prop_assert!(!initial);
+                        prop_assert!(model.insert(obj.key(), Obj::clone(obj)).is_none());
+                        obj.key()
+                    }
+                    Notification::Update { old: o, new: nw } => {
+                        prop_assert_ne!(&o.rv, &nw.rv);
+                        let prev = model.insert(nw.key(), Obj::clone(nw));
+                        prop_assert_eq!(prev.as_ref(), Some(o.as_ref()));
+                        nw.key()
+                    }
+                    Notification::Delete(d) => {
+                        prop_assert!(d.is_tombstone());
+                        let prev = model.remove(&d.object().key());
+                        prop_assert_eq!(prev.as_ref(), Some(d.object().as_ref()));
+                        d.object().key()
+                    }
+                };
+                prop_assert!(touched.insert(key), "a key changed twice");
+            }
+            let want: BTreeMap<String, Obj> = new.iter().map(|o| (o.key(), o.clone())).collect();
+            prop_assert_eq!(&model, &want);
+            let stored: BTreeMap<String, Obj> =
+                s.list().iter().map(|o| (o.key(), Obj::clone(o))).collect();
+            prop_assert_eq!(&stored, &want);
+            prop_assert_eq!(s.list_namespace("ns").len(), want.len());
+        }
+    }
+}
