@@ -11,8 +11,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
 
+use endpointd::clock::{Clock, RealClock};
 use endpointd::informer::{IndexKey, Store, WatchEvent};
 use endpointd::model::Pod;
 
@@ -128,7 +128,7 @@ fn read_bench(
     keys: &[String],
 ) -> f64 {
     let stop = AtomicBool::new(false);
-    let start = Instant::now();
+    let start = RealClock.now();
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut i = 0;
@@ -155,7 +155,7 @@ fn read_bench(
         }
         stop.store(true, Ordering::Relaxed);
     });
-    start.elapsed().as_nanos() as f64 / (READERS * READS) as f64
+    (RealClock.now() - start).as_nanos() as f64 / (READERS * READS) as f64
 }
 
 fn main() {

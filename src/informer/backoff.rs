@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn ladder_doubles_to_cap_without_jitter() {
-        let t0 = Instant::now();
+        let t0 = crate::informer::fake::t0();
         let mut b = Backoff::new(BackoffConfig::default());
         // (seconds after t0 of the request, expected delay)
         let table: &[(u64, Duration)] = &[
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn jitter_one_stretches_up_to_double() {
-        let t0 = Instant::now();
+        let t0 = crate::informer::fake::t0();
         let table: &[(f64, Duration)] = &[(0.0, ms(800)), (0.5, ms(1200)), (0.999, ms(1599))];
         for &(r, want) in table {
             let mut b = Backoff::new(BackoffConfig::default());
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn resets_after_two_healthy_minutes_only() {
-        let t0 = Instant::now();
+        let t0 = crate::informer::fake::t0();
         let mut b = Backoff::new(BackoffConfig::default());
         for i in 0..4 {
             b.next_delay(t0 + Duration::from_secs(i), 0.0);
@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn cap_holds_with_jitter() {
-        let t0 = Instant::now();
+        let t0 = crate::informer::fake::t0();
         let mut b = Backoff::new(BackoffConfig::default());
         let mut last = Duration::ZERO;
         for i in 0..20 {
