@@ -1,5 +1,5 @@
 //! The [`ListerWatcher`] adapter onto `kube::Client`, and the mapping from
-//! `kube::Error` to the reflector's [`ErrorKind`]s.
+//! `kube::Error` to the reflector's [`ErrorKind`](super::source::ErrorKind)s.
 //!
 //! Owns only translation (parameters in, pages/events/errors out); it never
 //! retries, sleeps or caches — the client retries ordinary requests and the
