@@ -12,8 +12,11 @@
 //!
 //! A lease thread decides whether this process may write at all.
 
+pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod daemon;
+pub mod health;
 pub mod httpd;
 pub mod informer;
 pub mod kube;
@@ -22,5 +25,6 @@ pub mod metrics;
 pub mod model;
 pub mod sdnotify;
 pub mod shutdown;
+pub mod signals;
 pub mod sim;
 pub mod workqueue;

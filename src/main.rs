@@ -1,8 +1,55 @@
-fn main() {
-    std::process::exit(endpointd_main());
+//! The `endpointd` binary: parse the command line, dispatch, map every
+//! outcome to an exit status in one place. Everything else is in the library.
+
+use endpointd::cli::{self, Command, EXIT_FAILURE, EXIT_USAGE};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    ExitCode::from(real_main() as u8)
 }
 
-fn endpointd_main() -> i32 {
-    eprintln!("endpointd: not implemented yet");
-    1
+fn real_main() -> i32 {
+    let cmd = match cli::parse(
+        std::env::args_os().skip(1),
+        std::env::var_os("ENDPOINTD_CONFIG"),
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("endpointd: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match cmd {
+        Command::Help(text) => {
+            print!("{text}");
+            0
+        }
+        Command::Version => {
+            println!("{}", cli::version_line());
+            0
+        }
+        Command::CheckConfig { config } => match endpointd::daemon::check_config(&config) {
+            Ok(text) => {
+                print!("{text}");
+                0
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                EXIT_FAILURE
+            }
+        },
+        Command::Run { config } => match endpointd::daemon::run(&config) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("endpointd: {e}");
+                EXIT_FAILURE
+            }
+        },
+        Command::Demo => {
+            eprintln!(
+                "endpointd demo: not available yet: the end-to-end demo needs the controllers, which later issues add"
+            );
+            EXIT_FAILURE
+        }
+    }
 }

@@ -1,4 +1,185 @@
-fn main() {
-    eprintln!("kube-sim: not implemented yet");
-    std::process::exit(1);
+//! kube-sim: the in-memory Kubernetes API-server simulator as a process.
+//!
+//! A thin CLI over `endpointd::sim::server::SimServer`: parse flags, start,
+//! write the kubeconfig, print the URL (one flushed line on stdout), wait
+//! for SIGTERM/SIGINT, stop. Exit codes: 0 after a signal, 1 when starting
+//! fails, 2 on usage errors. It never prints the token or keys.
+
+use endpointd::sim::server::{SimOptions, SimServer};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const USAGE: &str = "\
+usage: kube-sim [--listen ADDR] [--tls] [--token TOKEN] [--kubeconfig-out PATH]
+                [--history N] [--bookmark-interval DURATION] [--load FILE]
+
+An in-memory Kubernetes API server (core/v1, discovery.k8s.io/v1,
+coordination.k8s.io/v1, events.k8s.io/v1) speaking the real REST and watch
+protocol.
+
+  --listen ADDR              address to listen on (default 127.0.0.1:6443;
+                             port 0 picks a free one)
+  --tls                      serve HTTPS with a generated CA; the generated client
+                             certificate (CN endpointd, O system:masters) is accepted
+  --token TOKEN              accept this bearer token (required without TLS)
+  --kubeconfig-out PATH      write a kubeconfig for this server (mode 0600)
+  --history N                watch events kept before 410 Expired (default 10000)
+  --bookmark-interval DUR    interval of BOOKMARK events, e.g. 1s, 500ms (default 1s)
+  --load FILE                create the items of a v1 List (JSON or YAML) at start
+  -h, --help                 this text
+
+Prints the server URL on stdout once listening. SIGTERM or SIGINT stops it.
+Fault injection and inspection: /sim/faults (GET, POST JSON), /sim/requests.
+";
+
+struct Cli {
+    opts: SimOptions,
+    kubeconfig_out: Option<PathBuf>,
+}
+
+enum Parsed {
+    Run(Box<Cli>),
+    Help,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d: jiff::SignedDuration = s.parse().map_err(|e| format!("bad duration {s:?}: {e}"))?;
+    Duration::try_from(d).map_err(|_| format!("duration {s:?} must not be negative"))
+}
+
+fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Parsed, String> {
+    use lexopt::prelude::*;
+    let mut opts = SimOptions {
+        listen: ([127, 0, 0, 1], 6443).into(),
+        ..SimOptions::default()
+    };
+    let mut kubeconfig_out = None;
+    let mut p = lexopt::Parser::from_args(args);
+    let text = |v: std::ffi::OsString, flag: &str| {
+        v.into_string()
+            .map_err(|_| format!("{flag}: value is not UTF-8"))
+    };
+    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+        match arg {
+            Short('h') | Long("help") => return Ok(Parsed::Help),
+            Long("tls") => opts.tls = true,
+            Long("listen") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--listen")?;
+                opts.listen = v
+                    .parse()
+                    .map_err(|e| format!("--listen {v:?}: {e} (want IP:PORT)"))?;
+            }
+            Long("token") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--token")?;
+                if v.is_empty() {
+                    return Err("--token must not be empty".into());
+                }
+                opts.token = Some(v);
+            }
+            Long("kubeconfig-out") => {
+                kubeconfig_out = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?));
+            }
+            Long("history") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--history")?;
+                opts.history = v.parse().map_err(|e| format!("--history {v:?}: {e}"))?;
+            }
+            Long("bookmark-interval") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--bookmark-interval")?;
+                opts.bookmark_interval = parse_duration(&v)?;
+            }
+            Long("load") => opts.load = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
+            _ => return Err(arg.unexpected().to_string()),
+        }
+    }
+    Ok(Parsed::Run(Box::new(Cli {
+        opts,
+        kubeconfig_out,
+    })))
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
+        .map_err(|e| format!("installing signal handlers: {e}"))?;
+    let sim = SimServer::start(cli.opts).map_err(|e| e.to_string())?;
+    if let Some(path) = &cli.kubeconfig_out {
+        sim.write_kubeconfig(path).map_err(|e| e.to_string())?;
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", sim.url())
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing the URL: {e}"))?;
+    drop(out);
+    if let Some(sig) = signals.forever().next() {
+        log::info!("kube-sim: signal {sig}, stopping");
+    }
+    sim.stop();
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    match parse_args(std::env::args_os().skip(1)) {
+        Ok(Parsed::Help) => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Ok(Parsed::Run(cli)) => match run(*cli) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kube-sim: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Err(e) => {
+            eprintln!("kube-sim: {e}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Parsed, String> {
+        parse_args(args.iter().map(std::ffi::OsString::from))
+    }
+
+    #[test]
+    fn flags_table() {
+        let Ok(Parsed::Run(cli)) = parse(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--tls",
+            "--token=abc",
+            "--history",
+            "5",
+            "--bookmark-interval",
+            "250ms",
+            "--kubeconfig-out",
+            "/tmp/k",
+        ]) else {
+            panic!("valid flags rejected");
+        };
+        assert!(cli.opts.tls);
+        assert_eq!(cli.opts.token.as_deref(), Some("abc"));
+        assert_eq!(cli.opts.history, 5);
+        assert_eq!(cli.opts.bookmark_interval, Duration::from_millis(250));
+        assert_eq!(cli.opts.listen.port(), 0);
+        assert!(matches!(parse(&["--help"]), Ok(Parsed::Help)));
+        for bad in [
+            &["--listen", "nowhere"][..],
+            &["--history", "-1"],
+            &["--bookmark-interval", "soon"],
+            &["--token", ""],
+            &["--bogus"],
+            &["--listen"],
+            &["extra"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -7,6 +7,12 @@
 //! sockets and framing only: it never interprets paths (that is the
 //! [`Handler`]'s job) and never buffers a streaming body.
 
+pub mod server;
+pub mod tls;
+pub mod wire;
+
+pub use server::{close_after_response, Server, ServerControl, ServerOptions};
+
 use std::net::SocketAddr;
 
 /// One parsed HTTP request with its whole body read.
@@ -54,7 +60,9 @@ pub enum Body {
     /// Sent with `Transfer-Encoding: chunked`; every received `Vec<u8>` is
     /// written as one chunk and flushed at once. The stream ends (terminal
     /// chunk) when every sender is dropped. If the client goes away the
-    /// receiver is dropped, so senders see a send error and can clean up.
+    /// receiver is dropped, so senders see a send error and can clean up
+    /// (the server checks for that at least every 100 ms; an empty `Vec`
+    /// writes nothing and only triggers that check).
     Stream(crossbeam_channel::Receiver<Vec<u8>>),
 }
 

@@ -1,1 +1,517 @@
-//! (placeholder: sim transport helper)
+//! Fault injection for kube-sim: failing the next N matching requests,
+//! added latency, stalled watches, closing every watch, compaction and
+//! outages (all connections dropped, new ones refused for a while, state
+//! kept). Driven through the library API or as JSON through `/sim/faults`.
+//!
+//! It decides and records faults only; it never touches objects (store
+//! faults are delegated to [`Store`]) and never reads time except through
+//! the injected clock.
+
+use super::requestinfo::{RequestInfo, Verb};
+use super::status::ApiError;
+use super::store::Store;
+use crate::clock::SharedClock;
+use crate::httpd::{Body, Response, ServerControl};
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+/// One "fail the next N requests" rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailRule {
+    /// Requests still to fail.
+    pub remaining: u32,
+    /// Only requests with this verb (any when `None`).
+    pub verb: Option<Verb>,
+    /// Only requests for this plural resource (any when `None`).
+    pub resource: Option<String>,
+    /// HTTP code of the failure (400..=599).
+    pub code: u16,
+    /// `Retry-After` seconds (header and `details.retryAfterSeconds`).
+    pub retry_after: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    rules: Vec<FailRule>,
+    latency: Duration,
+    stall: bool,
+    stalled: Vec<crossbeam_channel::Sender<Vec<u8>>>,
+    outages: u64,
+}
+
+/// The fault switchboard of one kube-sim.
+#[derive(Debug)]
+pub struct Faults {
+    store: Arc<Store>,
+    clock: SharedClock,
+    server: OnceLock<ServerControl>,
+    state: Mutex<State>,
+}
+
+/// Every verb by its Kubernetes spelling.
+const VERBS: &[Verb] = &[
+    Verb::Get,
+    Verb::List,
+    Verb::Watch,
+    Verb::Create,
+    Verb::Update,
+    Verb::Patch,
+    Verb::Delete,
+    Verb::DeleteCollection,
+];
+
+/// A verb from its Kubernetes spelling ("list", "deletecollection").
+pub fn verb_from_str(s: &str) -> Option<Verb> {
+    VERBS.iter().copied().find(|v| v.as_str() == s)
+}
+
+/// The `Status.reason` kube-apiserver uses for an HTTP code.
+pub fn reason_for(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        409 => "Conflict",
+        410 => "Expired",
+        413 => "RequestEntityTooLarge",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
+}
+
+/// The injected error for one matched rule.
+pub fn injected_error(rule: &FailRule, info: &RequestInfo) -> Response {
+    let message = match rule.code {
+        429 => "Too many requests, please try again later.".to_string(),
+        500 => "Internal error occurred: injected by kube-sim".to_string(),
+        503 => "The server is currently unable to handle the request".to_string(),
+        c => format!(
+            "injected failure {c} for {} {}",
+            info.verb.as_str(),
+            info.resource
+        ),
+    };
+    let mut details = json!({ "kind": info.resource, "group": info.group });
+    if let Some(n) = &info.name {
+        details["name"] = json!(n);
+    }
+    if let Some(s) = rule.retry_after {
+        details["retryAfterSeconds"] = json!(s);
+    }
+    let mut resp = ApiError::new(rule.code, reason_for(rule.code), message)
+        .with_details(details)
+        .to_response();
+    if let Some(s) = rule.retry_after {
+        resp.headers.push(("Retry-After".into(), s.to_string()));
+    }
+    resp
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Faults {
+    /// Faults for `store`, timed by `clock`.
+    pub fn new(store: Arc<Store>, clock: SharedClock) -> Faults {
+        Faults {
+            store,
+            clock,
+            server: OnceLock::new(),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Connect the HTTP server (needed for outages). Later calls are ignored.
+    pub fn attach(&self, control: ServerControl) {
+        let _ = self.server.set(control);
+    }
+
+    /// Fail the next `n` requests matching `verb` and `resource` with
+    /// `code` (429 `TooManyRequests`, 500 `InternalError`, 503
+    /// `ServiceUnavailable`, …), adding `Retry-After` when given.
+    pub fn fail_next(
+        &self,
+        n: u32,
+        verb: Option<Verb>,
+        resource: Option<String>,
+        code: u16,
+        retry_after: Option<u64>,
+    ) {
+        if n == 0 {
+            return;
+        }
+        lock(&self.state).rules.push(FailRule {
+            remaining: n,
+            verb,
+            resource,
+            code,
+            retry_after,
+        });
+    }
+
+    /// Delay every resource request by `d` (zero turns it off).
+    pub fn set_latency(&self, d: Duration) {
+        lock(&self.state).latency = d;
+    }
+
+    /// The current added latency.
+    pub fn latency(&self) -> Duration {
+        lock(&self.state).latency
+    }
+
+    /// While on, new watches are accepted (200, headers sent) but get no
+    /// events. Turning it off ends the stalled streams.
+    pub fn stall_watches(&self, on: bool) {
+        let mut st = lock(&self.state);
+        st.stall = on;
+        if !on {
+            st.stalled.clear();
+        }
+    }
+
+    /// End every open watch stream now (stalled ones included).
+    pub fn close_all_watches(&self) {
+        lock(&self.state).stalled.clear();
+        self.store.close_all_watches();
+    }
+
+    /// Drop the event history: older resourceVersions get 410 on watch.
+    pub fn compact(&self) {
+        self.store.compact();
+    }
+
+    /// Drop every connection and refuse new ones for `d`; objects are kept.
+    /// Returns false when no server is attached.
+    pub fn outage(&self, d: Duration) -> bool {
+        let Some(server) = self.server.get() else {
+            return false;
+        };
+        lock(&self.state).outages += 1;
+        server.refuse_until(self.clock.now() + d);
+        server.drop_all_connections();
+        true
+    }
+
+    /// Remove every rule, latency and stall.
+    pub fn clear(&self) {
+        let mut st = lock(&self.state);
+        st.rules.clear();
+        st.latency = Duration::ZERO;
+        st.stall = false;
+        st.stalled.clear();
+    }
+
+    /// Consume one matching fail rule, if any, and return its error.
+    pub fn take_failure(&self, info: &RequestInfo) -> Option<Response> {
+        let mut st = lock(&self.state);
+        let pos = st.rules.iter().position(|r| {
+            r.verb.is_none_or(|v| v == info.verb)
+                && r.resource.as_deref().is_none_or(|res| res == info.resource)
+        })?;
+        let rule = st.rules[pos].clone();
+        st.rules[pos].remaining -= 1;
+        if st.rules[pos].remaining == 0 {
+            st.rules.remove(pos);
+        }
+        Some(injected_error(&rule, info))
+    }
+
+    /// When watches are stalled: an open, silent watch response.
+    pub fn stalled_watch(&self) -> Option<Response> {
+        let mut st = lock(&self.state);
+        if !st.stall {
+            return None;
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        st.stalled.push(tx);
+        Some(Response {
+            status: 200,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: Body::Stream(rx),
+        })
+    }
+
+    /// The current fault state as JSON (the `/sim/faults` GET answer).
+    pub fn snapshot(&self) -> Value {
+        let st = lock(&self.state);
+        let rules: Vec<Value> = st
+            .rules
+            .iter()
+            .map(|r| {
+                json!({
+                    "count": r.remaining,
+                    "verb": r.verb.map(Verb::as_str),
+                    "resource": r.resource,
+                    "code": r.code,
+                    "retryAfterSeconds": r.retry_after,
+                })
+            })
+            .collect();
+        let refusing = self.server.get().is_some_and(ServerControl::refusing);
+        json!({
+            "failNext": rules,
+            "latencyMs": st.latency.as_millis() as u64,
+            "stallWatches": st.stall,
+            "stalledWatches": st.stalled.len(),
+            "outages": st.outages,
+            "refusingConnections": refusing,
+        })
+    }
+
+    /// Apply a `/sim/faults` POST body; see [`FaultRequest::parse`].
+    pub fn apply_json(&self, body: &Value) -> Result<(), String> {
+        let req = FaultRequest::parse(body)?;
+        if req.clear {
+            self.clear();
+        }
+        for r in req.fail_next {
+            self.fail_next(r.remaining, r.verb, r.resource, r.code, r.retry_after);
+        }
+        if let Some(d) = req.latency {
+            self.set_latency(d);
+        }
+        if let Some(on) = req.stall_watches {
+            self.stall_watches(on);
+        }
+        if req.close_all_watches {
+            self.close_all_watches();
+        }
+        if req.compact {
+            self.compact();
+        }
+        if let Some(d) = req.outage {
+            if !self.outage(d) {
+                return Err("outage needs a running server".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A parsed `/sim/faults` POST body. Every field is optional:
+///
+/// ```json
+/// {"clear": true,
+///  "failNext": {"count": 2, "verb": "list", "resource": "pods", "code": 429, "retryAfterSeconds": 1},
+///  "latencyMs": 50, "stallWatches": true, "closeAllWatches": true,
+///  "compact": true, "outageMs": 2000}
+/// ```
+/// `failNext` may also be a list of such objects.
+#[derive(Debug, Default, PartialEq)]
+pub struct FaultRequest {
+    /// Clear rules, latency and stall first.
+    pub clear: bool,
+    /// Fail rules to add.
+    pub fail_next: Vec<FailRule>,
+    /// New latency.
+    pub latency: Option<Duration>,
+    /// Stall watches on or off.
+    pub stall_watches: Option<bool>,
+    /// Close every watch now.
+    pub close_all_watches: bool,
+    /// Compact history now.
+    pub compact: bool,
+    /// Start an outage of this length.
+    pub outage: Option<Duration>,
+}
+
+const KEYS: &[&str] = &[
+    "clear",
+    "failNext",
+    "latencyMs",
+    "stallWatches",
+    "closeAllWatches",
+    "compact",
+    "outageMs",
+];
+
+fn opt_bool(v: &Value, key: &str) -> Result<Option<bool>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(format!("{key}: want a boolean, got {other}")),
+    }
+}
+
+fn opt_u64(v: &Value, key: &str) -> Result<Option<u64>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => x
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{key}: want a non-negative integer, got {x}")),
+    }
+}
+
+fn parse_rule(v: &Value) -> Result<FailRule, String> {
+    if !v.is_object() {
+        return Err(format!("failNext: want an object, got {v}"));
+    }
+    let count = opt_u64(v, "count")?.unwrap_or(1);
+    let remaining = u32::try_from(count).map_err(|_| format!("failNext.count {count} too big"))?;
+    let code = opt_u64(v, "code")?.ok_or("failNext.code is required")?;
+    let code = u16::try_from(code)
+        .ok()
+        .filter(|c| (400..=599).contains(c))
+        .ok_or_else(|| format!("failNext.code {code} is not in 400..=599"))?;
+    let verb = match v.get("verb") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            Some(verb_from_str(s).ok_or_else(|| format!("failNext.verb {s:?} is not a verb"))?)
+        }
+        Some(other) => return Err(format!("failNext.verb: want a string, got {other}")),
+    };
+    let resource = match v.get("resource") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => return Err(format!("failNext.resource: want a string, got {other}")),
+    };
+    Ok(FailRule {
+        remaining,
+        verb,
+        resource,
+        code,
+        retry_after: opt_u64(v, "retryAfterSeconds")?,
+    })
+}
+
+impl FaultRequest {
+    /// Parse and validate a POST body; unknown keys are errors.
+    pub fn parse(v: &Value) -> Result<FaultRequest, String> {
+        let obj = v.as_object().ok_or("want a JSON object")?;
+        if let Some(k) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(format!("unknown key {k:?}; known: {}", KEYS.join(", ")));
+        }
+        let fail_next = match v.get("failNext") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items.iter().map(parse_rule).collect::<Result<_, _>>()?,
+            Some(one) => vec![parse_rule(one)?],
+        };
+        Ok(FaultRequest {
+            clear: opt_bool(v, "clear")?.unwrap_or(false),
+            fail_next,
+            latency: opt_u64(v, "latencyMs")?.map(Duration::from_millis),
+            stall_watches: opt_bool(v, "stallWatches")?,
+            close_all_watches: opt_bool(v, "closeAllWatches")?.unwrap_or(false),
+            compact: opt_bool(v, "compact")?.unwrap_or(false),
+            outage: opt_u64(v, "outageMs")?.map(Duration::from_millis),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::RealClock;
+    use crate::sim::store::StoreConfig;
+
+    fn info(verb: Verb, resource: &str) -> RequestInfo {
+        RequestInfo {
+            verb,
+            group: String::new(),
+            version: "v1".into(),
+            resource: resource.into(),
+            subresource: None,
+            namespace: Some("default".into()),
+            name: None,
+        }
+    }
+
+    fn faults() -> Faults {
+        let clock = RealClock::shared();
+        Faults::new(Store::new(StoreConfig::default(), clock.clone()), clock)
+    }
+
+    #[test]
+    fn fail_next_matches_and_counts_down() {
+        let f = faults();
+        f.fail_next(2, Some(Verb::List), Some("pods".into()), 429, Some(3));
+        f.fail_next(1, None, None, 500, None);
+        // A get of pods skips the list rule and takes the catch-all one.
+        let r = f.take_failure(&info(Verb::Get, "pods")).expect("catch-all");
+        assert_eq!(r.status, 500);
+        assert!(f.take_failure(&info(Verb::Get, "pods")).is_none());
+        assert!(f.take_failure(&info(Verb::List, "services")).is_none());
+        for _ in 0..2 {
+            let r = f.take_failure(&info(Verb::List, "pods")).expect("429");
+            assert_eq!(r.status, 429);
+            assert!(r.headers.contains(&("Retry-After".into(), "3".into())));
+            let Body::Full(b) = &r.body else {
+                panic!("full body")
+            };
+            let s: Value = serde_json::from_slice(b).expect("json");
+            assert_eq!(s["reason"], "TooManyRequests");
+            assert_eq!(s["details"]["retryAfterSeconds"], 3);
+        }
+        assert!(f.take_failure(&info(Verb::List, "pods")).is_none());
+    }
+
+    #[test]
+    fn reasons_table() {
+        for (code, reason) in [
+            (429, "TooManyRequests"),
+            (500, "InternalError"),
+            (503, "ServiceUnavailable"),
+            (504, "Timeout"),
+            (409, "Conflict"),
+            (599, "Unknown"),
+        ] {
+            assert_eq!(reason_for(code), reason);
+        }
+    }
+
+    #[test]
+    fn fault_request_parsing() {
+        let ok = FaultRequest::parse(&json!({
+            "failNext": [{"count": 2, "verb": "watch", "code": 503}],
+            "latencyMs": 20, "stallWatches": true, "outageMs": 5
+        }))
+        .expect("valid");
+        assert_eq!(ok.fail_next[0].verb, Some(Verb::Watch));
+        assert_eq!(ok.fail_next[0].remaining, 2);
+        assert_eq!(ok.latency, Some(Duration::from_millis(20)));
+        assert_eq!(ok.outage, Some(Duration::from_millis(5)));
+        let bad = [
+            json!([]),
+            json!({"nope": 1}),
+            json!({"failNext": {"count": 1}}),
+            json!({"failNext": {"code": 200}}),
+            json!({"failNext": {"code": 500, "verb": "fetch"}}),
+            json!({"failNext": {"code": 500, "resource": 3}}),
+            json!({"latencyMs": -1}),
+            json!({"stallWatches": "yes"}),
+        ];
+        for b in bad {
+            assert!(FaultRequest::parse(&b).is_err(), "{b}");
+        }
+    }
+
+    #[test]
+    fn stall_and_latency_state() {
+        let f = faults();
+        assert!(f.stalled_watch().is_none());
+        f.apply_json(&json!({"stallWatches": true, "latencyMs": 7}))
+            .expect("apply");
+        let r = f.stalled_watch().expect("stalled");
+        let Body::Stream(rx) = r.body else {
+            panic!("stream")
+        };
+        assert_eq!(f.snapshot()["stalledWatches"], 1);
+        assert_eq!(f.latency(), Duration::from_millis(7));
+        f.stall_watches(false);
+        // The stream ends (sender dropped) once the stall is lifted.
+        assert!(rx.recv().is_err());
+        assert!(!f.outage(Duration::from_secs(1)), "no server attached");
+        f.apply_json(&json!({"clear": true})).expect("clear");
+        assert_eq!(f.latency(), Duration::ZERO);
+    }
+}

@@ -1,1 +1,500 @@
-//! (placeholder: sim transport helper)
+//! kube-sim as a library: [`SimServer`] wires the HTTP server, the PKI, the
+//! store and the fault switchboard together, and routes each request:
+//! health and `/version` (anonymous, like kube-apiserver's
+//! `system:public-info-viewer`), then authentication, then `/sim/faults`,
+//! `/sim/requests`, discovery, and finally resource requests
+//! (requestinfo → latency → counters → injected failures → stalled
+//! watches → `rest::handle`).
+//!
+//! It owns routing and authentication only; resource semantics belong to
+//! `rest` and `store`. It never logs the token or keys.
+
+use super::discovery;
+use super::faults::Faults;
+use super::requestinfo::{self, Verb};
+use super::resources;
+use super::rest;
+use super::status::ApiError;
+use super::store::{Store, StoreConfig};
+use super::tls::{SimPki, TlsError};
+use crate::clock::{RealClock, SharedClock};
+use crate::httpd::{Handler, Request, Response, Server, ServerOptions};
+use base64::Engine as _;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// How to start a kube-sim.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// Listen address (`127.0.0.1:0` picks a free port).
+    pub listen: SocketAddr,
+    /// Serve HTTPS with a generated CA; clients may authenticate with the
+    /// generated client certificate.
+    pub tls: bool,
+    /// Bearer token clients may (or, without TLS, must) present.
+    pub token: Option<String>,
+    /// Watch history length (events) before 410 Expired.
+    pub history: usize,
+    /// Interval of BOOKMARK events.
+    pub bookmark_interval: Duration,
+    /// A v1 List file (JSON or YAML) whose items are created at start.
+    pub load: Option<PathBuf>,
+    /// Time source for the store, latency and outages.
+    pub clock: SharedClock,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        let store = StoreConfig::default();
+        SimOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tls: false,
+            token: None,
+            history: store.history,
+            bookmark_interval: store.bookmark_interval,
+            load: None,
+            clock: RealClock::shared(),
+        }
+    }
+}
+
+/// Why kube-sim could not start (or write its kubeconfig).
+#[derive(Debug)]
+pub enum SimError {
+    /// Binding or serving the socket failed.
+    Listen(std::io::Error),
+    /// Certificates or the TLS config could not be made.
+    Tls(TlsError),
+    /// The `--load` file could not be read, parsed or created.
+    Load {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Writing the kubeconfig failed.
+    Kubeconfig(std::io::Error),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Listen(e) => write!(f, "listening: {e}"),
+            SimError::Tls(e) => write!(f, "{e}"),
+            SimError::Load { path, message } => write!(f, "loading {}: {message}", path.display()),
+            SimError::Kubeconfig(e) => write!(f, "writing kubeconfig: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// Requests seen, per (verb, resource).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestStats {
+    /// Count per (verb as Kubernetes spells it, plural resource).
+    pub counts: BTreeMap<(String, String), u64>,
+}
+
+impl RequestStats {
+    /// Requests seen with this verb for this resource.
+    pub fn get(&self, verb: Verb, resource: &str) -> u64 {
+        self.counts
+            .get(&(verb.as_str().to_string(), resource.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// All resource requests seen.
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+}
+
+/// The request router behind the HTTP server.
+struct SimHandler {
+    store: Arc<Store>,
+    faults: Arc<Faults>,
+    token: Option<String>,
+    /// Whether any credential is required (token set or TLS on).
+    auth_required: bool,
+    clock: SharedClock,
+    addr: OnceLock<String>,
+    stats: Mutex<RequestStats>,
+}
+
+fn unauthorized() -> Response {
+    ApiError::new(401, "Unauthorized", "Unauthorized").to_response()
+}
+
+fn not_found() -> Response {
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+    .to_response()
+}
+
+fn json_ok(v: &Value) -> Response {
+    Response::json(200, v.to_string().into_bytes())
+}
+
+/// Compare without an early exit on the first differing byte.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl SimHandler {
+    fn authenticated(&self, req: &Request) -> bool {
+        if !self.auth_required || req.client_cn.is_some() {
+            return true;
+        }
+        let (Some(want), Some(auth)) = (&self.token, req.header("authorization")) else {
+            return false;
+        };
+        let got = auth
+            .strip_prefix("Bearer ")
+            .or_else(|| auth.strip_prefix("bearer "))
+            .unwrap_or("")
+            .trim();
+        same_secret(got.as_bytes(), want.as_bytes())
+    }
+
+    fn stats(&self) -> std::sync::MutexGuard<'_, RequestStats> {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn sim_requests(&self) -> Response {
+        let counters: Vec<Value> = self
+            .stats()
+            .counts
+            .iter()
+            .map(|((verb, resource), n)| json!({"verb": verb, "resource": resource, "count": n}))
+            .collect();
+        json_ok(&json!({
+            "counters": counters,
+            "writes": self.store.write_log(),
+            "resourceVersion": self.store.current_rv().to_string(),
+        }))
+    }
+
+    fn sim_faults(&self, req: &Request) -> Response {
+        match req.method.as_str() {
+            "GET" => json_ok(&self.faults.snapshot()),
+            "POST" | "PUT" => {
+                let applied = serde_json::from_slice::<Value>(&req.body)
+                    .map_err(|e| format!("body is not JSON: {e}"))
+                    .and_then(|v| self.faults.apply_json(&v));
+                match applied {
+                    Ok(()) => json_ok(&self.faults.snapshot()),
+                    Err(m) => ApiError::new(400, "BadRequest", m).to_response(),
+                }
+            }
+            _ => ApiError::new(405, "MethodNotAllowed", "use GET or POST").to_response(),
+        }
+    }
+
+    fn resource(&self, req: &Request) -> Response {
+        let Some(info) = requestinfo::parse(&req.method, &req.path, &req.query) else {
+            return not_found();
+        };
+        let Some(res) = resources::lookup(&info.group, &info.version, &info.resource) else {
+            return not_found();
+        };
+        let sub_ok = match info.subresource.as_deref() {
+            None => true,
+            Some("finalize") => res.resource == "namespaces",
+            Some(s) => res.subresources.contains(&s),
+        };
+        if !sub_ok || (info.namespace.is_some() && !res.namespaced) {
+            return not_found();
+        }
+        let latency = self.faults.latency();
+        if !latency.is_zero() {
+            self.clock.sleep(latency);
+        }
+        *self
+            .stats()
+            .counts
+            .entry((info.verb.as_str().to_string(), info.resource.clone()))
+            .or_insert(0) += 1;
+        if let Some(failure) = self.faults.take_failure(&info) {
+            return failure;
+        }
+        if info.verb == Verb::Watch {
+            if let Some(stalled) = self.faults.stalled_watch() {
+                return stalled;
+            }
+        }
+        rest::handle(&self.store, &info, req)
+    }
+}
+
+fn is_health(path: &str) -> bool {
+    ["/healthz", "/readyz", "/livez"]
+        .iter()
+        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
+}
+
+impl Handler for SimHandler {
+    fn handle(&self, req: Request) -> Response {
+        let path = req.path.as_str();
+        if is_health(path) {
+            return Response::text(200, "ok");
+        }
+        if path == "/version" || path == "/version/" {
+            return json_ok(&discovery::version());
+        }
+        if !self.authenticated(&req) {
+            return unauthorized();
+        }
+        match path {
+            "/sim/faults" => return self.sim_faults(&req),
+            "/sim/requests" => return self.sim_requests(),
+            _ => {}
+        }
+        if matches!(req.method.as_str(), "GET" | "HEAD") {
+            let addr = self.addr.get().map(String::as_str).unwrap_or("");
+            if let Some(doc) = discovery::document(path, addr) {
+                return json_ok(&doc);
+            }
+        }
+        self.resource(&req)
+    }
+}
+
+/// A running kube-sim.
+pub struct SimServer {
+    http: Option<Server>,
+    handler: Arc<SimHandler>,
+    store: Arc<Store>,
+    faults: Arc<Faults>,
+    url: String,
+    pki: Option<SimPki>,
+}
+
+impl std::fmt::Debug for SimServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimServer")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parse a List file: JSON first, YAML otherwise.
+fn read_list(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v) => Ok(v),
+        Err(json_err) => serde_saphyr::from_str::<Value>(&text)
+            .map_err(|e| format!("neither JSON ({json_err}) nor YAML ({e})")),
+    }
+}
+
+impl SimServer {
+    /// Start a kube-sim: make the store (and PKI when `tls`), load the
+    /// List file, then listen.
+    pub fn start(opts: SimOptions) -> Result<SimServer, SimError> {
+        let cfg = StoreConfig {
+            history: opts.history,
+            bookmark_interval: opts.bookmark_interval,
+        };
+        let store = Store::new(cfg, Arc::clone(&opts.clock));
+        if let Some(path) = &opts.load {
+            let load_err = |message| SimError::Load {
+                path: path.clone(),
+                message,
+            };
+            let list = read_list(path).map_err(load_err)?;
+            store.load_list(&list).map_err(load_err)?;
+        }
+        let pki = if opts.tls {
+            Some(SimPki::generate().map_err(SimError::Tls)?)
+        } else {
+            None
+        };
+        let tls_config = match &pki {
+            Some(p) => Some(p.server_config().map_err(SimError::Tls)?),
+            None => None,
+        };
+        let faults = Arc::new(Faults::new(Arc::clone(&store), Arc::clone(&opts.clock)));
+        let handler = Arc::new(SimHandler {
+            store: Arc::clone(&store),
+            faults: Arc::clone(&faults),
+            token: opts.token.clone(),
+            auth_required: opts.tls || opts.token.is_some(),
+            clock: Arc::clone(&opts.clock),
+            addr: OnceLock::new(),
+            stats: Mutex::new(RequestStats::default()),
+        });
+        let server_opts = ServerOptions {
+            clock: Arc::clone(&opts.clock),
+            ..ServerOptions::default()
+        };
+        let http = Server::start_with(opts.listen, tls_config, handler.clone(), server_opts)
+            .map_err(SimError::Listen)?;
+        let addr = http.local_addr();
+        let _ = handler.addr.set(addr.to_string());
+        faults.attach(http.control());
+        let scheme = if opts.tls { "https" } else { "http" };
+        Ok(SimServer {
+            url: format!("{scheme}://{addr}"),
+            http: Some(http),
+            handler,
+            store,
+            faults,
+            pki,
+        })
+    }
+
+    /// Base URL, e.g. `https://127.0.0.1:40123`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The store (for direct inspection and setup in tests).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The fault switchboard.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Requests seen so far, per verb and resource.
+    pub fn requests(&self) -> RequestStats {
+        self.handler.stats().clone()
+    }
+
+    /// CA certificate PEM (TLS only).
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.pki.as_ref().map(|p| p.ca.cert_pem.as_str())
+    }
+
+    /// Client certificate PEM (TLS only).
+    pub fn client_cert_pem(&self) -> Option<&str> {
+        self.pki.as_ref().map(|p| p.client.cert_pem.as_str())
+    }
+
+    /// Client key PEM (TLS only).
+    pub fn client_key_pem(&self) -> Option<&str> {
+        self.pki.as_ref().map(|p| p.client.key_pem.as_str())
+    }
+
+    /// A kubeconfig clients use as is: server URL, CA data (TLS), and the
+    /// token when one is set, else the client certificate (TLS).
+    pub fn kubeconfig_yaml(&self) -> String {
+        kubeconfig(&self.url, self.pki.as_ref(), self.handler.token.as_deref())
+    }
+
+    /// Write [`Self::kubeconfig_yaml`] to `path` (mode 0600: it holds secrets).
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<(), SimError> {
+        use std::io::Write;
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        let mut f = o.open(path).map_err(SimError::Kubeconfig)?;
+        f.write_all(self.kubeconfig_yaml().as_bytes())
+            .map_err(SimError::Kubeconfig)
+    }
+
+    /// Stop: end every watch, close every connection, join all threads.
+    pub fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        if let Some(http) = self.http.take() {
+            self.store.shutdown();
+            http.shutdown();
+        }
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+fn kubeconfig(url: &str, pki: Option<&SimPki>, token: Option<&str>) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    // JSON strings are valid YAML double-quoted scalars.
+    let q = |s: &str| Value::from(s).to_string();
+    let mut cluster = format!("    server: {}\n", q(url));
+    if let Some(p) = pki {
+        cluster.push_str(&format!(
+            "    certificate-authority-data: {}\n",
+            b64(&p.ca.cert_pem)
+        ));
+    }
+    let user = match (token, pki) {
+        (Some(t), _) => format!("    token: {}\n", q(t)),
+        (None, Some(p)) => format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(&p.client.cert_pem),
+            b64(&p.client.key_pem)
+        ),
+        (None, None) => String::new(),
+    };
+    let user = if user.is_empty() {
+        "  user: {}\n".to_string()
+    } else {
+        format!("  user:\n{user}")
+    };
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n  cluster:\n{cluster}\
+contexts:\n- name: kube-sim\n  context:\n    cluster: kube-sim\n    user: kube-sim\n    namespace: default\n\
+current-context: kube-sim\nusers:\n- name: kube-sim\n{user}preferences: {{}}\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubeconfig_variants_parse_as_yaml() {
+        let pki = SimPki::generate().expect("pki");
+        let cases = [
+            (Some(&pki), Some("t0k\"en"), true, false),
+            (Some(&pki), None, true, true),
+            (None, Some("tok"), false, false),
+            (None, None, false, false),
+        ];
+        for (p, token, has_ca, has_cert) in cases {
+            let text = kubeconfig("https://127.0.0.1:1", p, token);
+            let v: Value = serde_saphyr::from_str(&text).expect("yaml");
+            assert_eq!(v["current-context"], "kube-sim");
+            assert_eq!(v["clusters"][0]["cluster"]["server"], "https://127.0.0.1:1");
+            let cluster = &v["clusters"][0]["cluster"];
+            assert_eq!(cluster.get("certificate-authority-data").is_some(), has_ca);
+            let user = &v["users"][0]["user"];
+            assert_eq!(user.get("client-key-data").is_some(), has_cert);
+            assert_eq!(user.get("token").and_then(Value::as_str), token);
+        }
+    }
+
+    #[test]
+    fn secret_comparison_and_health_paths() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+        for (p, want) in [
+            ("/healthz", true),
+            ("/readyz", true),
+            ("/livez/ping", true),
+            ("/healthzz", false),
+            ("/api", false),
+        ] {
+            assert_eq!(is_health(p), want, "{p}");
+        }
+    }
+}

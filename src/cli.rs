@@ -1,0 +1,247 @@
+//! Command-line parsing for the `endpointd` binary: pure, so it is tested
+//! without spawning processes. Owns argument syntax and help text only.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Exit status for usage errors (like most Unix tools).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status for configuration and runtime errors.
+pub const EXIT_FAILURE: i32 = 1;
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `endpointd run`.
+    Run {
+        /// Configuration file.
+        config: PathBuf,
+    },
+    /// `endpointd check-config`.
+    CheckConfig {
+        /// Configuration file.
+        config: PathBuf,
+    },
+    /// `endpointd demo`.
+    Demo,
+    /// `--help` (top level or of a command).
+    Help(String),
+    /// `--version`.
+    Version,
+}
+
+/// A usage error, printed with a hint to `--help`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}\nTry 'endpointd --help' for more information.",
+            self.0
+        )
+    }
+}
+
+/// `endpointd <version>`.
+pub fn version_line() -> String {
+    format!("endpointd {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Top-level help.
+pub fn help() -> String {
+    format!(
+        "{}
+Endpoints and EndpointSlice controllers for small edge Kubernetes control planes:
+the job of kube-controller-manager's `endpoint` and `endpointslice` controllers as
+one small synchronous daemon.
+
+Usage: endpointd <COMMAND> [OPTIONS]
+
+Commands:
+  run            Run the daemon (normally under systemd)
+  check-config   Validate a configuration file and print the effective
+                 configuration (defaults filled in) as TOML
+  demo           Start an embedded kube-sim and show endpointd at work
+
+Options:
+  -c, --config <PATH>  Configuration file for run and check-config
+                       [default: $ENDPOINTD_CONFIG, else {}]
+  -h, --help           Print help (also: endpointd <COMMAND> --help)
+  -V, --version        Print version
+
+Exit status: 0 success; 1 invalid configuration or runtime failure; 2 usage error;
+128+N forced exit on a second SIGTERM/SIGINT.
+",
+        version_line(),
+        crate::config::DEFAULT_CONFIG_PATH
+    )
+}
+
+fn command_help(cmd: &str) -> String {
+    let body = match cmd {
+        "run" => "Run the daemon: watch the API server and maintain Endpoints and\nEndpointSlices. SIGTERM/SIGINT stop it gracefully; SIGHUP re-reads log.level.\n\nUsage: endpointd run [--config <PATH>]",
+        "check-config" => "Validate a configuration file. Prints the effective configuration as TOML\non stdout and exits 0; prints every problem on stderr and exits 1.\n\nUsage: endpointd check-config [--config <PATH>]",
+        _ => "Start an embedded kube-sim on loopback, run endpointd against it and\nshow what it writes.\n\nUsage: endpointd demo",
+    };
+    format!("{}\n{body}\n", version_line())
+}
+
+/// Parse arguments (without the program name). `env_config` is
+/// `$ENDPOINTD_CONFIG`, passed in to keep this pure.
+pub fn parse(
+    args: impl IntoIterator<Item = OsString>,
+    env_config: Option<OsString>,
+) -> Result<Command, UsageError> {
+    use lexopt::prelude::*;
+    let mut p = lexopt::Parser::from_args(args);
+    let mut cmd: Option<String> = None;
+    let mut config: Option<PathBuf> = None;
+    let err = |e: lexopt::Error| UsageError(e.to_string());
+    while let Some(arg) = p.next().map_err(err)? {
+        match arg {
+            Short('h') | Long("help") => {
+                return Ok(Command::Help(match &cmd {
+                    Some(c) => command_help(c),
+                    None => help(),
+                }))
+            }
+            Short('V') | Long("version") => return Ok(Command::Version),
+            Short('c') | Long("config") => {
+                if !matches!(cmd.as_deref(), Some("run") | Some("check-config")) {
+                    return Err(UsageError(
+                        "--config belongs to a command: endpointd run --config <PATH>".into(),
+                    ));
+                }
+                config = Some(PathBuf::from(p.value().map_err(err)?));
+            }
+            Value(v) if cmd.is_none() => {
+                let v = v.string().map_err(err)?;
+                match v.as_str() {
+                    "run" | "check-config" | "demo" => cmd = Some(v),
+                    "help" => return Ok(Command::Help(help())),
+                    other => return Err(UsageError(format!("unknown command '{other}'"))),
+                }
+            }
+            other => return Err(err(other.unexpected())),
+        }
+    }
+    let config = config
+        .or_else(|| env_config.filter(|v| !v.is_empty()).map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(crate::config::DEFAULT_CONFIG_PATH));
+    match cmd.as_deref() {
+        Some("run") => Ok(Command::Run { config }),
+        Some("check-config") => Ok(Command::CheckConfig { config }),
+        Some(_) => Ok(Command::Demo),
+        None => Err(UsageError(
+            "missing command (run, check-config or demo)".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str], env: Option<&str>) -> Result<Command, String> {
+        parse(args.iter().map(OsString::from), env.map(OsString::from)).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn table() {
+        let def = PathBuf::from(crate::config::DEFAULT_CONFIG_PATH);
+        let run = |c: &str| Ok(Command::Run { config: c.into() });
+        type Case<'a> = (&'a [&'a str], Option<&'a str>, Result<Command, String>);
+        let cases: Vec<Case> = vec![
+            (
+                &["run"],
+                None,
+                Ok(Command::Run {
+                    config: def.clone(),
+                }),
+            ),
+            (&["run", "--config", "/x.toml"], None, run("/x.toml")),
+            (&["run", "-c", "/x.toml"], None, run("/x.toml")),
+            (&["run", "--config=/x.toml"], None, run("/x.toml")),
+            (&["run"], Some("/env.toml"), run("/env.toml")),
+            (&["run", "-c", "/x.toml"], Some("/env.toml"), run("/x.toml")),
+            (
+                &["run"],
+                Some(""),
+                Ok(Command::Run {
+                    config: def.clone(),
+                }),
+            ),
+            (
+                &["check-config", "-c", "a.toml"],
+                None,
+                Ok(Command::CheckConfig {
+                    config: "a.toml".into(),
+                }),
+            ),
+            (&["demo"], None, Ok(Command::Demo)),
+            (&["--version"], None, Ok(Command::Version)),
+            (&["-V"], None, Ok(Command::Version)),
+            (
+                &[],
+                None,
+                Err("missing command (run, check-config or demo)".into()),
+            ),
+            (
+                &["frobnicate"],
+                None,
+                Err("unknown command 'frobnicate'".into()),
+            ),
+            (
+                &["--config", "x"],
+                None,
+                Err("--config belongs to a command: endpointd run --config <PATH>".into()),
+            ),
+            (
+                &["demo", "--config", "x"],
+                None,
+                Err("--config belongs to a command: endpointd run --config <PATH>".into()),
+            ),
+            (
+                &["run", "--bogus"],
+                None,
+                Err("invalid option '--bogus'".into()),
+            ),
+            (
+                &["run", "extra"],
+                None,
+                Err("unexpected argument \"extra\"".into()),
+            ),
+            (
+                &["run", "--config"],
+                None,
+                Err("missing argument for option '--config'".into()),
+            ),
+        ];
+        for (args, env, want) in cases {
+            assert_eq!(p(args, env), want, "{args:?} env={env:?}");
+        }
+    }
+
+    #[test]
+    fn help_is_useful() {
+        let Ok(Command::Help(h)) = p(&["--help"], None) else {
+            panic!("top-level help")
+        };
+        for needle in [
+            "run",
+            "check-config",
+            "demo",
+            "--config",
+            "Exit status",
+            "/etc/endpointd/config.toml",
+        ] {
+            assert!(h.contains(needle), "help lacks {needle}");
+        }
+        let Ok(Command::Help(h)) = p(&["run", "--help"], None) else {
+            panic!("run help")
+        };
+        assert!(h.contains("Usage: endpointd run"));
+    }
+}

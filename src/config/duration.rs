@@ -1,0 +1,145 @@
+//! Durations as Go writes them (`time.ParseDuration`): "500ms", "15s",
+//! "2m", "1h30m", "1.5s". Units: ns, us (µs), ms, s, m, h. "0" alone is
+//! allowed; negative durations are not (no key here takes one).
+
+use std::time::Duration;
+
+/// Parse a Go-style duration string.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = |why: &str| {
+        format!("{why}: write a duration such as \"500ms\", \"15s\", \"2m\" or \"1h30m\"")
+    };
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(bad("empty duration"));
+    }
+    if t.starts_with('-') {
+        return Err(bad("must not be negative"));
+    }
+    if t == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut rest = t.strip_prefix('+').unwrap_or(t);
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(bad(&format!("invalid duration {s:?}")));
+        }
+        let number: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| bad(&format!("invalid number in {s:?}")))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "" => return Err(bad(&format!("missing unit in {s:?}"))),
+            other => return Err(bad(&format!("unknown unit {other:?} in {s:?}"))),
+        };
+        total += number * scale;
+        rest = &rest[unit_len..];
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad(&format!("duration {s:?} is out of range")))
+}
+
+/// Format a duration the way Go prints it, compactly: "0s", "500ms",
+/// "15s", "1.5s", "2m", "1h30m".
+pub fn format_duration(d: Duration) -> String {
+    if d.is_zero() {
+        return "0s".to_string();
+    }
+    let nanos = d.as_nanos();
+    if nanos < 1_000 {
+        return format!("{nanos}ns");
+    }
+    if nanos < 1_000_000 {
+        return trim_float(nanos as f64 / 1e3, "us");
+    }
+    if nanos < 1_000_000_000 {
+        return trim_float(nanos as f64 / 1e6, "ms");
+    }
+    let secs = d.as_secs();
+    let (h, m) = (secs / 3600, (secs % 3600) / 60);
+    let s = (secs % 60) as f64 + f64::from(d.subsec_nanos()) / 1e9;
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0.0 {
+        out.push_str(&trim_float(s, "s"));
+    }
+    out
+}
+
+fn trim_float(v: f64, unit: &str) -> String {
+    let s = format!("{v:.9}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_table() {
+        let ms = Duration::from_millis;
+        let cases: &[(&str, Result<Duration, &str>)] = &[
+            ("0", Ok(Duration::ZERO)),
+            ("0s", Ok(Duration::ZERO)),
+            ("500ms", Ok(ms(500))),
+            ("15s", Ok(ms(15_000))),
+            ("2m", Ok(ms(120_000))),
+            ("1h30m", Ok(ms(5_400_000))),
+            ("1.5s", Ok(ms(1_500))),
+            ("100us", Ok(Duration::from_micros(100))),
+            ("10µs", Ok(Duration::from_micros(10))),
+            ("7ns", Ok(Duration::from_nanos(7))),
+            ("", Err("empty duration")),
+            ("15", Err("missing unit")),
+            ("-1s", Err("must not be negative")),
+            ("5x", Err("unknown unit \"x\"")),
+            ("s", Err("invalid duration")),
+            ("1..2s", Err("invalid number")),
+        ];
+        for (input, want) in cases {
+            let got = parse_duration(input);
+            match (want, &got) {
+                (Ok(w), Ok(g)) => assert_eq!(g, w, "{input:?}"),
+                (Err(w), Err(g)) => assert!(g.contains(w), "{input:?}: {g:?} lacks {w:?}"),
+                _ => panic!("{input:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn format_table() {
+        let cases = [
+            (Duration::ZERO, "0s"),
+            (Duration::from_millis(500), "500ms"),
+            (Duration::from_secs(15), "15s"),
+            (Duration::from_secs(120), "2m"),
+            (Duration::from_secs(5400), "1h30m"),
+            (Duration::from_millis(1500), "1.5s"),
+            (Duration::from_micros(250), "250us"),
+            (Duration::from_nanos(3), "3ns"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(format_duration(d), want);
+            assert_eq!(parse_duration(want), Ok(d), "round trip {want}");
+        }
+    }
+}

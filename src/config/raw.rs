@@ -1,0 +1,149 @@
+//! Stage one: the file as written. Every key is optional (an empty file is
+//! valid), every value keeps its span for error lines, unknown keys are
+//! errors. Parse errors are turned into [`ConfigError`]s naming the key.
+
+use super::ConfigError;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// An optional value with its position in the file.
+pub type Field<T> = Option<Spanned<T>>;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    pub kubernetes: Option<Kubernetes>,
+    pub leader_election: Option<LeaderElection>,
+    pub endpoints: Option<Endpoints>,
+    pub endpointslices: Option<EndpointSlices>,
+    pub server: Option<Server>,
+    pub log: Option<Log>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kubernetes {
+    pub kubeconfig: Field<String>,
+    pub context: Field<String>,
+    pub qps: Field<f64>,
+    pub burst: Field<i64>,
+    pub request_timeout: Field<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaderElection {
+    pub enabled: Field<bool>,
+    pub lease_namespace: Field<String>,
+    pub lease_name: Field<String>,
+    pub identity: Field<String>,
+    pub lease_duration: Field<String>,
+    pub renew_deadline: Field<String>,
+    pub retry_period: Field<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoints {
+    pub enabled: Field<bool>,
+    pub workers: Field<i64>,
+    pub batch_period: Field<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSlices {
+    pub enabled: Field<bool>,
+    pub workers: Field<i64>,
+    pub max_endpoints_per_slice: Field<i64>,
+    pub batch_period: Field<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    pub listen: Field<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Log {
+    pub level: Field<String>,
+}
+
+/// Parse TOML text into raw values.
+pub fn parse(file: &str, text: &str) -> Result<RawConfig, ConfigError> {
+    toml::from_str::<RawConfig>(text).map_err(|e| {
+        let offset = e.span().map(|s| s.start);
+        let line = offset.map(|o| line_of(text, o));
+        let (key, value) = match offset {
+            Some(o) => key_at(text, o),
+            None => (None, None),
+        };
+        ConfigError {
+            file: file.to_string(),
+            key,
+            value,
+            line,
+            message: tidy(e.message()),
+        }
+    })
+}
+
+/// The parser's message, on one line, with serde's jargon made plainer.
+fn tidy(msg: &str) -> String {
+    let one = msg.trim().replace('\n', "; ");
+    one.replace("unknown field", "unknown key")
+        .replace("invalid type: ", "wrong type: ")
+        .replace("expected i64", "expected an integer")
+        .replace("expected f64", "expected a number")
+        .replace("expected a boolean", "expected true or false")
+}
+
+/// 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+/// Render a value as it would be written in TOML.
+pub fn show<T: std::fmt::Debug>(v: &T) -> String {
+    format!("{v:?}")
+}
+
+/// Best-effort key path and value text for an error at `offset`: the nearest
+/// `[section]` header above it and the `key = value` on its line.
+fn key_at(text: &str, offset: usize) -> (Option<String>, Option<String>) {
+    let line_no = line_of(text, offset);
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(line) = lines.get(line_no.saturating_sub(1)) else {
+        return (None, None);
+    };
+    let section = lines[..line_no.saturating_sub(1)]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    let t = line.trim();
+    if t.starts_with('[') {
+        return (
+            Some(t.trim_matches(|c| c == '[' || c == ']').trim().to_string()),
+            None,
+        );
+    }
+    let Some((k, v)) = t.split_once('=') else {
+        return (section, None);
+    };
+    let k = k.trim();
+    let v = v.split(" #").next().unwrap_or(v).trim();
+    let path = match section {
+        Some(s) => format!("{s}.{k}"),
+        None => k.to_string(),
+    };
+    (Some(path), Some(v.to_string()))
+}

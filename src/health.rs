@@ -1,0 +1,182 @@
+//! endpointd's own HTTP endpoint (`[server].listen`): `/metrics`
+//! (Prometheus text), `/healthz` (liveness) and `/readyz` (readiness).
+//!
+//! Owns the routing of those three paths and the process metrics. It never
+//! decides health itself: the daemon sets the readiness reason, and later
+//! the controllers register liveness checks. Nothing here needs auth: it
+//! listens on loopback by default and exposes no secret.
+
+use crate::httpd::server::Server;
+use crate::httpd::{Handler, Request, Response};
+use crate::metrics::{Registry, CONTENT_TYPE};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// Shared readiness: `None` = ready, `Some(reason)` = not ready because….
+#[derive(Debug, Clone, Default)]
+pub struct Readiness(Arc<Mutex<Option<String>>>);
+
+impl Readiness {
+    /// Not ready, for `reason`.
+    pub fn not_ready(reason: &str) -> Readiness {
+        Readiness(Arc::new(Mutex::new(Some(reason.to_string()))))
+    }
+    /// Set or clear the reason.
+    pub fn set(&self, reason: Option<&str>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = reason.map(str::to_string);
+    }
+    /// The current reason, if not ready.
+    pub fn reason(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The request handler.
+#[derive(Debug)]
+pub struct HealthHandler {
+    registry: Arc<Registry>,
+    readiness: Readiness,
+}
+
+impl Handler for HealthHandler {
+    fn handle(&self, req: Request) -> Response {
+        if req.method != "GET" && req.method != "HEAD" {
+            return Response::text(405, "method not allowed\n");
+        }
+        match req.path.as_str() {
+            "/healthz" | "/livez" => Response::text(200, "ok\n"),
+            "/readyz" => match self.readiness.reason() {
+                None => Response::text(200, "ok\n"),
+                Some(r) => Response::text(503, format!("not ready: {r}\n")),
+            },
+            "/metrics" => {
+                let mut body = self.registry.render();
+                body.push_str(&process_metrics());
+                let mut r = Response::text(200, body);
+                r.headers = vec![("Content-Type".into(), CONTENT_TYPE.into())];
+                r
+            }
+            _ => Response::text(404, "not found: try /metrics, /healthz or /readyz\n"),
+        }
+    }
+}
+
+/// Start the endpoint on `addr`.
+pub fn start(
+    addr: SocketAddr,
+    registry: Arc<Registry>,
+    readiness: Readiness,
+) -> io::Result<Server> {
+    Server::start(
+        addr,
+        None,
+        Arc::new(HealthHandler {
+            registry,
+            readiness,
+        }),
+    )
+}
+
+/// `process_*` metrics from /proc/self (Linux), as client_golang names them.
+pub fn process_metrics() -> String {
+    let mut out = String::new();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|k| k * 1024)
+    };
+    if let Some(rss) = kib("VmRSS:") {
+        out.push_str("# HELP process_resident_memory_bytes Resident memory size in bytes.\n");
+        out.push_str(&format!(
+            "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes {rss}\n"
+        ));
+    }
+    if let Some(vsz) = kib("VmSize:") {
+        out.push_str("# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n");
+        out.push_str(&format!(
+            "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes {vsz}\n"
+        ));
+    }
+    if let Some(cpu) = cpu_seconds() {
+        out.push_str(
+            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n",
+        );
+        out.push_str(&format!(
+            "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {cpu}\n"
+        ));
+    }
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        out.push_str("# HELP process_open_fds Number of open file descriptors.\n");
+        out.push_str(&format!(
+            "# TYPE process_open_fds gauge\nprocess_open_fds {}\n",
+            fds.count()
+        ));
+    }
+    out
+}
+
+/// utime + stime of this process in seconds.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the
+    // 14th and 15th fields of the whole line.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| (utime + stime) / hz as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(h: &HealthHandler, path: &str) -> (u16, String) {
+        let req = Request {
+            method: "GET".into(),
+            path: path.into(),
+            query: vec![],
+            headers: vec![],
+            body: vec![],
+            peer: "127.0.0.1:1".parse().expect("addr"),
+            client_cn: None,
+        };
+        let r = h.handle(req);
+        let body = match r.body {
+            crate::httpd::Body::Full(b) => String::from_utf8_lossy(&b).into_owned(),
+            crate::httpd::Body::Stream(_) => String::new(),
+        };
+        (r.status, body)
+    }
+
+    #[test]
+    fn routes() {
+        let registry = Registry::new();
+        registry.counter("x_total", "X.", &[]).with(&[]).inc();
+        let readiness = Readiness::not_ready("caches not synced");
+        let h = HealthHandler {
+            registry,
+            readiness: readiness.clone(),
+        };
+        assert_eq!(get(&h, "/healthz"), (200, "ok\n".into()));
+        assert_eq!(
+            get(&h, "/readyz"),
+            (503, "not ready: caches not synced\n".into())
+        );
+        readiness.set(None);
+        assert_eq!(get(&h, "/readyz"), (200, "ok\n".into()));
+        let (code, body) = get(&h, "/metrics");
+        assert_eq!(code, 200);
+        assert!(body.contains("x_total 1"), "{body}");
+        assert!(body.contains("process_resident_memory_bytes "), "{body}");
+        assert!(body.contains("process_cpu_seconds_total "), "{body}");
+        assert_eq!(get(&h, "/nope").0, 404);
+    }
+}

@@ -1,0 +1,510 @@
+//! The listening server: an accept thread, one thread per connection, a
+//! keep-alive request loop, optional TLS, and the controls faults need
+//! (drop every connection; refuse new ones until a deadline).
+//!
+//! Invariants: every live connection is in the registry (so it can be shut
+//! down) until its thread ends; `shutdown()` returns only after the accept
+//! thread and every connection thread have ended. It never interprets
+//! paths or bodies: that is the [`Handler`]'s job.
+
+use super::wire::{self, ReadError, RequestReader};
+use super::{Body, Handler, Response};
+use crate::clock::{RealClock, SharedClock};
+use crossbeam_channel::RecvTimeoutError;
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often an idle streaming response checks whether it must end.
+const STREAM_TICK: Duration = Duration::from_millis(100);
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Largest request body accepted (413 above).
+    pub max_body: usize,
+    /// A keep-alive connection idle this long is closed.
+    pub idle_timeout: Duration,
+    /// A write blocked this long fails and closes the connection.
+    pub write_timeout: Duration,
+    /// Time source for the refuse-until deadline.
+    pub clock: SharedClock,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            max_body: 16 * 1024 * 1024,
+            idle_timeout: Duration::from_secs(300),
+            write_timeout: Duration::from_secs(30),
+            clock: RealClock::shared(),
+        }
+    }
+}
+
+static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// Id of the connection whose request this thread is serving.
+    static CURRENT_CONN: Cell<u64> = const { Cell::new(0) };
+    /// Set by a handler to close its connection after the response.
+    static CLOSE_AFTER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Ask the server to close the current connection once the response being
+/// prepared on this thread is written. No effect outside a handler.
+pub fn close_after_response() {
+    CLOSE_AFTER.with(|c| c.set(true));
+}
+
+struct Conn {
+    stream: TcpStream,
+    closed: Arc<AtomicBool>,
+}
+
+struct Shared {
+    opts: ServerOptions,
+    handler: Arc<dyn Handler>,
+    tls: Option<Arc<ServerConfig>>,
+    stopping: AtomicBool,
+    refuse_until: Mutex<Option<Instant>>,
+    conns: Mutex<HashMap<u64, Conn>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A running server.
+pub struct Server {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// A cloneable handle for fault injection on a running server.
+#[derive(Clone)]
+pub struct ServerControl {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ServerControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerControl").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Listen on `addr` and serve with default options.
+    pub fn start(
+        addr: SocketAddr,
+        tls: Option<Arc<ServerConfig>>,
+        handler: Arc<dyn Handler>,
+    ) -> io::Result<Server> {
+        Server::start_with(addr, tls, handler, ServerOptions::default())
+    }
+
+    /// Listen on `addr` and serve with `opts`.
+    pub fn start_with(
+        addr: SocketAddr,
+        tls: Option<Arc<ServerConfig>>,
+        handler: Arc<dyn Handler>,
+        opts: ServerOptions,
+    ) -> io::Result<Server> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            opts,
+            handler,
+            tls,
+            stopping: AtomicBool::new(false),
+            refuse_until: Mutex::new(None),
+            conns: Mutex::new(HashMap::new()),
+            threads: Mutex::new(Vec::new()),
+        });
+        let s2 = Arc::clone(&shared);
+        let accept = std::thread::Builder::new()
+            .name("httpd-accept".into())
+            .spawn(move || accept_loop(&s2, &listener))?;
+        Ok(Server {
+            shared,
+            addr,
+            accept: Some(accept),
+        })
+    }
+
+    /// The address actually bound (port 0 resolved).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A handle for fault injection.
+    pub fn control(&self) -> ServerControl {
+        ServerControl {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Number of open connections.
+    pub fn connections(&self) -> usize {
+        lock(&self.shared.conns).len()
+    }
+
+    /// Close the listener and every connection, and join all threads.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let Some(accept) = self.accept.take() else {
+            return;
+        };
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // Wake the blocking accept() with a throwaway connection.
+        let _ = TcpStream::connect_timeout(&wake_addr(self.addr), Duration::from_secs(1));
+        let _ = accept.join();
+        self.shared.close_conns(None);
+        let threads = std::mem::take(&mut *lock(&self.shared.threads));
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn wake_addr(addr: SocketAddr) -> SocketAddr {
+    let mut a = addr;
+    if a.ip().is_unspecified() {
+        a.set_ip(match addr {
+            SocketAddr::V4(_) => [127, 0, 0, 1].into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    a
+}
+
+impl ServerControl {
+    /// Shut down every open connection. When called from a handler, that
+    /// handler's own connection is not cut: it closes after its response.
+    pub fn drop_all_connections(&self) {
+        let current = CURRENT_CONN.with(Cell::get);
+        let mine = lock(&self.shared.conns).contains_key(&current);
+        if mine {
+            close_after_response();
+        }
+        self.shared.close_conns(mine.then_some(current));
+    }
+
+    /// Accept and at once close every new connection until `until`.
+    pub fn refuse_until(&self, until: Instant) {
+        *lock(&self.shared.refuse_until) = Some(until);
+    }
+
+    /// Whether new connections are being refused now.
+    pub fn refusing(&self) -> bool {
+        self.shared.refusing()
+    }
+
+    /// Number of open connections.
+    pub fn connections(&self) -> usize {
+        lock(&self.shared.conns).len()
+    }
+}
+
+impl Shared {
+    fn refusing(&self) -> bool {
+        let mut r = lock(&self.refuse_until);
+        match *r {
+            Some(until) if self.opts.clock.now() < until => true,
+            Some(_) => {
+                *r = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn close_conns(&self, except: Option<u64>) {
+        for (id, c) in lock(&self.conns).iter() {
+            if Some(*id) == except {
+                continue;
+            }
+            c.closed.store(true, Ordering::SeqCst);
+            let _ = c.stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
+    loop {
+        let accepted = listener.accept();
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                log::warn!("httpd: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        if shared.refusing() {
+            let _ = stream.shutdown(Shutdown::Both);
+            continue;
+        }
+        if let Err(e) = spawn_conn(shared, stream, peer) {
+            log::warn!("httpd: cannot start connection thread: {e}");
+        }
+    }
+}
+
+fn spawn_conn(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) -> io::Result<()> {
+    let id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
+    let closed = Arc::new(AtomicBool::new(false));
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(shared.opts.idle_timeout))?;
+    stream.set_write_timeout(Some(shared.opts.write_timeout))?;
+    let registered = stream.try_clone()?;
+    lock(&shared.conns).insert(
+        id,
+        Conn {
+            stream: registered,
+            closed: Arc::clone(&closed),
+        },
+    );
+    let s2 = Arc::clone(shared);
+    let spawned = std::thread::Builder::new()
+        .name("httpd-conn".into())
+        .spawn(move || {
+            let _reg = Registration { shared: &s2, id };
+            CURRENT_CONN.with(|c| c.set(id));
+            run_conn(&s2, stream, peer, &closed);
+        });
+    match spawned {
+        Ok(h) => {
+            let mut threads = lock(&shared.threads);
+            threads.retain(|t| !t.is_finished());
+            threads.push(h);
+            Ok(())
+        }
+        Err(e) => {
+            lock(&shared.conns).remove(&id);
+            Err(e)
+        }
+    }
+}
+
+/// Removes a connection from the registry when its thread ends (even by panic).
+struct Registration<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.conns).remove(&self.id);
+    }
+}
+
+fn run_conn(shared: &Shared, tcp: TcpStream, peer: SocketAddr, closed: &AtomicBool) {
+    let probe = match tcp.try_clone() {
+        Ok(p) => p,
+        Err(e) => {
+            log::debug!("httpd: {peer}: {e}");
+            return;
+        }
+    };
+    let result = match &shared.tls {
+        None => {
+            let mut s = tcp;
+            serve(shared, &mut s, &probe, peer, closed, |_: &TcpStream| None)
+        }
+        Some(cfg) => match ServerConnection::new(Arc::clone(cfg)) {
+            Ok(conn) => {
+                let mut s = StreamOwned::new(conn, tcp);
+                serve(shared, &mut s, &probe, peer, closed, |s| {
+                    let cert = s.conn.peer_certificates()?.first()?;
+                    super::tls::common_name(cert)
+                })
+            }
+            Err(e) => Err(io::Error::other(e)),
+        },
+    };
+    if let Err(e) = result {
+        log::debug!("httpd: connection from {peer} ended: {e}");
+    }
+    let _ = probe.shutdown(Shutdown::Both);
+}
+
+/// The keep-alive loop of one connection.
+fn serve<S: Read + Write>(
+    shared: &Shared,
+    s: &mut S,
+    probe: &TcpStream,
+    peer: SocketAddr,
+    closed: &AtomicBool,
+    client_cn: impl Fn(&S) -> Option<String>,
+) -> io::Result<()> {
+    let mut reader = RequestReader::new(shared.opts.max_body);
+    let mut cn: Option<Option<String>> = None;
+    loop {
+        let incoming = match reader.next(s, peer) {
+            Ok(i) => i,
+            Err(ReadError::Closed) => return Ok(()),
+            Err(ReadError::Io(e)) => return Err(e),
+            Err(ReadError::Bad(m)) => return reject(s, 400, &m),
+            Err(ReadError::HeadTooLarge) => return reject(s, 431, "request head too large"),
+            Err(ReadError::BodyTooLarge) => return reject(s, 413, "request body too large"),
+        };
+        let mut req = incoming.request;
+        req.client_cn = cn.get_or_insert_with(|| client_cn(s)).clone();
+        let head_only = req.method == "HEAD";
+        CLOSE_AFTER.with(|c| c.set(false));
+        let resp = shared.handler.handle(req);
+        let close = !incoming.keep_alive
+            || CLOSE_AFTER.with(Cell::get)
+            || shared.stopping.load(Ordering::SeqCst)
+            || closed.load(Ordering::SeqCst);
+        let conn = ConnIo {
+            shared,
+            probe,
+            closed,
+        };
+        conn.write_response(s, &mut reader, resp, head_only, close)?;
+        if close {
+            return Ok(());
+        }
+    }
+}
+
+fn reject<S: Write>(s: &mut S, status: u16, msg: &str) -> io::Result<()> {
+    let resp = Response::text(status, format!("{msg}\n"));
+    let Body::Full(body) = &resp.body else {
+        return Ok(());
+    };
+    let mut out = Vec::new();
+    let framing = format!("Content-Length: {}\r\n", body.len());
+    wire::write_head(&mut out, status, &resp.headers, &framing, true)?;
+    out.extend_from_slice(body);
+    s.write_all(&out)?;
+    s.flush()
+}
+
+/// What a response writer needs besides the stream.
+struct ConnIo<'a> {
+    shared: &'a Shared,
+    probe: &'a TcpStream,
+    closed: &'a AtomicBool,
+}
+
+/// Bodies above this are written straight from the response, not copied.
+const COPY_LIMIT: usize = 64 * 1024;
+
+impl ConnIo<'_> {
+    fn write_response<S: Read + Write>(
+        &self,
+        s: &mut S,
+        reader: &mut RequestReader,
+        resp: Response,
+        head_only: bool,
+        close: bool,
+    ) -> io::Result<()> {
+        let mut out = Vec::new();
+        let body = match resp.body {
+            Body::Full(body) => body,
+            Body::Stream(rx) => {
+                let framing = "Transfer-Encoding: chunked\r\n";
+                wire::write_head(&mut out, resp.status, &resp.headers, framing, close)?;
+                s.write_all(&out)?;
+                s.flush()?;
+                return self.stream(s, reader, &rx);
+            }
+        };
+        let framing = format!("Content-Length: {}\r\n", body.len());
+        wire::write_head(&mut out, resp.status, &resp.headers, &framing, close)?;
+        let small = body.len() <= COPY_LIMIT;
+        if !head_only && small {
+            out.extend_from_slice(&body);
+        }
+        s.write_all(&out)?;
+        if !head_only && !small {
+            s.write_all(&body)?;
+        }
+        s.flush()
+    }
+
+    /// Err when the stream must end: the connection is being closed or the
+    /// peer has gone away.
+    fn check_alive<S: Read>(&self, s: &mut S, reader: &mut RequestReader) -> io::Result<()> {
+        if self.closed.load(Ordering::SeqCst)
+            || self.shared.stopping.load(Ordering::SeqCst)
+            || peer_gone(s, self.probe, reader)
+        {
+            return Err(io::Error::other("stream ended: connection closing"));
+        }
+        Ok(())
+    }
+
+    /// Copy a streaming body chunk by chunk, flushing each; end it when the
+    /// producer is done, the connection is being closed or the peer left.
+    fn stream<S: Read + Write>(
+        &self,
+        s: &mut S,
+        reader: &mut RequestReader,
+        rx: &crossbeam_channel::Receiver<Vec<u8>>,
+    ) -> io::Result<()> {
+        let mut out = Vec::new();
+        loop {
+            match rx.recv_timeout(STREAM_TICK) {
+                Ok(data) if data.is_empty() => self.check_alive(s, reader)?,
+                Ok(data) => {
+                    out.clear();
+                    wire::write_chunk(&mut out, &data)?;
+                    s.write_all(&out)?;
+                    s.flush()?;
+                }
+                Err(RecvTimeoutError::Timeout) => self.check_alive(s, reader)?,
+                Err(RecvTimeoutError::Disconnected) => {
+                    wire::write_last_chunk(s)?;
+                    return s.flush();
+                }
+            }
+        }
+    }
+}
+
+/// Whether the peer has closed its side: a non-blocking read through the
+/// (TLS) stream sees EOF or an error. Bytes that do arrive (a pipelined
+/// request) are kept in `reader` for later.
+fn peer_gone<S: Read>(s: &mut S, tcp: &TcpStream, reader: &mut RequestReader) -> bool {
+    if tcp.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let gone = match reader.fill_raw(s) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+    };
+    tcp.set_nonblocking(false).is_err() || gone
+}

@@ -1,0 +1,347 @@
+//! The `endpointd` binary as an operator meets it: exit codes, messages,
+//! `check-config` output, and `run` under signals with a real NOTIFY_SOCKET.
+
+use std::io::Read;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_endpointd"));
+    c.env_remove("ENDPOINTD_CONFIG")
+        .env_remove("RUST_LOG")
+        .env_remove("NOTIFY_SOCKET")
+        .env_remove("JOURNAL_STREAM")
+        .env_remove("WATCHDOG_USEC");
+    c
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("endpointd-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write file");
+    p
+}
+
+fn out(c: &mut Command) -> (i32, String, String) {
+    let o: Output = c.output().expect("run endpointd");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "missing command"),
+        (&["frobnicate"], "unknown command 'frobnicate'"),
+        (&["run", "--bogus"], "invalid option '--bogus'"),
+        (&["run", "--config"], "missing argument"),
+    ];
+    for (args, needle) in cases {
+        let (code, stdout, stderr) = out(bin().args(*args));
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(stderr.contains("--help"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn version_and_help_exit_0() {
+    let (code, stdout, _) = out(bin().arg("--version"));
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.trim(),
+        format!("endpointd {}", env!("CARGO_PKG_VERSION"))
+    );
+    let (code, stdout, _) = out(bin().arg("--help"));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("check-config") && stdout.contains("Exit status"));
+    let (code, stdout, _) = out(bin().args(["check-config", "--help"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Usage: endpointd check-config"));
+}
+
+#[test]
+fn check_config_prints_effective_configuration() {
+    let d = tmpdir("check-ok");
+    let cfg = write(
+        &d,
+        "c.toml",
+        "[endpointslices]\nmax_endpoints_per_slice = 500\n",
+    );
+    let (code, stdout, stderr) = out(bin().arg("check-config").arg("--config").arg(&cfg));
+    assert_eq!(code, 0, "{stderr}");
+    let v: toml::Table = toml::from_str(&stdout).expect("stdout is TOML");
+    assert_eq!(
+        v["endpointslices"]["max_endpoints_per_slice"].as_integer(),
+        Some(500)
+    );
+    assert_eq!(v["endpoints"]["workers"].as_integer(), Some(5));
+    assert_eq!(v["leader_election"]["lease_duration"].as_str(), Some("15s"));
+    assert_eq!(v["server"]["listen"].as_str(), Some("127.0.0.1:10266"));
+}
+
+#[test]
+fn check_config_of_the_shipped_file_and_via_env() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.toml");
+    let (code, stdout, stderr) = out(bin().arg("check-config").env("ENDPOINTD_CONFIG", &shipped));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("lease_name = \"endpointd\""), "{stdout}");
+}
+
+#[test]
+fn check_config_errors_exit_1_and_name_the_key() {
+    let d = tmpdir("check-bad");
+    let cases = [
+        (
+            "[endpointslices]\nmax_endpoints_per_slice = 0\n",
+            "endpointslices.max_endpoints_per_slice = 0: must be between 1 and 1000 (line 2)",
+        ),
+        ("[endpoints]\nwrkers = 1\n", "endpoints.wrkers = 1: unknown key `wrkers`"),
+        (
+            "[leader_election]\nrenew_deadline = \"20s\"\n",
+            "leader_election.lease_duration: must be greater than leader_election.renew_deadline (20s)",
+        ),
+    ];
+    for (i, (text, needle)) in cases.iter().enumerate() {
+        let cfg = write(&d, &format!("bad{i}.toml"), text);
+        let (code, stdout, stderr) = out(bin().args(["check-config", "-c"]).arg(&cfg));
+        assert_eq!(code, 1, "{text}");
+        assert!(stdout.is_empty());
+        assert!(
+            stderr.contains(&format!("{}: {needle}", cfg.display())),
+            "{stderr}"
+        );
+    }
+    let missing = d.join("nope.toml");
+    let (code, _, stderr) = out(bin().args(["check-config", "-c"]).arg(&missing));
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("nope.toml: cannot read the configuration file"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn run_with_invalid_config_exits_1() {
+    let d = tmpdir("run-bad");
+    let cfg = write(&d, "c.toml", "[log]\nlevel = \"loud\"\n");
+    let (code, _, stderr) = out(bin().args(["run", "-c"]).arg(&cfg));
+    assert_eq!(code, 1);
+    assert!(stderr.contains("log.level = \"loud\""), "{stderr}");
+}
+
+#[test]
+fn demo_says_plainly_it_is_not_there_yet() {
+    let (code, _, stderr) = out(bin().arg("demo"));
+    assert_eq!(code, 1);
+    assert!(stderr.contains("not available yet"), "{stderr}");
+}
+
+fn recv_until(sock: &UnixDatagram, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut buf = [0u8; 1024];
+    while Instant::now() < deadline {
+        if let Ok(n) = sock.recv(&mut buf) {
+            let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if msg.contains(needle) {
+                return msg;
+            }
+        }
+    }
+    panic!("no notification containing {needle:?}");
+}
+
+fn kill(pid: u32, sig: &str) {
+    let st = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+}
+
+fn wait_for_file(p: &Path, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        if text.contains(needle) || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
+    let d = tmpdir("run");
+    let cfg = write(&d, "c.toml", "[log]\nlevel = \"info\"\n");
+    let sock_path = d.join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let log_path = d.join("stderr.log");
+    let log_file = std::fs::File::create(&log_path).expect("log file");
+    // Make the child's stderr "the journal stream" so it uses journald format.
+    let (dev, ino) = {
+        use std::os::unix::fs::MetadataExt;
+        let m = log_file.metadata().expect("stat");
+        (m.dev(), m.ino())
+    };
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("NOTIFY_SOCKET", &sock_path)
+        .env("WATCHDOG_USEC", "200000")
+        .env("JOURNAL_STREAM", format!("{dev}:{ino}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log_file))
+        .spawn()
+        .expect("spawn");
+    let ready = recv_until(&sock, "READY=1");
+    assert!(
+        ready.contains("STATUS=idle: controllers are not wired"),
+        "{ready}"
+    );
+    recv_until(&sock, "WATCHDOG=1");
+
+    std::fs::write(&cfg, "[log]\nlevel = \"debug\"\n[endpoints]\nworkers = 2\n").expect("rewrite");
+    kill(child.id(), "-HUP");
+    let log = wait_for_file(&log_path, "take effect only after a restart");
+    assert!(
+        log.contains("<6>endpointd::daemon: reload: log level is now debug"),
+        "{log}"
+    );
+    assert!(log.contains("<4>endpointd::daemon: reload: these changed settings take effect only after a restart: endpoints.workers"), "{log}");
+
+    std::fs::write(&cfg, "[log]\nlevel = \"nope\"\n").expect("rewrite");
+    kill(child.id(), "-HUP");
+    let log = wait_for_file(&log_path, "keeping the running configuration");
+    assert!(
+        log.contains("<3>endpointd::daemon: reload: keeping the running configuration:"),
+        "{log}"
+    );
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "a bad reload must not stop the daemon"
+    );
+
+    kill(child.id(), "-TERM");
+    recv_until(&sock, "STOPPING=1");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "did not stop after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    let mut log = String::new();
+    std::fs::File::open(&log_path)
+        .expect("log")
+        .read_to_string(&mut log)
+        .expect("read");
+    assert!(
+        log.contains("<4>endpointd::daemon: controllers are not wired"),
+        "{log}"
+    );
+    assert!(
+        log.lines().all(|l| l.starts_with('<')),
+        "journald lines only:\n{log}"
+    );
+}
+
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).expect("read");
+    let code = resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (code, body)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+#[test]
+fn run_serves_health_and_metrics_and_is_honestly_not_ready() {
+    let d = tmpdir("serve");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let cfg = write(&d, "c.toml", &format!("[server]\nlisten = \"{addr}\"\n"));
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < deadline, "endpoint never came up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(http_get(&addr, "/healthz"), (200, "ok\n".to_string()));
+    let (code, body) = http_get(&addr, "/readyz");
+    assert_eq!(code, 503);
+    assert!(
+        body.starts_with("not ready: controllers are not wired"),
+        "{body}"
+    );
+    let (code, body) = http_get(&addr, "/metrics");
+    assert_eq!(code, 200);
+    assert!(
+        body.contains(&format!(
+            "endpointd_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{body}"
+    );
+    assert!(body.contains("process_resident_memory_bytes"), "{body}");
+    kill(child.id(), "-TERM");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn run_fails_clearly_when_the_listen_address_is_taken() {
+    let d = tmpdir("taken");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr");
+    let cfg = write(&d, "c.toml", &format!("[server]\nlisten = \"{addr}\"\n"));
+    let (code, _, stderr) = out(bin().args(["run", "-c"]).arg(&cfg));
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(&format!("server.listen = \"{addr}\"")),
+        "{stderr}"
+    );
+}

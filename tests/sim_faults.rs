@@ -1,0 +1,212 @@
+//! kube-sim fault injection over real HTTP: injected failures (429 with
+//! Retry-After, 500, 503), latency, stalled watches, outages with recovery,
+//! the `/sim/faults` admin endpoint and the `/sim/requests` counters.
+
+use endpointd::clock::{FakeClock, SharedClock};
+use endpointd::sim::requestinfo::Verb;
+use endpointd::sim::server::{SimOptions, SimServer};
+use serde_json::{json, Value};
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into()
+}
+
+fn sim() -> SimServer {
+    SimServer::start(SimOptions::default()).expect("kube-sim")
+}
+
+/// (status, Retry-After header, JSON body).
+fn call(
+    a: &ureq::Agent,
+    method: &str,
+    url: &str,
+    body: Option<Value>,
+) -> (u16, Option<String>, Value) {
+    let mut r = match (method, body) {
+        ("GET", _) => a.get(url).call(),
+        ("POST", Some(b)) => a.post(url).send_json(b),
+        ("POST", None) => a.post(url).send_empty(),
+        (m, _) => panic!("method {m} not used here"),
+    }
+    .expect("request");
+    let status = r.status().as_u16();
+    let retry = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = r.body_mut().read_to_string().expect("body");
+    (
+        status,
+        retry,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[test]
+fn fail_next_injects_429_with_retry_after_then_passes() {
+    let s = sim();
+    let a = agent();
+    s.faults()
+        .fail_next(2, Some(Verb::List), Some("pods".into()), 429, Some(7));
+    let pods = format!("{}/api/v1/namespaces/default/pods", s.url());
+    for _ in 0..2 {
+        let (st, retry, body) = call(&a, "GET", &pods, None);
+        assert_eq!(st, 429);
+        assert_eq!(retry.as_deref(), Some("7"));
+        assert_eq!(body["kind"], "Status");
+        assert_eq!(body["reason"], "TooManyRequests");
+        assert_eq!(body["details"]["retryAfterSeconds"], 7);
+    }
+    // The rule is used up; other verbs and resources were never affected.
+    let (st, _, _) = call(&a, "GET", &pods, None);
+    assert_ne!(st, 429);
+    assert_eq!(s.requests().get(Verb::List, "pods"), 3);
+}
+
+#[test]
+fn admin_endpoint_injects_500_and_503_and_reports_state() {
+    let s = sim();
+    let a = agent();
+    let faults = format!("{}/sim/faults", s.url());
+    let (st, _, state) = call(
+        &a,
+        "POST",
+        &faults,
+        Some(json!({"failNext": [
+            {"count": 1, "verb": "get", "resource": "nodes", "code": 500},
+            {"count": 1, "resource": "services", "code": 503, "retryAfterSeconds": 1}
+        ]})),
+    );
+    assert_eq!(st, 200, "{state}");
+    assert_eq!(state["failNext"].as_array().map(Vec::len), Some(2));
+    let cases = [
+        ("/api/v1/nodes/n1", 500, "InternalError"),
+        (
+            "/api/v1/namespaces/default/services",
+            503,
+            "ServiceUnavailable",
+        ),
+    ];
+    for (path, code, reason) in cases {
+        let (st, _, body) = call(&a, "GET", &format!("{}{path}", s.url()), None);
+        assert_eq!(
+            (st, body["reason"].as_str()),
+            (code, Some(reason)),
+            "{path}"
+        );
+        assert_eq!(body["code"], code);
+    }
+    let (_, _, state) = call(&a, "GET", &faults, None);
+    assert_eq!(state["failNext"], json!([]));
+    let (st, _, bad) = call(&a, "POST", &faults, Some(json!({"failNext": {"code": 42}})));
+    assert_eq!((st, bad["reason"].as_str()), (400, Some("BadRequest")));
+    let (_, _, req) = call(&a, "GET", &format!("{}/sim/requests", s.url()), None);
+    let counters = req["counters"].as_array().expect("counters");
+    assert!(counters
+        .iter()
+        .any(|c| c["verb"] == "get" && c["resource"] == "nodes" && c["count"] == 1));
+    assert!(req["writes"].is_array());
+    assert!(req["resourceVersion"].is_string());
+}
+
+#[test]
+fn latency_delays_resource_requests_only() {
+    let s = sim();
+    let a = agent();
+    s.faults().set_latency(Duration::from_millis(300));
+    let timed = |p: &str| {
+        let t = Instant::now();
+        call(&a, "GET", &format!("{}{p}", s.url()), None);
+        t.elapsed()
+    };
+    assert!(timed("/api/v1/nodes") >= Duration::from_millis(300));
+    assert!(timed("/version") < Duration::from_millis(300));
+    s.faults().set_latency(Duration::ZERO);
+    assert!(timed("/api/v1/nodes") < Duration::from_millis(300));
+}
+
+#[test]
+fn stalled_watch_sends_headers_but_no_events_until_lifted() {
+    let s = sim();
+    s.faults().stall_watches(true);
+    let a: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_per_read(Some(Duration::from_millis(300)))
+        .build()
+        .into();
+    let url = format!("{}/api/v1/namespaces/default/pods?watch=true", s.url());
+    let r = a.get(&url).call().expect("watch accepted");
+    assert_eq!(r.status().as_u16(), 200);
+    let mut rd = r.into_body().into_reader();
+    let mut buf = [0u8; 64];
+    let err = rd.read(&mut buf).expect_err("no event while stalled");
+    assert!(err.to_string().contains("timeout"), "{err}");
+    assert_eq!(s.requests().get(Verb::Watch, "pods"), 1);
+
+    // A second stalled watch ends cleanly when the stall is lifted.
+    let a2: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_per_read(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let r = a2.get(&url).call().expect("watch accepted");
+    let mut rd = r.into_body().into_reader();
+    s.faults().stall_watches(false);
+    let mut rest = Vec::new();
+    rd.read_to_end(&mut rest).expect("clean end of stream");
+    assert!(rest.is_empty());
+}
+
+#[test]
+fn outage_drops_connections_refuses_then_recovers_with_state() {
+    let clock = FakeClock::new();
+    let shared: SharedClock = clock.clone();
+    let s = SimServer::start(SimOptions {
+        clock: shared,
+        ..SimOptions::default()
+    })
+    .expect("kube-sim");
+    let a = agent();
+    let url = format!("{}/version", s.url());
+    assert_eq!(call(&a, "GET", &url, None).0, 200);
+    let rv = s.store().current_rv();
+    assert!(s.faults().outage(Duration::from_secs(30)));
+    assert!(a.get(&url).call().is_err(), "refused during the outage");
+    clock.step(Duration::from_secs(31));
+    assert_eq!(call(&a, "GET", &url, None).0, 200);
+    assert_eq!(s.store().current_rv(), rv, "state kept");
+}
+
+#[test]
+fn outage_through_admin_endpoint_answers_the_caller() {
+    let clock = FakeClock::new();
+    let shared: SharedClock = clock.clone();
+    let s = SimServer::start(SimOptions {
+        clock: shared,
+        ..SimOptions::default()
+    })
+    .expect("kube-sim");
+    let a = agent();
+    let other = agent();
+    let version = format!("{}/version", s.url());
+    assert_eq!(call(&other, "GET", &version, None).0, 200);
+    let (st, _, state) = call(
+        &a,
+        "POST",
+        &format!("{}/sim/faults", s.url()),
+        Some(json!({"outageMs": 5000})),
+    );
+    assert_eq!(st, 200, "the caller gets its answer");
+    assert_eq!(state["refusingConnections"], true);
+    assert!(
+        other.get(&version).call().is_err(),
+        "other clients are cut off"
+    );
+    clock.step(Duration::from_secs(6));
+    assert_eq!(call(&other, "GET", &version, None).0, 200);
+}
