@@ -9,17 +9,19 @@
 //!   tombstone version until compaction passes it;
 //! - `history` holds the events with resourceVersions `compacted+1 ..= rv`,
 //!   contiguous; watches from an older resourceVersion get 410;
-//! - watchers get each event as an `Arc` through a bounded channel with
-//!   `try_send`: a full or closed channel drops the watcher, so a slow
-//!   client never blocks writers.
+//! - each event is serialized once (`Event::line`); every matching watcher
+//!   gets a copy of the frame on its stream channel without blocking: a
+//!   watcher whose client left or fell too far behind is dropped, so a
+//!   slow client never blocks writers.
 //!
 //! This module never interprets request semantics (validation, generation,
 //! preconditions): callers decide inside a [`Txn`]; the store only records.
 
 use super::resources::{ResourceInfo, RESOURCES};
 use super::status::ApiError;
+use super::watch::Watcher;
 use crate::clock::SharedClock;
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::Sender;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -160,27 +162,6 @@ impl Event {
     }
 }
 
-/// What a watcher's channel carries.
-#[derive(Debug, Clone)]
-pub enum Msg {
-    /// A write.
-    Event(Arc<Event>),
-    /// Periodic tick with the store's resourceVersion at that moment (every
-    /// event up to it has been delivered before the tick).
-    Tick(u64),
-}
-
-/// Capacity of a watcher's channel; a watcher this far behind is dropped.
-pub const WATCH_BUFFER: usize = 8192;
-
-#[derive(Debug)]
-struct Watcher {
-    id: u64,
-    res: usize,
-    namespace: Option<String>,
-    tx: Sender<Msg>,
-}
-
 #[derive(Debug, Clone)]
 struct Version {
     rv: u64,
@@ -203,7 +184,6 @@ pub(crate) struct Inner {
     history: VecDeque<Arc<Event>>,
     compacted: u64,
     watchers: Vec<Watcher>,
-    next_watch: u64,
     log: Vec<WriteRecord>,
     /// uid → key of every live object.
     uids: HashMap<String, Key>,
@@ -323,20 +303,11 @@ impl Store {
         let _ = self.gc_tx.send(work);
     }
 
-    /// Remove a watcher (its stream ended).
-    pub fn unwatch(&self, id: u64) {
-        self.lock().watchers.retain(|w| w.id != id);
-    }
-
     fn tick_all(&self) {
+        let now = self.clock.now();
         let mut inner = self.lock();
         let rv = inner.rv;
-        inner.watchers.retain(|w| {
-            !matches!(
-                w.tx.try_send(Msg::Tick(rv)),
-                Err(TrySendError::Disconnected(_))
-            )
-        });
+        inner.watchers.retain_mut(|w| w.tick(now, rv));
     }
 }
 
@@ -350,6 +321,15 @@ fn ticker(store: Weak<Store>, clock: SharedClock, tick: Duration) {
     }
 }
 
+/// What a new watch sends before live events.
+#[derive(Debug)]
+pub enum Backlog {
+    /// Current objects, as synthetic ADDED events.
+    Objects(Vec<Arc<Obj>>),
+    /// History events after the start resourceVersion.
+    Events(Vec<Arc<Event>>),
+}
+
 /// Where a watch starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchFrom {
@@ -357,21 +337,6 @@ pub enum WatchFrom {
     CurrentState,
     /// Events after this resourceVersion (replayed from history).
     Rv(u64),
-}
-
-/// A registered watch: its channel and what to send before live events.
-#[derive(Debug)]
-pub struct WatchStart {
-    /// Watcher id (for [`Store::unwatch`]).
-    pub id: u64,
-    /// Live events and ticks.
-    pub rx: Receiver<Msg>,
-    /// Current objects (for [`WatchFrom::CurrentState`]).
-    pub initial: Vec<Arc<Obj>>,
-    /// History events after the start resourceVersion.
-    pub replay: Vec<Arc<Event>>,
-    /// The resourceVersion the watch starts at.
-    pub start_rv: u64,
 }
 
 /// One page of a list.
@@ -573,53 +538,41 @@ impl Txn<'_> {
         inner.fan_out(&ev);
     }
 
-    /// Register a watch on `res` (optionally one namespace).
-    pub fn watch(
-        &mut self,
+    /// What a new watch on `res` (optionally one namespace) must send
+    /// before live events: the current objects (`CurrentState`) or the
+    /// history after a resourceVersion (410 when it is compacted away).
+    pub fn watch_backlog(
+        &self,
         res: usize,
         namespace: Option<&str>,
         from: WatchFrom,
-    ) -> Result<WatchStart, ApiError> {
-        let inner = &mut *self.inner;
-        let (initial, replay, start_rv) = match from {
+    ) -> Result<Backlog, ApiError> {
+        let inner = &*self.inner;
+        match from {
             WatchFrom::CurrentState => {
                 let page = inner.page(res, namespace, inner.rv, None, usize::MAX, &|_| true, false);
-                (page.items, Vec::new(), inner.rv)
+                Ok(Backlog::Objects(page.items))
             }
-            WatchFrom::Rv(rv) if rv < inner.compacted => {
-                return Err(ApiError::new(
-                    410,
-                    "Expired",
-                    format!("too old resource version: {rv} ({})", inner.compacted + 1),
-                ))
-            }
-            WatchFrom::Rv(rv) => {
-                let replay = inner
+            WatchFrom::Rv(rv) if rv < inner.compacted => Err(ApiError::new(
+                410,
+                "Expired",
+                format!("too old resource version: {rv} ({})", inner.compacted + 1),
+            )),
+            WatchFrom::Rv(rv) => Ok(Backlog::Events(
+                inner
                     .history
                     .iter()
                     .filter(|e| e.rv > rv && e.key.res == res)
                     .filter(|e| namespace.is_none_or(|ns| e.key.namespace == ns))
                     .cloned()
-                    .collect();
-                (Vec::new(), replay, rv.max(inner.rv))
-            }
-        };
-        let (tx, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
-        inner.next_watch += 1;
-        let id = inner.next_watch;
-        inner.watchers.push(Watcher {
-            id,
-            res,
-            namespace: namespace.map(str::to_string),
-            tx,
-        });
-        Ok(WatchStart {
-            id,
-            rx,
-            initial,
-            replay,
-            start_rv,
-        })
+                    .collect(),
+            )),
+        }
+    }
+
+    /// Start delivering live events to `w` (after everything so far).
+    pub fn add_watcher(&mut self, w: Watcher) {
+        self.inner.watchers.push(w);
     }
 
     /// One page of `res` objects as of resourceVersion `at` (which must be
@@ -671,18 +624,9 @@ impl Inner {
     }
 
     fn fan_out(&mut self, ev: &Arc<Event>) {
-        self.watchers.retain(|w| {
-            if w.res != ev.key.res
-                || w.namespace
-                    .as_ref()
-                    .is_some_and(|ns| *ns != ev.key.namespace)
-            {
-                return true;
-            }
-            // Full (slow client) or closed (client gone): drop the watcher;
-            // its stream ends when this sender is dropped.
-            w.tx.try_send(Msg::Event(ev.clone())).is_ok()
-        });
+        // A watcher whose client left or fell too far behind is dropped;
+        // its stream ends with its only sender.
+        self.watchers.retain_mut(|w| w.deliver(ev));
     }
 
     #[allow(clippy::too_many_arguments)]

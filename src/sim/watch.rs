@@ -1,20 +1,21 @@
-//! WATCH: one thread per open watch turns store events into the wire
-//! stream (one JSON event + "\n" per chunk): synthetic ADDED for the
-//! initial state, replay from history, selector filtering (an object that
-//! leaves the selection is sent as DELETED, one that enters as ADDED),
-//! BOOKMARKs, the watch-list end marker, `timeoutSeconds`, and 410 as an
-//! ERROR event.
+//! WATCH: turns store events into the wire stream (one JSON event + "\n"
+//! per chunk): synthetic ADDED for the initial state, replay from history,
+//! selector filtering (an object that leaves the selection is sent as
+//! DELETED, one that enters as ADDED), BOOKMARKs, the watch-list end
+//! marker, `timeoutSeconds`, and 410 as an ERROR event.
 //!
-//! Per-watcher work (filtering, framing) happens here, off the store lock;
-//! the store only hands out `Arc`ed events. Time comes from the store's
-//! clock through its ticks; this module never sleeps.
+//! A [`Watcher`] lives in the store and is driven under its lock by writes
+//! (`deliver`) and by the ticker (`tick`); it never blocks: frames go to an
+//! unbounded channel whose backlog is capped, and a watcher over the cap
+//! (slow client) or whose client left is dropped, which ends its stream.
+//! No thread per watch; this module never sleeps or reads time itself.
 
 use super::list::{parse_rv, too_large};
 use super::objects::{bad_request, Obj};
 use super::resources::ResourceInfo;
 use super::selector::{FieldRequirement, Selectors};
 use super::status::ApiError;
-use super::store::{res_index, Event, EventType, Msg, Store, WatchFrom, WatchStart};
+use super::store::{res_index, Backlog, Event, EventType, Store, WatchFrom};
 use super::validate;
 use crate::httpd::Request;
 use crate::httpd::{Body, Response};
@@ -23,18 +24,60 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Capacity of the channel to the HTTP writer.
-const OUT_BUFFER: usize = 256;
+/// Frames a watcher may have queued (beyond its initial backlog) before it
+/// counts as too slow and is dropped, as the real server drops watchers
+/// whose buffer fills.
+pub const WATCH_BACKLOG: usize = 8192;
 
-/// What one watch sends, decided from the query.
+/// One open watch, as the store holds it.
 #[derive(Debug)]
-struct Spec {
+pub struct Watcher {
+    res: usize,
+    namespace: Option<String>,
     info: &'static ResourceInfo,
     sel: Selectors,
+    out: Sender<Vec<u8>>,
+    limit: usize,
     bookmarks: bool,
-    initial_end: bool,
     deadline: Option<Instant>,
-    bookmark_interval: Duration,
+    next_bookmark: Instant,
+    interval: Duration,
+}
+
+impl Watcher {
+    /// Offer a write; false when the watcher must be dropped.
+    pub fn deliver(&mut self, ev: &Event) -> bool {
+        if ev.key.res != self.res
+            || self
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| *ns != ev.key.namespace)
+        {
+            return true;
+        }
+        match convert(ev, &self.sel) {
+            Some(frame) => self.send(frame),
+            None => true,
+        }
+    }
+
+    /// Periodic tick (`rv` = the store's resourceVersion, every event up to
+    /// it already delivered): timeout, bookmark, or a liveness probe (an
+    /// empty chunk, which the HTTP layer turns into a peer check).
+    pub fn tick(&mut self, now: Instant, rv: u64) -> bool {
+        if self.deadline.is_some_and(|d| now >= d) {
+            return false;
+        }
+        if self.bookmarks && now >= self.next_bookmark {
+            self.next_bookmark = now + self.interval;
+            return self.send(bookmark(self.info, rv, false));
+        }
+        self.out.send(Vec::new()).is_ok()
+    }
+
+    fn send(&self, frame: Vec<u8>) -> bool {
+        self.out.len() < self.limit && self.out.send(frame).is_ok()
+    }
 }
 
 /// Serve a WATCH: start the stream or answer with an error.
@@ -75,45 +118,71 @@ pub fn watch(
         .query("timeoutSeconds")
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|s| *s > 0);
-    let spec = Spec {
+    let now = clock.now();
+    let interval = store.config().bookmark_interval;
+    let (out, rx) = crossbeam_channel::unbounded();
+    let mut w = Watcher {
+        res: res_index(info),
+        namespace: namespace.map(str::to_string),
         info,
         sel,
+        out,
+        limit: WATCH_BACKLOG,
         bookmarks: req.query("allowWatchBookmarks") == Some("true"),
-        initial_end: initial_events,
-        deadline: timeout.map(|s| clock.now() + Duration::from_secs(s)),
-        bookmark_interval: store.config().bookmark_interval,
+        deadline: timeout.map(|s| now + Duration::from_secs(s)),
+        next_bookmark: now + interval,
+        interval,
     };
-    let start = store.txn(|t| {
+    store.txn(|t| {
         if let WatchFrom::Rv(n) = from {
             if n > t.rv() {
                 return Err(too_large(n, t.rv()));
             }
         }
-        t.watch(res_index(info), namespace, from)
-    });
-    let (out_tx, out_rx) = crossbeam_channel::bounded(OUT_BUFFER);
-    match start {
-        Ok(start) => {
-            let store = store.clone();
-            std::thread::Builder::new()
-                .name("sim-watch".into())
-                .spawn(move || {
-                    let id = start.id;
-                    run(&store, spec, start, &out_tx);
-                    store.unwatch(id);
-                })
-                .map_err(|e| ApiError::new(500, "InternalError", format!("watch thread: {e}")))?;
+        match t.watch_backlog(w.res, namespace, from) {
+            Ok(backlog) => {
+                let sent = w.send_backlog(&backlog, initial_events.then_some(t.rv()));
+                w.limit += sent;
+                t.add_watcher(w);
+            }
+            // Like the real server: 200, then one ERROR event, then the end.
+            Err(e) if e.code == 410 => {
+                let _ = w
+                    .out
+                    .send(frame("ERROR", e.to_status().to_string().as_bytes()));
+            }
+            Err(e) => return Err(e),
         }
-        Err(e) if e.code == 410 => {
-            let _ = out_tx.send(frame("ERROR", &e.to_status().to_string().into_bytes()));
-        }
-        Err(e) => return Err(e),
-    }
+        Ok(())
+    })?;
     Ok(Response {
         status: 200,
         headers: vec![("Content-Type".into(), "application/json".into())],
-        body: Body::Stream(out_rx),
+        body: Body::Stream(rx),
     })
+}
+
+impl Watcher {
+    /// Queue the initial objects (or replayed events), then the watch-list
+    /// end bookmark at `initial_end_rv`; returns how many frames were queued.
+    fn send_backlog(&self, backlog: &Backlog, initial_end_rv: Option<u64>) -> usize {
+        let mut frames: Vec<Vec<u8>> = match backlog {
+            Backlog::Objects(objs) => objs
+                .iter()
+                .filter(|o| self.sel.matches(&o.value))
+                .map(|o| frame("ADDED", &o.full_json()))
+                .collect(),
+            Backlog::Events(evs) => evs.iter().filter_map(|e| convert(e, &self.sel)).collect(),
+        };
+        if let Some(rv) = initial_end_rv {
+            frames.push(bookmark(self.info, rv, true));
+        }
+        let n = frames.len();
+        for f in frames {
+            let _ = self.out.send(f);
+        }
+        n
+    }
 }
 
 /// One wire event: `{"type":T,"object":OBJ}` + "\n".
@@ -156,48 +225,5 @@ fn convert(ev: &Event, sel: &Selectors) -> Option<Vec<u8>> {
             Some(frame("DELETED", &Obj::new(prev.info, v).full_json()))
         }
         _ => None,
-    }
-}
-
-fn run(store: &Store, spec: Spec, start: WatchStart, out: &Sender<Vec<u8>>) {
-    let clock = store.clock().clone();
-    for obj in &start.initial {
-        if spec.sel.matches(&obj.value) && out.send(frame("ADDED", &obj.full_json())).is_err() {
-            return;
-        }
-    }
-    if spec.initial_end && out.send(bookmark(spec.info, start.start_rv, true)).is_err() {
-        return;
-    }
-    for ev in &start.replay {
-        if let Some(f) = convert(ev, &spec.sel) {
-            if out.send(f).is_err() {
-                return;
-            }
-        }
-    }
-    let mut next_bookmark = clock.now() + spec.bookmark_interval;
-    while let Ok(msg) = start.rx.recv() {
-        match msg {
-            Msg::Event(ev) => {
-                if let Some(f) = convert(&ev, &spec.sel) {
-                    if out.send(f).is_err() {
-                        return;
-                    }
-                }
-            }
-            Msg::Tick(rv) => {
-                let now = clock.now();
-                if spec.deadline.is_some_and(|d| now >= d) || store.is_stopped() {
-                    return;
-                }
-                if spec.bookmarks && now >= next_bookmark {
-                    next_bookmark = now + spec.bookmark_interval;
-                    if out.send(bookmark(spec.info, rv, false)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
     }
 }
