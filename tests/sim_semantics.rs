@@ -208,3 +208,47 @@ fn generate_name() {
     assert_eq!(none.status, 422);
     assert_eq!(none.body["details"]["causes"][0]["field"], "metadata.name");
 }
+
+#[test]
+fn defaulting_before_validation() {
+    let sim = Sim::new();
+    let svc = sim.create("services", NS, json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}));
+    assert_eq!(svc.status, 201, "{}", svc.body);
+    let spec = &svc.body["spec"];
+    assert_eq!(
+        spec["ports"][0]["targetPort"], 80,
+        "targetPort defaults to port"
+    );
+    assert_eq!(spec["ports"][0]["protocol"], "TCP");
+    assert_eq!(spec["ipFamilies"], json!(["IPv4"]));
+    let ip = spec["clusterIP"].as_str().unwrap_or("");
+    assert!(ip.starts_with("10.9"), "{ip}");
+    let other = sim.create(
+        "services",
+        NS,
+        json!({"metadata": {"name": "web2"}, "spec": {}}),
+    );
+    assert_ne!(
+        other.body["spec"]["clusterIP"], spec["clusterIP"],
+        "distinct ClusterIPs"
+    );
+    let mut upd = svc.body.clone();
+    upd["spec"].as_object_mut().map(|m| m.remove("clusterIP"));
+    let upd = sim.update("services", NS, "web", upd);
+    assert_eq!(
+        upd.body["spec"]["clusterIP"], spec["clusterIP"],
+        "kept across an update"
+    );
+    let ep = json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 8080}]}]});
+    let ep = sim.create("endpoints", NS, ep);
+    assert_eq!(ep.status, 201, "{}", ep.body);
+    assert_eq!(ep.body["subsets"][0]["ports"][0]["protocol"], "TCP");
+    let mut with_rv = pod("rv");
+    with_rv["metadata"]["resourceVersion"] = json!("7");
+    let r = sim.create(PODS, NS, with_rv);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.body["message"],
+        "resourceVersion should not be set on objects to be created"
+    );
+}

@@ -6,6 +6,7 @@
 //! resource, namespace, name) → [`rest`] (resource semantics) → [`store`]
 //! (objects, resourceVersions, history, watch fan-out).
 
+pub mod defaults;
 pub mod deletion;
 pub mod discovery;
 pub mod faults;

@@ -13,7 +13,7 @@ use super::requestinfo::{RequestInfo, Verb};
 use super::resources::{lookup, ResourceInfo};
 use super::status::ApiError;
 use super::store::{GcWork, Key, Store, Txn};
-use super::{deletion, list, patch, validate, watch};
+use super::{defaults, deletion, list, patch, validate, watch};
 use crate::httpd::{Request, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -181,6 +181,11 @@ fn create(
 ) -> Result<Response, ApiError> {
     let v = decode_body(info, &req.body)?;
     check_body_namespace(info, &v, ns)?;
+    if meta_str(&v, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+        return Err(bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
     let now = store.clock().wall();
     let obj = store.txn(|t| create_in(t, info, ns, v, now, "create"))?;
     Ok(object_response(201, &obj))
@@ -225,6 +230,7 @@ pub fn create_in(
         return Err(already_exists(info, &name));
     }
     prepare_create(info, &mut v, &name, ns, now);
+    defaults::apply(t, info, &mut v, None);
     validate::validate(info, None, &v)?;
     Ok(t.put(&key, verb, v))
 }
@@ -292,6 +298,7 @@ pub fn apply_update(
         m.remove("apiVersion");
     }
     prepare_update(info, &cur.value, &mut new, status_only);
+    defaults::apply(t, info, &mut new, Some(&cur.value));
     validate::validate(info, Some(&cur.value), &new)?;
     if let Some(m) = new["metadata"].as_object_mut() {
         m.insert("resourceVersion".into(), json!(cur.rv()));

@@ -398,6 +398,18 @@ impl Txn<'_> {
         v
     }
 
+    /// Every live object of a resource (by plural name, first match).
+    pub fn all_of(&self, resource: &str) -> Vec<Arc<Obj>> {
+        match RESOURCES.iter().position(|r| r.resource == resource) {
+            Some(res) => {
+                self.inner
+                    .page(res, None, self.inner.rv, None, usize::MAX, &|_| true, false)
+                    .items
+            }
+            None => Vec::new(),
+        }
+    }
+
     /// Keys of live objects in a namespace, across all namespaced resources.
     pub fn keys_in_namespace(&self, ns: &str) -> Vec<Key> {
         let mut out = Vec::new();
