@@ -252,3 +252,58 @@ fn defaulting_before_validation() {
         "resourceVersion should not be set on objects to be created"
     );
 }
+
+#[test]
+fn load_list_keeps_identity_and_applies_defaults() {
+    let sim = Sim::new();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": {"name": "web-1", "namespace": "shop",
+                      "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web", "uid": "11111111-2222-4333-8444-555555555555"}]},
+         "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]},
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": "web", "namespace": "shop", "uid": "11111111-2222-4333-8444-555555555555"},
+         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "shop", "labels": {"app": "web"}},
+         "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running", "podIP": "10.0.0.1"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+    ]});
+    assert_eq!(sim.store.load_list(&list), Ok(4));
+    let svc = sim.get("services", Some("shop"), "web").body;
+    assert_eq!(
+        svc["metadata"]["uid"],
+        "11111111-2222-4333-8444-555555555555"
+    );
+    assert!(svc["spec"]["clusterIP"].is_string());
+    assert_eq!(
+        sim.get(PODS, Some("shop"), "p").body["status"]["podIP"],
+        "10.0.0.1"
+    );
+    assert_eq!(
+        sim.get(SLICES, Some("shop"), "web-1").body["ports"][0]["protocol"],
+        "TCP"
+    );
+    // The owner resolves: deleting the Service collects the slice.
+    sim.delete("services", Some("shop"), "web", json!(null));
+    sim.eventually("slice collected", || {
+        sim.get(SLICES, Some("shop"), "web-1").status == 404
+    });
+    let bad = json!({"items": [{"apiVersion": "v1", "kind": "Gadget", "metadata": {"name": "g"}}]});
+    assert!(sim
+        .store
+        .load_list(&bad)
+        .is_err_and(|e| e.contains("Gadget")));
+    let invalid = json!({"items": [{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "x"}, "addressType": "IPv7"}]});
+    assert!(sim
+        .store
+        .load_list(&invalid)
+        .is_err_and(|e| e.contains("addressType")));
+    // A created pod without status starts Pending; a foreign uid on update conflicts.
+    let p = sim
+        .create(PODS, NS, json!({"metadata": {"name": "q"}, "spec": {}}))
+        .body;
+    assert_eq!(p["status"]["phase"], "Pending");
+    let mut forged = p.clone();
+    forged["metadata"]["uid"] = json!("someone-else");
+    assert_eq!(sim.update(PODS, NS, "q", forged).status, 409);
+}

@@ -170,7 +170,10 @@ fn meta_mut(v: &mut Value) -> Option<&mut Map<String, Value>> {
 }
 
 /// Create-time defaults: uid, creationTimestamp, generation, cleared
-/// server-owned fields, namespace phase/finalizer. `name` is final.
+/// server-owned fields, namespace phase/finalizer, pod phase Pending.
+/// `name` is final. Deliberate deviation: a pod's given status is kept on
+/// create (upstream resets it), so fixtures can create ready pods in one
+/// request; the `/status` path behaves as upstream.
 pub fn prepare_create(info: &ResourceInfo, v: &mut Value, name: &str, ns: &str, now: SystemTime) {
     if let Some(m) = meta_mut(v) {
         m.insert("name".into(), json!(name));
@@ -198,6 +201,12 @@ pub fn prepare_create(info: &ResourceInfo, v: &mut Value, name: &str, ns: &str, 
     if info.resource == "namespaces" {
         v["spec"] = json!({"finalizers": ["kubernetes"]});
         v["status"] = json!({"phase": "Active"});
+    }
+    if info.resource == "pods" && v.pointer("/status/phase").is_none() {
+        if !v.get("status").is_some_and(Value::is_object) {
+            v["status"] = json!({});
+        }
+        v["status"]["phase"] = json!("Pending");
     }
 }
 
@@ -299,7 +308,10 @@ pub fn create_default_namespaces(store: &Store) {
     });
 }
 
-/// Create the items of a `v1 List` as given (status kept), namespaces first.
+/// Create the items of a `v1 List` as given (status, uid and
+/// creationTimestamp kept, so ownerReferences inside the file resolve),
+/// namespaces first, with defaulting and validation. Stops at the first bad
+/// item; the items before it stay created.
 pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
     let items = list
         .get("items")
@@ -336,10 +348,20 @@ pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
                 ));
             }
             let status = v.get("status").cloned();
+            let kept: Vec<(&str, Value)> = ["uid", "creationTimestamp"]
+                .into_iter()
+                .filter_map(|f| v.pointer(&format!("/metadata/{f}")).map(|x| (f, x.clone())))
+                .collect();
             prepare_create(info, &mut v, &name, &ns, now);
+            for (f, x) in kept {
+                v["metadata"][f] = x;
+            }
             if let (Some(s), false) = (status, info.resource == "namespaces") {
                 v["status"] = s;
             }
+            super::defaults::apply(t, info, &mut v, None);
+            super::validate::validate(info, None, &v)
+                .map_err(|e| format!("{} {name:?}: {}", info.resource, e.message))?;
             t.put(&key, "create", v);
         }
         Ok(items.len())

@@ -293,6 +293,15 @@ pub fn apply_update(
     if !want_rv.is_empty() && want_rv != cur.rv() {
         return Err(conflict(info, &key.name));
     }
+    let want_uid = meta_str(&new, "uid").unwrap_or("");
+    let have_uid = cur.uid().unwrap_or("");
+    if !want_uid.is_empty() && want_uid != have_uid {
+        return Err(objects::conflict_msg(
+            info,
+            &key.name,
+            &format!("Precondition failed: UID in precondition: {want_uid}, UID in object meta: {have_uid}"),
+        ));
+    }
     if let Some(m) = new.as_object_mut() {
         m.remove("kind");
         m.remove("apiVersion");

@@ -220,7 +220,10 @@ impl Store {
             .spawn(move || super::gc::run(weak, gc_rx))
             .ok();
         let weak = Arc::downgrade(&store);
-        let tick = store.cfg.bookmark_interval.min(Duration::from_secs(1));
+        let tick = store
+            .cfg
+            .bookmark_interval
+            .clamp(Duration::from_millis(10), Duration::from_secs(1));
         let clock = store.clock.clone();
         std::thread::Builder::new()
             .name("sim-ticker".into())
