@@ -271,6 +271,34 @@ pub fn prepare_update(info: &ResourceInfo, old: &Value, new: &mut Value, status_
     }
 }
 
+/// Whether `v` holds nothing but nulls, empty lists and empty maps.
+fn blank(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.values().all(blank),
+        _ => false,
+    }
+}
+
+/// Equality that, like `apiequality.Semantic.DeepEqual` after a Go struct
+/// round trip, does not tell null, absent, empty lists and empty maps
+/// apart. Allocation-free.
+pub fn semantic_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.iter().all(|(k, xv)| match y.get(k) {
+                Some(yv) => semantic_eq(xv, yv),
+                None => blank(xv),
+            }) && y.iter().all(|(k, yv)| x.contains_key(k) || blank(yv))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| semantic_eq(p, q))
+        }
+        _ => a == b || (blank(a) && blank(b)),
+    }
+}
+
 /// Upstream PrepareForUpdate rules: EndpointSlice — anything outside
 /// metadata, or the labels; Pod — the spec.
 pub fn generation_changes(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
@@ -285,10 +313,18 @@ pub fn generation_changes(info: &ResourceInfo, old: &Value, new: &Value) -> bool
     };
     match info.resource {
         "endpointslices" => {
-            without_meta(old) != without_meta(new)
-                || old.pointer("/metadata/labels") != new.pointer("/metadata/labels")
+            let labels = |v: &Value| {
+                v.pointer("/metadata/labels")
+                    .cloned()
+                    .unwrap_or(Value::Null)
+            };
+            !semantic_eq(&without_meta(old), &without_meta(new))
+                || !semantic_eq(&labels(old), &labels(new))
         }
-        "pods" => old.get("spec") != new.get("spec"),
+        "pods" => !semantic_eq(
+            old.get("spec").unwrap_or(&Value::Null),
+            new.get("spec").unwrap_or(&Value::Null),
+        ),
         _ => false,
     }
 }
@@ -506,6 +542,25 @@ mod tests {
                 "{} {what}",
                 info.resource
             );
+        }
+    }
+
+    #[test]
+    fn semantic_equality_table() {
+        let cases = [
+            (json!({"a": 1}), json!({"a": 1}), true),
+            (json!({"a": 1, "l": []}), json!({"a": 1}), true),
+            (json!({"a": 1, "m": {}}), json!({"a": 1, "m": null}), true),
+            (json!({"m": {"x": null}}), json!({}), true),
+            (json!({"a": [1, 2]}), json!({"a": [2, 1]}), false),
+            (json!({"a": ""}), json!({}), false),
+            (json!({"a": false}), json!({}), false),
+            (json!({"a": [{}]}), json!({"a": []}), false),
+            (json!({"a": {"b": 1}}), json!({"a": {"b": 2}}), false),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(semantic_eq(&a, &b), want, "{a} vs {b}");
+            assert_eq!(semantic_eq(&b, &a), want, "{b} vs {a}");
         }
     }
 

@@ -312,7 +312,7 @@ pub fn apply_update(
     if let Some(m) = new["metadata"].as_object_mut() {
         m.insert("resourceVersion".into(), json!(cur.rv()));
     }
-    if new == cur.value {
+    if objects::semantic_eq(&new, &cur.value) {
         return Ok(cur);
     }
     let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
