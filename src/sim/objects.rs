@@ -3,15 +3,14 @@
 //! generateName), what update keeps (status vs. spec, immutable metadata),
 //! and when `metadata.generation` moves.
 //!
-//! Pure functions of (resource, old, new, now); never locks the store
-//! except in the two store-level helpers at the bottom (default namespaces,
-//! `load_list`).
+//! Pure functions of (resource, old, new, now); never locks the store.
 
-use super::resources::{lookup_kind, ResourceInfo};
-use super::status::ApiError;
-use super::store::{Key, Store};
+pub use super::apierrors::{
+    already_exists, bad_request, conflict, conflict_msg, details, not_found, qualified_resource,
+};
+use super::resources::ResourceInfo;
+use super::store::Key;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 use std::time::SystemTime;
 
 /// One stored object version: the JSON without `kind`/`apiVersion` (the
@@ -329,81 +328,6 @@ pub fn generation_changes(info: &ResourceInfo, old: &Value, new: &Value) -> bool
     }
 }
 
-/// Create the four namespaces every cluster starts with.
-pub fn create_default_namespaces(store: &Store) {
-    let Some(info) = lookup_kind("v1", "Namespace") else {
-        return;
-    };
-    let now = store.clock().wall();
-    store.txn(|t| {
-        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let mut v = json!({"metadata": {}});
-            prepare_create(info, &mut v, name, "", now);
-            t.put(&Key::new(info, "", name), "create", v);
-        }
-    });
-}
-
-/// Create the items of a `v1 List` as given (status, uid and
-/// creationTimestamp kept, so ownerReferences inside the file resolve),
-/// namespaces first, with defaulting and validation. Stops at the first bad
-/// item; the items before it stay created.
-pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
-    let items = list
-        .get("items")
-        .and_then(Value::as_array)
-        .ok_or("the List has no items array")?;
-    let mut parsed = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let api_version = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
-        let info = lookup_kind(api_version, kind)
-            .ok_or_else(|| format!("items[{i}]: kind {kind:?} of {api_version:?} is not served"))?;
-        let name = item
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("items[{i}]: metadata.name is missing"))?;
-        let ns = item
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("default");
-        parsed.push((info, ns.to_string(), name.to_string(), item.clone()));
-    }
-    parsed.sort_by_key(|(info, ..)| info.resource != "namespaces");
-    let now = store.clock().wall();
-    store.txn(|t| {
-        for (info, ns, name, mut v) in parsed {
-            let key = Key::new(info, &ns, &name);
-            if t.get(&key).is_some() {
-                return Err(format!("{} {name:?} already exists", info.resource));
-            }
-            if info.namespaced && t.get(&Key::new(namespace_info(), "", &ns)).is_none() {
-                return Err(format!(
-                    "namespaces {ns:?} not found (for {} {name:?})",
-                    info.resource
-                ));
-            }
-            let status = v.get("status").cloned();
-            let kept: Vec<(&str, Value)> = ["uid", "creationTimestamp"]
-                .into_iter()
-                .filter_map(|f| v.pointer(&format!("/metadata/{f}")).map(|x| (f, x.clone())))
-                .collect();
-            prepare_create(info, &mut v, &name, &ns, now);
-            for (f, x) in kept {
-                v["metadata"][f] = x;
-            }
-            if let (Some(s), false) = (status, info.resource == "namespaces") {
-                v["status"] = s;
-            }
-            super::defaults::apply(t, info, &mut v, None);
-            super::validate::validate(info, None, &v)
-                .map_err(|e| format!("{} {name:?}: {}", info.resource, e.message))?;
-            t.put(&key, "create", v);
-        }
-        Ok(items.len())
-    })
-}
-
 /// The namespaces resource.
 pub fn namespace_info() -> &'static ResourceInfo {
     static NS: std::sync::OnceLock<&'static ResourceInfo> = std::sync::OnceLock::new();
@@ -413,76 +337,6 @@ pub fn namespace_info() -> &'static ResourceInfo {
             .find(|r| r.resource == "namespaces")
             .unwrap_or(&super::resources::RESOURCES[0])
     })
-}
-
-/// Qualified resource as errors print it: "pods", "endpointslices.discovery.k8s.io".
-pub fn qualified_resource(info: &ResourceInfo) -> String {
-    if info.group.is_empty() {
-        info.resource.to_string()
-    } else {
-        format!("{}.{}", info.resource, info.group)
-    }
-}
-
-/// `Status.details` for an error about one object.
-pub fn details(info: &ResourceInfo, name: &str) -> Value {
-    let mut d = json!({"name": name, "kind": info.resource});
-    if !info.group.is_empty() {
-        d["group"] = json!(info.group);
-    }
-    d
-}
-
-/// 404 NotFound for one object.
-pub fn not_found(info: &ResourceInfo, name: &str) -> ApiError {
-    ApiError::new(
-        404,
-        "NotFound",
-        format!("{} \"{name}\" not found", qualified_resource(info)),
-    )
-    .with_details(details(info, name))
-}
-
-/// 409 AlreadyExists.
-pub fn already_exists(info: &ResourceInfo, name: &str) -> ApiError {
-    ApiError::new(
-        409,
-        "AlreadyExists",
-        format!("{} \"{name}\" already exists", qualified_resource(info)),
-    )
-    .with_details(details(info, name))
-}
-
-/// 409 Conflict with the real server's optimistic-concurrency message.
-pub fn conflict(info: &ResourceInfo, name: &str) -> ApiError {
-    conflict_msg(
-        info,
-        name,
-        "the object has been modified; please apply your changes to the latest version and try again",
-    )
-}
-
-/// 409 Conflict with a custom reason text.
-pub fn conflict_msg(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
-    ApiError::new(
-        409,
-        "Conflict",
-        format!(
-            "Operation cannot be fulfilled on {} \"{name}\": {why}",
-            qualified_resource(info)
-        ),
-    )
-    .with_details(details(info, name))
-}
-
-/// 400 BadRequest.
-pub fn bad_request(msg: impl Into<String>) -> ApiError {
-    ApiError::new(400, "BadRequest", msg)
-}
-
-/// The object as an `Arc` handle (convenience for callers holding values).
-pub fn arc(info: &'static ResourceInfo, value: Value) -> Arc<Obj> {
-    Arc::new(Obj::new(info, value))
 }
 
 #[cfg(test)]
