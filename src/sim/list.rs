@@ -87,8 +87,12 @@ pub fn list(
     namespace: Option<&str>,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let sel = Selectors::parse(req.query("labelSelector"), req.query("fieldSelector"))
-        .map_err(|e| bad_request(e.0))?;
+    let sel = Selectors::parse_for(
+        info.resource,
+        req.query("labelSelector"),
+        req.query("fieldSelector"),
+    )
+    .map_err(|e| bad_request(e.0))?;
     let limit = match req.query("limit").filter(|s| !s.is_empty()) {
         Some(s) => s
             .parse::<i64>()

@@ -166,21 +166,57 @@ impl LabelSelector {
     }
 }
 
-/// The fields kube-sim can select on.
-pub const FIELDS: &[(&str, &str)] = &[
-    ("metadata.name", "/metadata/name"),
-    ("metadata.namespace", "/metadata/namespace"),
-    ("spec.nodeName", "/spec/nodeName"),
-    ("status.phase", "/status/phase"),
-];
+/// Fields every resource can select on.
+pub const COMMON_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
+
+/// Extra selectable fields per resource (upstream `GetAttrs` / field label
+/// conversion functions of each registry).
+pub fn resource_fields(resource: &str) -> &'static [&'static str] {
+    match resource {
+        "pods" => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        "events" => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        "namespaces" => &["status.phase"],
+        "nodes" => &["spec.unschedulable"],
+        _ => &[],
+    }
+}
+
+/// JSON pointer of a selectable field ("source" is `source.component`).
+fn pointer_of(field: &str) -> String {
+    match field {
+        "source" => "/source/component".into(),
+        f => format!("/{}", f.replace('.', "/")),
+    }
+}
 
 /// One field requirement: field path (JSON pointer), value, negated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldRequirement {
     /// The field as named in the query ("spec.nodeName").
     pub field: String,
-    /// Where it lives in the object.
-    pub pointer: &'static str,
+    /// Where it lives in the object (JSON pointer).
+    pub pointer: String,
     /// The value compared against ("" matches an absent field).
     pub value: String,
     /// `!=` instead of `=`.
@@ -192,9 +228,15 @@ pub struct FieldRequirement {
 pub struct FieldSelector(pub Vec<FieldRequirement>);
 
 impl FieldSelector {
-    /// Parse the `fieldSelector` query syntax; unknown fields are an error
-    /// (`field label not supported: x`), as on the real server.
+    /// Parse with the pod fields (the most permissive common case).
     pub fn parse(s: &str) -> Result<FieldSelector, SelectorError> {
+        FieldSelector::parse_for("pods", s)
+    }
+
+    /// Parse the `fieldSelector` query syntax for `resource`; fields it
+    /// does not support are an error (`field label not supported: x`), as
+    /// on the real server.
+    pub fn parse_for(resource: &str, s: &str) -> Result<FieldSelector, SelectorError> {
         if s.trim().is_empty() {
             return Ok(FieldSelector::default());
         }
@@ -213,11 +255,10 @@ impl FieldSelector {
                 )));
             };
             let field = field.trim();
-            let pointer = FIELDS
-                .iter()
-                .find(|(f, _)| *f == field)
-                .map(|(_, p)| *p)
-                .ok_or_else(|| SelectorError(format!("field label not supported: {field}")))?;
+            if !COMMON_FIELDS.contains(&field) && !resource_fields(resource).contains(&field) {
+                return Err(SelectorError(format!("field label not supported: {field}")));
+            }
+            let pointer = pointer_of(field);
             out.push(FieldRequirement {
                 field: field.to_string(),
                 pointer,
@@ -244,10 +285,20 @@ impl FieldSelector {
     /// Whether an object matches.
     pub fn matches_object(&self, obj: &Value) -> bool {
         self.0.iter().all(|r| {
-            let got = obj.pointer(r.pointer).and_then(Value::as_str).unwrap_or("");
+            let got = match obj.pointer(&r.pointer) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Bool(b)) => b.to_string(),
+                Some(Value::Number(n)) => n.to_string(),
+                None if r.field.starts_with("spec.") && is_bool_field(&r.field) => "false".into(),
+                _ => String::new(),
+            };
             (got == r.value) != r.negated
         })
     }
+}
+
+fn is_bool_field(field: &str) -> bool {
+    matches!(field, "spec.hostNetwork" | "spec.unschedulable")
 }
 
 /// Both selectors of a request.
@@ -260,11 +311,15 @@ pub struct Selectors {
 }
 
 impl Selectors {
-    /// Parse both (either may be absent).
-    pub fn parse(labels: Option<&str>, fields: Option<&str>) -> Result<Selectors, SelectorError> {
+    /// Parse both (either may be absent) for `resource`.
+    pub fn parse_for(
+        resource: &str,
+        labels: Option<&str>,
+        fields: Option<&str>,
+    ) -> Result<Selectors, SelectorError> {
         Ok(Selectors {
             labels: LabelSelector::parse(labels.unwrap_or(""))?,
-            fields: FieldSelector::parse(fields.unwrap_or(""))?,
+            fields: FieldSelector::parse_for(resource, fields.unwrap_or(""))?,
         })
     }
 
@@ -347,6 +402,29 @@ mod tests {
             FieldSelector::parse("spec.foo=x"),
             Err(SelectorError("field label not supported: spec.foo".into()))
         );
+        let event = json!({"involvedObject": {"kind": "Pod", "name": "p"}, "source": {"component": "kubelet"}});
+        let node = json!({"spec": {}});
+        let cases: &[(&str, &str, &Value, Option<bool>)] = &[
+            (
+                "events",
+                "involvedObject.kind=Pod,involvedObject.name=p",
+                &event,
+                Some(true),
+            ),
+            ("events", "source=kubelet", &event, Some(true)),
+            ("events", "spec.nodeName=x", &event, None),
+            ("services", "spec.nodeName=x", &event, None),
+            ("nodes", "spec.unschedulable=false", &node, Some(true)),
+            ("nodes", "spec.unschedulable=true", &node, Some(false)),
+            ("pods", "spec.hostNetwork!=true", &pod, Some(true)),
+            ("endpointslices", "metadata.name=p", &pod, Some(true)),
+        ];
+        for (res, sel, obj, want) in cases {
+            let got = FieldSelector::parse_for(res, sel)
+                .ok()
+                .map(|s| s.matches_object(obj));
+            assert_eq!(got, *want, "{res}: {sel}");
+        }
         assert_eq!(
             FieldSelector::parse("metadata.name=x")
                 .unwrap_or_default()

@@ -19,7 +19,7 @@ use super::store::{res_index, Backlog, Event, EventType, Store, WatchFrom};
 use super::validate;
 use crate::httpd::Request;
 use crate::httpd::{Body, Response};
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,12 +88,58 @@ pub fn watch(
     name: Option<&str>,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let mut sel = Selectors::parse(req.query("labelSelector"), req.query("fieldSelector"))
-        .map_err(|e| bad_request(e.0))?;
+    let (w, from, initial_events, rx) = prepare(store, info, namespace, name, req)?;
+    store.txn(|t| {
+        if let WatchFrom::Rv(n) = from {
+            if n > t.rv() {
+                return Err(too_large(n, t.rv()));
+            }
+        }
+        match t.watch_backlog(w.res, namespace, from) {
+            Ok(backlog) => {
+                let mut w = w;
+                w.limit += w.send_backlog(&backlog, initial_events.then_some(t.rv()));
+                t.add_watcher(w);
+            }
+            // Like the real server: 200, then one ERROR event, then the end.
+            Err(e) if e.code == 410 => {
+                let _ = w
+                    .out
+                    .send(frame("ERROR", e.to_status().to_string().as_bytes()));
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    })?;
+    Ok(Response {
+        status: 200,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: Body::Stream(rx),
+    })
+}
+
+/// The watcher a request asks for, where it starts, whether it is a
+/// watch-list (`sendInitialEvents`), and its stream's receiving end.
+type Prepared = (Watcher, WatchFrom, bool, Receiver<Vec<u8>>);
+
+/// Build the [`Prepared`] watch of a request.
+fn prepare(
+    store: &Store,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    name: Option<&str>,
+    req: &Request,
+) -> Result<Prepared, ApiError> {
+    let mut sel = Selectors::parse_for(
+        info.resource,
+        req.query("labelSelector"),
+        req.query("fieldSelector"),
+    )
+    .map_err(|e| bad_request(e.0))?;
     if let Some(n) = name {
         sel.fields.0.push(FieldRequirement {
             field: "metadata.name".into(),
-            pointer: "/metadata/name",
+            pointer: "/metadata/name".into(),
             value: n.to_string(),
             negated: false,
         });
@@ -113,15 +159,14 @@ pub fn watch(
     } else {
         WatchFrom::Rv(parse_rv(rv)?)
     };
-    let clock = store.clock().clone();
     let timeout = req
         .query("timeoutSeconds")
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|s| *s > 0);
-    let now = clock.now();
+    let now = store.clock().now();
     let interval = store.config().bookmark_interval;
     let (out, rx) = crossbeam_channel::unbounded();
-    let mut w = Watcher {
+    let w = Watcher {
         res: res_index(info),
         namespace: namespace.map(str::to_string),
         info,
@@ -133,33 +178,7 @@ pub fn watch(
         next_bookmark: now + interval,
         interval,
     };
-    store.txn(|t| {
-        if let WatchFrom::Rv(n) = from {
-            if n > t.rv() {
-                return Err(too_large(n, t.rv()));
-            }
-        }
-        match t.watch_backlog(w.res, namespace, from) {
-            Ok(backlog) => {
-                let sent = w.send_backlog(&backlog, initial_events.then_some(t.rv()));
-                w.limit += sent;
-                t.add_watcher(w);
-            }
-            // Like the real server: 200, then one ERROR event, then the end.
-            Err(e) if e.code == 410 => {
-                let _ = w
-                    .out
-                    .send(frame("ERROR", e.to_status().to_string().as_bytes()));
-            }
-            Err(e) => return Err(e),
-        }
-        Ok(())
-    })?;
-    Ok(Response {
-        status: 200,
-        headers: vec![("Content-Type".into(), "application/json".into())],
-        body: Body::Stream(rx),
-    })
+    Ok((w, from, initial_events, rx))
 }
 
 impl Watcher {
