@@ -95,57 +95,102 @@ fn paginated_list(store: &Arc<Store>) -> (usize, Duration) {
     }
 }
 
-fn main() {
-    let pods = env("SIM_BENCH_PODS", 50_000);
-    let writes = env("SIM_BENCH_WRITES", 20_000);
-    let watchers = env("SIM_BENCH_WATCHERS", 100);
+/// Sizes of one run.
+#[derive(Clone, Copy)]
+struct Sizes {
+    pods: usize,
+    writes: usize,
+    watchers: usize,
+}
+
+/// Peak resident set size of this process in MiB (Linux `VmHWM`).
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+/// Count the non-empty chunks of each stream (empty ones are liveness
+/// probes the HTTP layer never writes).
+fn drain_all(
+    rxs: Vec<crossbeam_channel::Receiver<Vec<u8>>>,
+    received: &Arc<AtomicUsize>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    rxs.into_iter()
+        .map(|rx| {
+            let received = received.clone();
+            std::thread::spawn(move || {
+                while let Ok(chunk) = rx.recv() {
+                    if !std::hint::black_box(&chunk).is_empty() {
+                        received.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Wait until `expected` events arrived (at most 120 s); (count, elapsed).
+fn await_events(received: &AtomicUsize, expected: usize, since: Instant) -> (usize, f64) {
+    while received.load(Ordering::Relaxed) < expected && since.elapsed() < Duration::from_secs(120)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (
+        received.load(Ordering::Relaxed),
+        since.elapsed().as_secs_f64(),
+    )
+}
+
+/// The workload in-process through `rest::handle`.
+fn in_process(z: Sizes) -> Value {
     let clock: Arc<dyn Clock> = Arc::new(RealClock);
     let store = Store::new(StoreConfig::default(), clock);
-
     let t = Instant::now();
-    for i in 0..pods {
+    for i in 0..z.pods {
         full(call(&store, Verb::Create, None, &[], pod(i, 0)));
     }
     let create_s = t.elapsed().as_secs_f64();
     println!(
-        "create {pods} pods: {create_s:.2}s ({:.0}/s, no watchers)",
-        pods as f64 / create_s
+        "create {} pods: {create_s:.2}s ({:.0}/s, no watchers)",
+        z.pods,
+        z.pods as f64 / create_s
     );
-
     let (n, list_time) = paginated_list(&store);
-    assert_eq!(n, pods, "paginated list saw every pod once");
+    assert_eq!(n, z.pods, "paginated list saw every pod once");
     println!(
         "paginated list (limit 500) of {n} pods: {:.3}s (server + client JSON parse)",
         list_time.as_secs_f64()
     );
-
-    let received = Arc::new(AtomicUsize::new(0));
-    let mut drains = Vec::new();
-    for _ in 0..watchers {
-        let rv = store.current_rv().to_string();
-        let r = call(
-            &store,
-            Verb::Watch,
-            None,
-            &[("resourceVersion", &rv)],
-            Vec::new(),
-        );
-        let Body::Stream(rx) = r.body else {
-            panic!("watch did not stream")
-        };
-        let received = received.clone();
-        drains.push(std::thread::spawn(move || {
-            while let Ok(chunk) = rx.recv() {
-                // Empty chunks are liveness probes the HTTP layer never writes.
-                if !std::hint::black_box(&chunk).is_empty() {
-                    received.fetch_add(1, Ordering::Relaxed);
-                }
+    let rv = store.current_rv().to_string();
+    let rxs = (0..z.watchers)
+        .map(|_| {
+            match call(
+                &store,
+                Verb::Watch,
+                None,
+                &[("resourceVersion", &rv)],
+                Vec::new(),
+            )
+            .body
+            {
+                Body::Stream(rx) => rx,
+                Body::Full(_) => panic!("watch did not stream"),
             }
-        }));
-    }
+        })
+        .collect();
+    let received = Arc::new(AtomicUsize::new(0));
+    let drains = drain_all(rxs, &received);
     let t = Instant::now();
-    for w in 0..writes {
-        let i = w % pods;
+    for w in 0..z.writes {
+        let i = w % z.pods;
         full(call(
             &store,
             Verb::Update,
@@ -155,35 +200,41 @@ fn main() {
         ));
     }
     let write_s = t.elapsed().as_secs_f64();
-    let expected = writes * watchers;
-    while received.load(Ordering::Relaxed) < expected && t.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let deliver_s = t.elapsed().as_secs_f64();
-    let got = received.load(Ordering::Relaxed);
+    let expected = z.writes * z.watchers;
+    let (got, deliver_s) = await_events(&received, expected, t);
     let open = store.watch_count();
     println!(
-        "{writes} updates with {watchers} watches: writes {write_s:.2}s ({:.0}/s); all {got}/{expected} events delivered after {deliver_s:.2}s ({:.0} events/s); watches still open {open}",
-        writes as f64 / write_s,
-        got as f64 / deliver_s
+        "{} updates with {} watches: {:.0} writes/s; {got}/{expected} events delivered after {deliver_s:.2}s; watches open {open}",
+        z.writes, z.watchers, z.writes as f64 / write_s
     );
-    let (n2, list2) = paginated_list(&store);
+    let (_, list2) = paginated_list(&store);
     println!(
-        "paginated list again (with history): {n2} pods in {:.3}s",
-        list2.as_secs_f64()
+        "paginated list again (with history): {:.3}s; peak RSS {:.0} MiB",
+        list2.as_secs_f64(),
+        peak_rss_mib()
     );
     store.shutdown();
     for d in drains {
         let _ = d.join();
     }
-    let http = over_http(pods, writes, watchers);
+    json!({"create_per_s": (z.pods as f64 / create_s).round(), "list_500_pages_s": list_time.as_secs_f64(),
+        "writes_per_s_with_watchers": (z.writes as f64 / write_s).round(), "events_delivered": got,
+        "events_expected": expected, "delivery_s": deliver_s, "watchers_dropped": z.watchers - open,
+        "peak_rss_mib": peak_rss_mib().round()})
+}
+
+fn main() {
+    let z = Sizes {
+        pods: env("SIM_BENCH_PODS", 50_000),
+        writes: env("SIM_BENCH_WRITES", 20_000),
+        watchers: env("SIM_BENCH_WATCHERS", 100),
+    };
+    let inproc = in_process(z);
+    let http = over_http(z);
     println!(
         "{}",
-        json!({"bench": "sim", "http": http, "pods": pods, "create_per_s": (pods as f64 / create_s).round(),
-            "list_500_pages_s": list_time.as_secs_f64(), "watchers": watchers, "writes": writes,
-            "writes_per_s_with_watchers": (writes as f64 / write_s).round(),
-            "events_delivered": got, "events_expected": expected,
-            "delivery_s": deliver_s, "watchers_dropped": watchers - open})
+        json!({"bench": "sim", "pods": z.pods, "writes": z.writes, "watchers": z.watchers,
+            "in_process": inproc, "http": http})
     );
 }
 
@@ -220,53 +271,43 @@ fn http_list(a: &ureq::Agent, base: &str) -> (usize, Duration) {
     }
 }
 
-/// The same workload over loopback HTTP; returns its figures as JSON.
-fn over_http(pods: usize, writes: usize, watchers: usize) -> Value {
-    use endpointd::sim::server::{SimOptions, SimServer};
+/// HTTP watches from `rv`: one reader thread per stream counting lines.
+fn http_watches(
+    base: &str,
+    rv: u64,
+    n: usize,
+    received: &Arc<AtomicUsize>,
+) -> Vec<std::thread::JoinHandle<()>> {
     use std::io::{BufRead, BufReader};
-    let sim = match SimServer::start(SimOptions::default()) {
-        Ok(s) => s,
-        Err(e) => panic!("kube-sim did not start: {e}"),
-    };
-    let base = sim.url().to_string();
-    for i in 0..pods {
-        full(call(sim.store(), Verb::Create, None, &[], pod(i, 0)));
-    }
-    let a = agent();
-    let (n, list_time) = http_list(&a, &base);
-    assert_eq!(n, pods);
-    println!(
-        "HTTP paginated list (limit 500) of {n} pods: {:.3}s",
-        list_time.as_secs_f64()
-    );
-    let received = Arc::new(AtomicUsize::new(0));
-    let rv = sim.store().current_rv();
-    let mut readers = Vec::new();
-    for _ in 0..watchers {
-        let url = format!("{base}/api/v1/pods?watch=true&resourceVersion={rv}");
-        let r = agent()
-            .get(&url)
-            .call()
-            .unwrap_or_else(|e| panic!("watch: {e}"));
-        let received = received.clone();
-        readers.push(std::thread::spawn(move || {
-            let mut rd = BufReader::new(r.into_body().into_reader());
-            let mut line = String::new();
-            while rd.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-                received.fetch_add(1, Ordering::Relaxed);
-                line.clear();
-            }
-        }));
-    }
-    let t = Instant::now();
-    let writers = 4;
+    (0..n)
+        .map(|_| {
+            let url = format!("{base}/api/v1/pods?watch=true&resourceVersion={rv}");
+            let r = agent()
+                .get(&url)
+                .call()
+                .unwrap_or_else(|e| panic!("watch: {e}"));
+            let received = received.clone();
+            std::thread::spawn(move || {
+                let mut rd = BufReader::new(r.into_body().into_reader());
+                let mut line = String::new();
+                while rd.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                    received.fetch_add(1, Ordering::Relaxed);
+                    line.clear();
+                }
+            })
+        })
+        .collect()
+}
+
+/// `writes` PUTs spread over `writers` client threads.
+fn http_puts(base: &str, z: Sizes, writers: usize) {
     let handles: Vec<_> = (0..writers)
         .map(|w| {
-            let base = base.clone();
+            let base = base.to_string();
             std::thread::spawn(move || {
                 let a = agent();
-                for k in (w..writes).step_by(writers) {
-                    let i = k % pods;
+                for k in (w..z.writes).step_by(writers) {
+                    let i = k % z.pods;
                     let url = format!("{base}/api/v1/namespaces/default/pods/pod-{i:06}");
                     let r = a
                         .put(&url)
@@ -281,17 +322,37 @@ fn over_http(pods: usize, writes: usize, watchers: usize) -> Value {
     for h in handles {
         let _ = h.join();
     }
-    let write_s = t.elapsed().as_secs_f64();
-    let expected = writes * watchers;
-    while received.load(Ordering::Relaxed) < expected && t.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(5));
+}
+
+/// The same workload over loopback HTTP; returns its figures as JSON.
+fn over_http(z: Sizes) -> Value {
+    use endpointd::sim::server::{SimOptions, SimServer};
+    let sim = match SimServer::start(SimOptions::default()) {
+        Ok(s) => s,
+        Err(e) => panic!("kube-sim did not start: {e}"),
+    };
+    let base = sim.url().to_string();
+    for i in 0..z.pods {
+        full(call(sim.store(), Verb::Create, None, &[], pod(i, 0)));
     }
-    let deliver_s = t.elapsed().as_secs_f64();
-    let got = received.load(Ordering::Relaxed);
+    let (n, list_time) = http_list(&agent(), &base);
+    assert_eq!(n, z.pods);
+    println!(
+        "HTTP paginated list (limit 500) of {n} pods: {:.3}s",
+        list_time.as_secs_f64()
+    );
+    let received = Arc::new(AtomicUsize::new(0));
+    let readers = http_watches(&base, sim.store().current_rv(), z.watchers, &received);
+    let writers = 4;
+    let t = Instant::now();
+    http_puts(&base, z, writers);
+    let write_s = t.elapsed().as_secs_f64();
+    let expected = z.writes * z.watchers;
+    let (got, deliver_s) = await_events(&received, expected, t);
     let open = sim.store().watch_count();
     println!(
-        "HTTP: {writes} PUTs from {writers} clients with {watchers} HTTP watches: {:.0} writes/s; {got}/{expected} events read by clients after {deliver_s:.2}s; watches open {open}",
-        writes as f64 / write_s
+        "HTTP: {} PUTs from {writers} clients with {} HTTP watches: {:.0} writes/s; {got}/{expected} events read by clients after {deliver_s:.2}s; watches open {open}",
+        z.writes, z.watchers, z.writes as f64 / write_s
     );
     sim.store().close_all_watches();
     for r in readers {
@@ -299,7 +360,7 @@ fn over_http(pods: usize, writes: usize, watchers: usize) -> Value {
     }
     sim.stop();
     json!({"list_500_pages_s": list_time.as_secs_f64(), "writers": writers,
-        "writes_per_s_with_watchers": (writes as f64 / write_s).round(),
+        "writes_per_s_with_watchers": (z.writes as f64 / write_s).round(),
         "events_delivered": got, "events_expected": expected, "delivery_s": deliver_s,
-        "watchers_dropped": watchers - open})
+        "watchers_dropped": z.watchers - open})
 }
