@@ -185,6 +185,7 @@ pub fn validate(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result
         "endpointslices" => super::validate_rules::endpoint_slice(old, new, &mut causes),
         "endpoints" => super::validate_rules::endpoints(new, &mut causes),
         "leases" => super::validate_rules::lease(new, &mut causes),
+        "events" => super::validate_rules::event(new, !info.group.is_empty(), &mut causes),
         _ => {}
     }
     if causes.is_empty() {
@@ -269,6 +270,7 @@ fn check_types(info: &ResourceInfo, v: &Value) -> Result<(), ApiError> {
             ("/ports", "array", "EndpointSlice.ports"),
         ],
         "endpoints" => &[("/subsets", "array", "Endpoints.subsets")],
+        "events" => &[("/eventTime", "time", "Event.eventTime")],
         _ => &[],
     };
     for (ptr, ty, field) in rules {

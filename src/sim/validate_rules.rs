@@ -214,6 +214,105 @@ pub fn lease(new: &Value, out: &mut Vec<Cause>) {
     }
 }
 
+/// Upstream limits for events (`pkg/apis/core/validation/events.go`).
+const EVENT_LIMITS: &[(&str, usize)] = &[
+    ("reportingInstance", 128),
+    ("action", 128),
+    ("reason", 128),
+    ("message", 1024),
+];
+
+/// An event's fields under their internal (`core.Event`) names, from either
+/// API version: core/v1 or events.k8s.io/v1 (`regarding`, `note`, ...).
+fn event_field<'a>(v: &'a Value, strict: bool, internal: &str) -> Option<&'a Value> {
+    let external = match (strict, internal) {
+        (true, "involvedObject") => "regarding",
+        (true, "message") => "note",
+        (true, "firstTimestamp") => "deprecatedFirstTimestamp",
+        (true, "lastTimestamp") => "deprecatedLastTimestamp",
+        (true, "count") => "deprecatedCount",
+        (true, "source") => "deprecatedSource",
+        (false, "reportingController") => "reportingComponent",
+        (_, f) => f,
+    };
+    v.get(external).filter(|x| !x.is_null())
+}
+
+fn text<'a>(v: &'a Value, strict: bool, f: &str) -> &'a str {
+    event_field(v, strict, f)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Event rules: the legacy checks for every version; the strict ones for
+/// events.k8s.io (`strict`), as upstream `ValidateEventCreate`.
+pub fn event(new: &Value, strict: bool, out: &mut Vec<Cause>) {
+    let ns = new
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let involved_ns = event_field(new, strict, "involvedObject")
+        .and_then(|o| o.get("namespace"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let has_time = !text(new, strict, "eventTime").is_empty();
+    let ns_ok = match (has_time, involved_ns.is_empty()) {
+        (false, true) => ns.is_empty() || ns == "default",
+        (false, false) => ns == involved_ns,
+        (true, true) => ns == "default" || ns == "kube-system",
+        (true, false) => true,
+    };
+    if !ns_ok {
+        out.push(Cause::invalid(
+            "involvedObject.namespace",
+            &json!(involved_ns),
+            "does not match event.namespace",
+        ));
+    }
+    if has_time {
+        for f in [
+            "reportingController",
+            "reportingInstance",
+            "action",
+            "reason",
+        ] {
+            if text(new, strict, f).is_empty() {
+                out.push(Cause::required(f, ""));
+            }
+        }
+        for (f, max) in EVENT_LIMITS {
+            if text(new, strict, f).len() > *max {
+                out.push(Cause::invalid(
+                    f,
+                    &json!(""),
+                    &format!("can have at most {max} characters"),
+                ));
+            }
+        }
+    }
+    if !strict {
+        return;
+    }
+    if !has_time {
+        out.push(Cause::required("eventTime", ""));
+    }
+    let ty = text(new, strict, "type");
+    if ty != "Normal" && ty != "Warning" {
+        out.push(Cause::invalid(
+            "type",
+            &json!(""),
+            &format!("has invalid value: {ty}"),
+        ));
+    }
+    for f in ["firstTimestamp", "lastTimestamp", "count", "source"] {
+        let set = event_field(new, strict, f)
+            .is_some_and(|x| x != &json!(0) && x != &json!({}) && x != "");
+        if set {
+            out.push(Cause::invalid(f, &json!(""), "needs to be unset"));
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;

@@ -364,3 +364,37 @@ fn object_name_rules() {
         assert_eq!(got.is_empty(), ok, "{r} {name}: {got:?}");
     }
 }
+
+#[test]
+fn event_rules() {
+    let core = |v: Value| causes("", "events", None, v);
+    let strict = |v: Value| causes("events.k8s.io", "events", None, v);
+    let fields =
+        |c: Vec<(String, String, String)>| c.into_iter().map(|(_, f, _)| f).collect::<Vec<_>>();
+    let legacy = json!({"metadata": {"name": "e.1", "namespace": "default"},
+        "involvedObject": {"kind": "Service", "namespace": "default", "name": "s"}, "reason": "X", "type": "Normal"});
+    assert!(core(legacy.clone()).is_empty());
+    let mut other_ns = legacy.clone();
+    other_ns["involvedObject"]["namespace"] = json!("shop");
+    assert_eq!(fields(core(other_ns)), ["involvedObject.namespace"]);
+    let good = json!({"metadata": {"name": "e.2", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "endpointd", "reportingInstance": "endpointd-1",
+        "action": "Sync", "reason": "FailedToUpdateEndpointSlices", "type": "Warning", "note": "boom",
+        "regarding": {"kind": "Service", "namespace": "default", "name": "s"}});
+    assert!(
+        strict(good.clone()).is_empty(),
+        "{:?}",
+        strict(good.clone())
+    );
+    let mut bad = good.clone();
+    for f in ["eventTime", "reportingController", "action"] {
+        bad.as_object_mut().map(|m| m.remove(f));
+    }
+    bad["type"] = json!("Info");
+    bad["deprecatedCount"] = json!(3);
+    bad["note"] = json!("x".repeat(1025));
+    assert_eq!(fields(strict(bad)), ["eventTime", "type", "count"]);
+    let mut long_note = good;
+    long_note["note"] = json!("x".repeat(1025));
+    assert_eq!(fields(strict(long_note)), ["message"]);
+}
