@@ -276,3 +276,48 @@ fn patches_end_to_end() {
     let bad = sim.patch(SLICES, NS, "a", "application/merge-patch+json", json!({}));
     assert_eq!(bad.status, 404);
 }
+
+#[test]
+fn foreground_deletion_waits_for_dependents() {
+    let sim = Sim::new();
+    let svc = sim
+        .create(
+            "services",
+            NS,
+            json!({"metadata": {"name": "fg"}, "spec": {}}),
+        )
+        .body;
+    let mut held = owned_slice("fg-1", &svc);
+    held["metadata"]["finalizers"] = json!(["x/hold"]);
+    sim.create(SLICES, NS, held);
+    sim.create(SLICES, NS, owned_slice("fg-2", &svc));
+    let r = sim.call(
+        Verb::Delete,
+        "services",
+        NS,
+        Some("fg"),
+        &[],
+        &json!({"propagationPolicy": "Foreground"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        r.body["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    sim.eventually("plain dependent gone", || {
+        sim.get(SLICES, NS, "fg-2").status == 404
+    });
+    assert_eq!(
+        sim.get("services", NS, "fg").status,
+        200,
+        "held by the finalized dependent"
+    );
+    let mut h = sim.get(SLICES, NS, "fg-1").body;
+    assert!(h["metadata"]["deletionTimestamp"].is_string());
+    h["metadata"]["finalizers"] = json!([]);
+    assert_eq!(sim.update(SLICES, NS, "fg-1", h).status, 200);
+    sim.eventually("owner gone after its dependents", || {
+        sim.get("services", NS, "fg").status == 404
+    });
+}

@@ -14,7 +14,7 @@ use super::resources::ResourceInfo;
 use super::rest::object_response;
 use super::selector::Selectors;
 use super::status::ApiError;
-use super::store::{res_index, Key, Store, Txn};
+use super::store::{res_index, GcWork, Key, Store, Txn};
 use crate::httpd::{Request, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -29,6 +29,8 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `propagationPolicy` is Orphan (or `orphanDependents: true`).
     pub orphan: bool,
+    /// `propagationPolicy` is Foreground.
+    pub foreground: bool,
 }
 
 impl DeleteOptions {
@@ -46,7 +48,8 @@ impl DeleteOptions {
             o.orphan = v.get("orphanDependents").and_then(Value::as_bool) == Some(true);
         }
         match policy.as_deref() {
-            None | Some("Background") | Some("Foreground") => {}
+            None | Some("Background") => {}
+            Some("Foreground") => o.foreground = true,
             Some("Orphan") => o.orphan = true,
             Some(p) => {
                 return Err(bad_request(format!(
@@ -130,8 +133,18 @@ pub fn delete_in(
         mark_deleted(&mut v, now);
         v["status"]["phase"] = json!("Terminating");
         let obj = t.put(key, "delete", v);
-        t.store()
-            .gc(super::store::GcWork::Namespace(key.name.clone()));
+        t.store().gc(GcWork::Namespace(key.name.clone()));
+        return Ok(Outcome::Pending(obj));
+    }
+    let uid = cur.uid().unwrap_or("").to_string();
+    if opts.foreground && !t.dependents(&uid).is_empty() {
+        let mut v = cur.value.clone();
+        if !pending {
+            mark_deleted(&mut v, now);
+        }
+        add_finalizer(&mut v, FOREGROUND);
+        let obj = t.put(key, "delete", v);
+        t.store().gc(GcWork::Foreground(uid));
         return Ok(Outcome::Pending(obj));
     }
     let has_finalizers = cur
@@ -150,6 +163,21 @@ pub fn delete_in(
     t.delete(key, "delete")
         .map(Outcome::Deleted)
         .ok_or_else(|| not_found(info, &key.name))
+}
+
+/// The finalizer that holds an owner until its dependents are gone.
+pub const FOREGROUND: &str = "foregroundDeletion";
+
+fn add_finalizer(v: &mut Value, f: &str) {
+    let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let list = m.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(a) = list.as_array_mut() {
+        if !a.iter().any(|x| x == f) {
+            a.push(json!(f));
+        }
+    }
 }
 
 fn mark_deleted(v: &mut Value, now: SystemTime) {

@@ -1,12 +1,14 @@
 //! The background collector: ownerReference garbage collection (objects
 //! whose owners are all gone are deleted; references to gone owners are
-//! dropped when another owner remains) and namespace finalization (delete
-//! the contents of a Terminating namespace, then the namespace).
+//! dropped when another owner remains), foreground deletion (dependents
+//! first, then the owner; every dependent blocks, not only those with
+//! `blockOwnerDeletion`), and namespace finalization (delete the contents
+//! of a Terminating namespace, then the namespace).
 //!
 //! Runs on its own thread, fed by the store through a channel; each unit
 //! of work is one store transaction. Never answers requests.
 
-use super::deletion::{delete_in, remove_owner_refs, DeleteOptions};
+use super::deletion::{delete_in, remove_owner_refs, DeleteOptions, FOREGROUND};
 use super::objects::namespace_info;
 use super::store::{GcWork, Key, Store, Txn};
 use crossbeam_channel::Receiver;
@@ -25,6 +27,13 @@ pub fn run(store: Weak<Store>, rx: Receiver<GcWork>) {
         store.txn(|t| match work {
             GcWork::OwnerGone(uid) => collect_dependents(t, &uid, now),
             GcWork::Namespace(ns) => finalize_namespace(t, &ns, now),
+            GcWork::Foreground(uid) => {
+                for key in t.dependents(&uid) {
+                    let _ = delete_in(t, &key, &DeleteOptions::default(), now);
+                }
+                finish_foreground(t, &uid);
+            }
+            GcWork::DependentGone(uid) => finish_foreground(t, &uid),
         });
     }
 }
@@ -40,6 +49,37 @@ pub fn collect_dependents(t: &mut Txn<'_>, owner_uid: &str, now: SystemTime) {
         } else if obj.value.pointer("/metadata/deletionTimestamp").is_none() {
             let _ = delete_in(t, &key, &DeleteOptions::default(), now);
         }
+    }
+}
+
+/// Remove the `foregroundDeletion` finalizer of an owner being deleted once
+/// no dependents are left (deleting it when that was the last finalizer).
+pub fn finish_foreground(t: &mut Txn<'_>, owner_uid: &str) {
+    let Some(key) = t.key_of_uid(owner_uid) else {
+        return;
+    };
+    let Some(obj) = t.get(&key) else { return };
+    let waiting = obj.value.pointer("/metadata/deletionTimestamp").is_some()
+        && obj
+            .value
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| f.iter().any(|x| x == FOREGROUND));
+    if !waiting || !t.dependents(owner_uid).is_empty() {
+        return;
+    }
+    let mut v = obj.value.clone();
+    let mut left = 0;
+    if let Some(f) = v
+        .pointer_mut("/metadata/finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        f.retain(|x| x != FOREGROUND);
+        left = f.len();
+    }
+    t.put(&key, "update", v);
+    if left == 0 {
+        t.delete(&key, "delete");
     }
 }
 

@@ -52,6 +52,11 @@ pub enum GcWork {
     OwnerGone(String),
     /// This namespace is terminating (or something in it was deleted).
     Namespace(String),
+    /// This owner is being deleted in the foreground: delete its dependents.
+    Foreground(String),
+    /// A dependent of this owner went away: finish the owner's foreground
+    /// deletion once it has no dependents left.
+    DependentGone(String),
 }
 
 /// The store.

@@ -69,6 +69,11 @@ impl Txn<'_> {
         self.inner.uids.contains_key(uid)
     }
 
+    /// The key of the live object with this uid.
+    pub fn key_of_uid(&self, uid: &str) -> Option<Key> {
+        self.inner.uids.get(uid).cloned()
+    }
+
     /// Keys of live objects that name `owner_uid` in their ownerReferences.
     pub fn dependents(&self, owner_uid: &str) -> Vec<Key> {
         let mut v: Vec<Key> = self
@@ -158,6 +163,9 @@ impl Txn<'_> {
         self.record(key, verb, EventType::Deleted, last.clone(), Some(prev));
         if let Some(uid) = last.uid() {
             self.store.gc(GcWork::OwnerGone(uid.to_string()));
+        }
+        for owner in last.owner_uids() {
+            self.store.gc(GcWork::DependentGone(owner));
         }
         if key.info().namespaced {
             self.store.gc(GcWork::Namespace(key.namespace.clone()));
