@@ -2,11 +2,14 @@
 //! Retry-After, 500, 503), latency, stalled watches, outages with recovery,
 //! the `/sim/faults` admin endpoint and the `/sim/requests` counters.
 
-use endpointd::clock::{FakeClock, SharedClock};
-use endpointd::sim::requestinfo::Verb;
+use endpointd::clock::{FakeClock, RealClock, SharedClock};
+use endpointd::httpd::Body;
+use endpointd::sim::faults::{reason_for, FaultRequest, Faults};
+use endpointd::sim::requestinfo::{RequestInfo, Verb};
 use endpointd::sim::server::{SimOptions, SimServer};
+use endpointd::sim::store::{Store, StoreConfig};
 use serde_json::{json, Value};
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::time::{Duration, Instant};
 
 fn agent() -> ureq::Agent {
@@ -132,9 +135,87 @@ fn latency_delays_resource_requests_only() {
     assert!(timed("/api/v1/nodes") < Duration::from_millis(300));
 }
 
+fn create_pod(s: &SimServer, name: &str) -> Value {
+    let body = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    let url = format!("{}/api/v1/namespaces/default/pods", s.url());
+    let (st, _, obj) = call(&agent(), "POST", &url, Some(body));
+    assert_eq!(st, 201, "{obj}");
+    obj
+}
+
+fn watch_reader(s: &SimServer, query: &str) -> (u16, BufReader<ureq::BodyReader<'static>>) {
+    let a: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_per_read(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let url = format!(
+        "{}/api/v1/namespaces/default/pods?watch=true&{query}",
+        s.url()
+    );
+    let r = a.get(&url).call().expect("watch");
+    (
+        r.status().as_u16(),
+        BufReader::new(r.into_body().into_reader()),
+    )
+}
+
+fn next_event(rd: &mut impl BufRead) -> Value {
+    let mut line = String::new();
+    rd.read_line(&mut line).expect("event line");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+#[test]
+fn close_all_watches_ends_open_streams() {
+    let s = sim();
+    let (st, mut rd) = watch_reader(&s, "");
+    assert_eq!(st, 200);
+    create_pod(&s, "p1");
+    let ev = next_event(&mut rd);
+    assert_eq!(
+        (
+            ev["type"].as_str(),
+            ev["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("p1"))
+    );
+    s.faults().close_all_watches();
+    let mut rest = String::new();
+    rd.read_to_string(&mut rest).expect("clean end of stream");
+    assert_eq!(rest, "");
+}
+
+#[test]
+fn compaction_makes_older_resource_versions_expire() {
+    let s = sim();
+    let old_rv = create_pod(&s, "a")["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("rv")
+        .to_string();
+    create_pod(&s, "b");
+    s.faults().compact();
+    let (st, mut rd) = watch_reader(&s, &format!("resourceVersion={old_rv}"));
+    // kube-apiserver answers either HTTP 410 or 200 with an ERROR event.
+    let status = if st == 200 {
+        let ev = next_event(&mut rd);
+        assert_eq!(ev["type"], "ERROR");
+        ev["object"].clone()
+    } else {
+        let mut body = String::new();
+        rd.read_to_string(&mut body).expect("body");
+        serde_json::from_str(&body).expect("status")
+    };
+    assert_eq!(status["code"], 410, "{status}");
+    assert_eq!(status["reason"], "Expired");
+}
+
 #[test]
 fn stalled_watch_sends_headers_but_no_events_until_lifted() {
     let s = sim();
+    // Without the stall, a watch without resourceVersion would start with ADDED p0.
+    create_pod(&s, "p0");
     s.faults().stall_watches(true);
     let a: ureq::Agent = ureq::Agent::config_builder()
         .timeout_per_read(Some(Duration::from_millis(300)))
@@ -209,4 +290,107 @@ fn outage_through_admin_endpoint_answers_the_caller() {
     );
     clock.step(Duration::from_secs(6));
     assert_eq!(call(&other, "GET", &version, None).0, 200);
+}
+
+// ---- the switchboard itself (no HTTP) ----
+
+fn info(verb: Verb, resource: &str) -> RequestInfo {
+    RequestInfo {
+        verb,
+        group: String::new(),
+        version: "v1".into(),
+        resource: resource.into(),
+        subresource: None,
+        namespace: Some("default".into()),
+        name: None,
+    }
+}
+
+fn faults() -> Faults {
+    let clock = RealClock::shared();
+    Faults::new(Store::new(StoreConfig::default(), clock.clone()), clock)
+}
+
+#[test]
+fn fail_next_matches_and_counts_down() {
+    let f = faults();
+    f.fail_next(2, Some(Verb::List), Some("pods".into()), 429, Some(3));
+    f.fail_next(1, None, None, 500, None);
+    // A get of pods skips the list rule and takes the catch-all one.
+    let r = f.take_failure(&info(Verb::Get, "pods")).expect("catch-all");
+    assert_eq!(r.status, 500);
+    assert!(f.take_failure(&info(Verb::Get, "pods")).is_none());
+    assert!(f.take_failure(&info(Verb::List, "services")).is_none());
+    for _ in 0..2 {
+        let r = f.take_failure(&info(Verb::List, "pods")).expect("429");
+        assert_eq!(r.status, 429);
+        assert!(r.headers.contains(&("Retry-After".into(), "3".into())));
+        let Body::Full(b) = &r.body else {
+            panic!("full body")
+        };
+        let s: Value = serde_json::from_slice(b).expect("json");
+        assert_eq!(s["reason"], "TooManyRequests");
+        assert_eq!(s["details"]["retryAfterSeconds"], 3);
+    }
+    assert!(f.take_failure(&info(Verb::List, "pods")).is_none());
+}
+
+#[test]
+fn reasons_table() {
+    for (code, reason) in [
+        (429, "TooManyRequests"),
+        (500, "InternalError"),
+        (503, "ServiceUnavailable"),
+        (504, "Timeout"),
+        (409, "Conflict"),
+        (599, "Unknown"),
+    ] {
+        assert_eq!(reason_for(code), reason);
+    }
+}
+
+#[test]
+fn fault_request_parsing() {
+    let ok = FaultRequest::parse(&json!({
+        "failNext": [{"count": 2, "verb": "watch", "code": 503}],
+        "latencyMs": 20, "stallWatches": true, "outageMs": 5
+    }))
+    .expect("valid");
+    assert_eq!(ok.fail_next[0].verb, Some(Verb::Watch));
+    assert_eq!(ok.fail_next[0].remaining, 2);
+    assert_eq!(ok.latency, Some(Duration::from_millis(20)));
+    assert_eq!(ok.outage, Some(Duration::from_millis(5)));
+    let bad = [
+        json!([]),
+        json!({"nope": 1}),
+        json!({"failNext": {"count": 1}}),
+        json!({"failNext": {"code": 200}}),
+        json!({"failNext": {"code": 500, "verb": "fetch"}}),
+        json!({"failNext": {"code": 500, "resource": 3}}),
+        json!({"latencyMs": -1}),
+        json!({"stallWatches": "yes"}),
+    ];
+    for b in bad {
+        assert!(FaultRequest::parse(&b).is_err(), "{b}");
+    }
+}
+
+#[test]
+fn stall_and_latency_state() {
+    let f = faults();
+    assert!(f.stalled_watch().is_none());
+    f.apply_json(&json!({"stallWatches": true, "latencyMs": 7}))
+        .expect("apply");
+    let r = f.stalled_watch().expect("stalled");
+    let Body::Stream(rx) = r.body else {
+        panic!("stream")
+    };
+    assert_eq!(f.snapshot()["stalledWatches"], 1);
+    assert_eq!(f.latency(), Duration::from_millis(7));
+    f.stall_watches(false);
+    // The stream ends (sender dropped) once the stall is lifted.
+    assert!(rx.recv().is_err());
+    assert!(!f.outage(Duration::from_secs(1)), "no server attached");
+    f.apply_json(&json!({"clear": true})).expect("clear");
+    assert_eq!(f.latency(), Duration::ZERO);
 }

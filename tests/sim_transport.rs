@@ -1,13 +1,11 @@
 //! Transport-level tests over real sockets: the generic `httpd` server
 //! (keep-alive, pipelining, chunked streaming, TLS client certificates,
-//! connection controls, limits) and kube-sim's authentication, discovery
-//! and `/version`.
+//! connection controls, limits, shutdown). kube-sim's authentication and
+//! discovery are in `sim_auth_discovery.rs`, its faults in `sim_faults.rs`.
 
 use endpointd::clock::{FakeClock, SharedClock};
 use endpointd::httpd::{Body, Handler, Request, Response, Server, ServerOptions};
-use endpointd::sim::server::{SimOptions, SimServer};
 use endpointd::sim::tls::SimPki;
-use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -156,6 +154,51 @@ fn chunked_stream_arrives_chunk_by_chunk() {
 }
 
 #[test]
+fn hundred_concurrent_streams_each_get_every_chunk_in_order() {
+    let (s, echo) = echo_server(ServerOptions::default());
+    let addr = s.local_addr();
+    let (n_streams, n_events) = (100, 50);
+    let clients: Vec<_> = (0..n_streams)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let a: ureq::Agent = ureq::Agent::config_builder()
+                    .timeout_per_read(Some(Duration::from_secs(10)))
+                    .build()
+                    .into();
+                let r = a
+                    .get(format!("http://{addr}/stream"))
+                    .call()
+                    .expect("stream");
+                let rd = BufReader::new(r.into_body().into_reader());
+                rd.lines()
+                    .map(|l| l.expect("line"))
+                    .collect::<Vec<String>>()
+            })
+        })
+        .collect();
+    wait_until("all streams open", || {
+        echo.senders.lock().expect("l").len() == n_streams
+    });
+    let senders = std::mem::take(&mut *echo.senders.lock().expect("lock"));
+    let started = Instant::now();
+    for i in 0..n_events {
+        for tx in &senders {
+            tx.send(format!("event {i}\n").into_bytes())
+                .expect("fan-out");
+        }
+    }
+    drop(senders);
+    let want: Vec<String> = (0..n_events).map(|i| format!("event {i}")).collect();
+    for c in clients {
+        assert_eq!(c.join().expect("client"), want);
+    }
+    eprintln!(
+        "{n_streams} streams x {n_events} events delivered in {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn stream_producer_sees_client_going_away() {
     let (s, echo) = echo_server(ServerOptions::default());
     let mut c = TcpStream::connect(s.local_addr()).expect("connect");
@@ -279,6 +322,23 @@ fn drop_all_then_refuse_until_deadline() {
 }
 
 #[test]
+fn connections_over_the_limit_get_503() {
+    let opts = ServerOptions {
+        max_connections: 1,
+        ..ServerOptions::default()
+    };
+    let (s, _) = echo_server(opts);
+    let a = agent();
+    let url = format!("http://{}/x", s.local_addr());
+    assert_eq!(get_text(&a, &url).expect("first").0, 200);
+    assert_eq!(s.connections(), 1);
+    let (st, _) = get_text(&agent(), &url).expect("second client");
+    assert_eq!(st, 503);
+    // The kept-alive first connection is still served.
+    assert_eq!(get_text(&a, &url).expect("first again").0, 200);
+}
+
+#[test]
 fn bad_requests_get_400_413_and_close() {
     let opts = ServerOptions {
         max_body: 10,
@@ -315,179 +375,54 @@ fn shutdown_ends_open_streams_and_joins() {
     let _ = c.read_to_end(&mut rest); // EOF or reset, but not a hang
 }
 
-// ---- kube-sim: authentication, discovery, /version ----
-
-fn sim(tls: bool, token: Option<&str>) -> SimServer {
-    SimServer::start(SimOptions {
-        tls,
-        token: token.map(str::to_string),
-        ..SimOptions::default()
-    })
-    .expect("kube-sim")
-}
-
-fn get_json(a: &ureq::Agent, url: &str, token: Option<&str>) -> (u16, Value) {
-    let mut req = a.get(url);
-    if let Some(t) = token {
-        req = req.header("Authorization", &format!("Bearer {t}"));
-    }
-    let mut r = req.call().expect("request");
-    let status = r.status().as_u16();
-    let text = r.body_mut().read_to_string().expect("body");
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
+/// Not a gate: prints the transport's request rate over one keep-alive
+/// connection, and with 8 concurrent clients (`cargo test --test
+/// sim_transport -- --ignored --nocapture`).
 #[test]
-fn token_auth_and_anonymous_public_paths() {
-    let s = sim(false, Some("s3cret"));
+#[ignore]
+fn throughput_report() {
+    let (s, _) = echo_server(ServerOptions::default());
+    let url = format!("http://{}/x", s.local_addr());
+    let n = 5000;
     let a = agent();
-    let cases = [
-        ("/api", None, 401),
-        ("/api", Some("wrong"), 401),
-        ("/api/v1/namespaces/default/pods", Some("wrong"), 401),
-        ("/sim/faults", None, 401),
-        ("/api", Some("s3cret"), 200),
-        ("/version", None, 200),
-        ("/healthz", None, 200),
-        ("/readyz", Some("wrong"), 200),
-    ];
-    for (path, token, want) in cases {
-        let (st, body) = get_json(&a, &format!("{}{path}", s.url()), token);
-        assert_eq!(st, want, "{path} {token:?}");
-        if want == 401 {
-            assert_eq!(body["kind"], "Status");
-            assert_eq!(body["reason"], "Unauthorized");
-            assert_eq!(body["code"], 401);
-        }
+    let t = Instant::now();
+    for _ in 0..n {
+        get_text(&a, &url).expect("get");
     }
-}
-
-#[test]
-fn tls_client_cert_or_token_authenticates() {
-    let s = sim(true, Some("tok"));
-    assert!(s.url().starts_with("https://127.0.0.1:"));
-    let pki_like = |with_cert| {
-        // Build an agent from the server's own PEMs, as a kubeconfig user would.
-        let pki = SimPkiView {
-            ca: s.ca_pem().expect("ca").to_string(),
-            cert: s.client_cert_pem().expect("cert").to_string(),
-            key: s.client_key_pem().expect("key").to_string(),
-        };
-        pki.agent(with_cert)
-    };
-    let url = format!("{}/api/v1", s.url());
-    assert_eq!(get_json(&pki_like(true), &url, None).0, 200);
-    assert_eq!(get_json(&pki_like(false), &url, Some("tok")).0, 200);
-    assert_eq!(get_json(&pki_like(false), &url, None).0, 401);
-    assert_eq!(get_json(&pki_like(false), &url, Some("bad")).0, 401);
-}
-
-struct SimPkiView {
-    ca: String,
-    cert: String,
-    key: String,
-}
-
-impl SimPkiView {
-    fn agent(&self, with_cert: bool) -> ureq::Agent {
-        use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig};
-        let ca = Certificate::from_pem(self.ca.as_bytes()).expect("ca");
-        let mut b = TlsConfig::builder()
-            .root_certs(RootCerts::new_with_certs(&[ca]))
-            .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()));
-        if with_cert {
-            let cert = Certificate::from_pem(self.cert.as_bytes()).expect("cert");
-            let key = PrivateKey::from_pem(self.key.as_bytes()).expect("key");
-            b = b.client_cert(Some(ClientCert::new_with_certs(&[cert], key)));
-        }
-        ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .tls_config(b.build())
-            .build()
-            .into()
-    }
-}
-
-#[test]
-fn discovery_documents_and_version() {
-    let s = sim(false, None);
-    let a = agent();
-    let get = |p: &str| get_json(&a, &format!("{}{p}", s.url()), None);
-    let (st, api) = get("/api");
-    assert_eq!((st, api["kind"].as_str()), (200, Some("APIVersions")));
-    assert_eq!(api["versions"][0], "v1");
-    let (_, apis) = get("/apis");
-    assert_eq!(apis["kind"], "APIGroupList");
-    assert_eq!(apis["groups"].as_array().map(Vec::len), Some(3));
-    let (_, core) = get("/api/v1");
-    let names: Vec<&str> = core["resources"]
-        .as_array()
-        .expect("resources")
-        .iter()
-        .filter_map(|r| r["name"].as_str())
+    let one = n as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let a = agent();
+                for _ in 0..n / 8 {
+                    get_text(&a, &url).expect("get");
+                }
+            })
+        })
         .collect();
-    for want in [
-        "pods",
-        "pods/status",
-        "services/status",
-        "endpoints",
-        "events",
-        "nodes",
-    ] {
-        assert!(names.contains(&want), "{want} missing: {names:?}");
+    for h in handles {
+        h.join().expect("client");
     }
-    let (_, slices) = get("/apis/discovery.k8s.io/v1");
-    assert_eq!(slices["groupVersion"], "discovery.k8s.io/v1");
-    assert_eq!(slices["resources"][0]["kind"], "EndpointSlice");
-    let (st, missing) = get("/apis/apps/v1");
-    assert_eq!((st, missing["reason"].as_str()), (404, Some("NotFound")));
-    let (st, unknown) = get("/api/v1/namespaces/default/widgets");
-    assert_eq!((st, unknown["kind"].as_str()), (404, Some("Status")));
-    let (_, v) = get("/version");
-    assert_eq!(
-        (v["major"].as_str(), v["minor"].as_str()),
-        (Some("1"), Some("33"))
-    );
-    assert_eq!(v["gitVersion"], "v1.33.0-kube-sim");
-}
-
-#[test]
-fn kubeconfig_is_usable_as_written() {
-    let s = sim(true, None);
-    let dir = std::env::temp_dir().join(format!("kube-sim-kc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join("kubeconfig");
-    s.write_kubeconfig(&path).expect("write");
-    let text = std::fs::read_to_string(&path).expect("read");
-    let _ = std::fs::remove_dir_all(&dir);
-    let kc: Value = serde_saphyr::from_str(&text).expect("yaml");
-    let server = kc["clusters"][0]["cluster"]["server"]
-        .as_str()
-        .expect("server");
-    assert_eq!(server, s.url());
-    let b64 = |k: &str| {
-        use base64::Engine as _;
-        let v = kc["users"][0]["user"][k]
-            .as_str()
-            .or_else(|| kc["clusters"][0]["cluster"][k].as_str())
-            .expect(k);
-        String::from_utf8(
-            base64::engine::general_purpose::STANDARD
-                .decode(v)
-                .expect("b64"),
-        )
-        .expect("utf8")
-    };
-    let view = SimPkiView {
-        ca: b64("certificate-authority-data"),
-        cert: b64("client-certificate-data"),
-        key: b64("client-key-data"),
-    };
-    assert_eq!(
-        get_json(&view.agent(true), &format!("{server}/api"), None).0,
-        200
+    let eight = n as f64 / t.elapsed().as_secs_f64();
+    let pki = SimPki::generate().expect("pki");
+    let cfg = pki.server_config().expect("cfg");
+    let tls = Server::start(
+        ([127, 0, 0, 1], 0).into(),
+        Some(cfg),
+        Arc::new(Echo::default()),
+    )
+    .expect("tls server");
+    let url = format!("https://127.0.0.1:{}/x", tls.local_addr().port());
+    let a = tls_agent(&pki, true);
+    let t = Instant::now();
+    for _ in 0..n {
+        get_text(&a, &url).expect("tls get");
+    }
+    let tls_one = n as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "{{\"keepalive_1_client_rps\": {one:.0}, \"keepalive_8_clients_rps\": {eight:.0}, \
+\"tls_keepalive_1_client_rps\": {tls_one:.0}}}"
     );
 }

@@ -31,7 +31,14 @@ protocol.
   -h, --help                 this text
 
 Prints the server URL on stdout once listening. SIGTERM or SIGINT stops it.
-Fault injection and inspection: /sim/faults (GET, POST JSON), /sim/requests.
+/healthz, /readyz, /livez and /version are anonymous; everything else needs
+the token or the client certificate when either is configured.
+
+Fault injection: GET /sim/faults shows the state; POST /sim/faults takes JSON
+with any of: clear (bool), failNext ({count, verb, resource, code,
+retryAfterSeconds} or a list of them), latencyMs, stallWatches (bool),
+closeAllWatches (bool), compact (bool), outageMs. Inspection: GET
+/sim/requests (counters per verb and resource, write log, resourceVersion).
 ";
 
 struct Cli {

@@ -7,6 +7,7 @@
 //! sockets and framing only: it never interprets paths (that is the
 //! [`Handler`]'s job) and never buffers a streaming body.
 
+mod conn;
 pub mod server;
 pub mod tls;
 pub mod wire;

@@ -3,10 +3,12 @@
 //! (APIGroupList), `/apis/{group}` (APIGroup), `/api/v1` and
 //! `/apis/{group}/{version}` (APIResourceList).
 //!
+//! Aggregated discovery (`apidiscovery.k8s.io/v2` APIGroupDiscoveryList at
+//! `/api` and `/apis`) is served when the `Accept` header asks for it, as
+//! kubectl ≥ 1.30 does; everyone else gets the legacy documents.
+//!
 //! Pure: documents are functions of the table (and the server address);
-//! this module never lists resources of its own. Aggregated discovery
-//! (`apidiscovery.k8s.io/v2`) is not served; clients that ask for it fall
-//! back to these documents, as kubectl does against older servers.
+//! this module never lists resources of its own.
 
 use super::resources::{self, ResourceInfo, RESOURCES};
 use serde_json::{json, Value};
@@ -139,6 +141,86 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
         "groupVersion": group_version,
         "resources": resources,
     }))
+}
+
+/// `Content-Type` of an aggregated discovery answer.
+pub const AGGREGATED_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an `Accept` header asks for aggregated discovery v2 (any entry
+/// `application/json` with g=apidiscovery.k8s.io, v=v2,
+/// as=APIGroupDiscoveryList, in any parameter order).
+pub fn wants_aggregated(accept: Option<&str>) -> bool {
+    accept.unwrap_or("").split(',').any(|entry| {
+        let mut parts = entry.split(';').map(str::trim);
+        if parts.next() != Some("application/json") {
+            return false;
+        }
+        let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
+        let has = |k: &str, v: &str| params.iter().any(|(pk, pv)| *pk == k && *pv == v);
+        has("g", "apidiscovery.k8s.io") && has("v", "v2") && has("as", "APIGroupDiscoveryList")
+    })
+}
+
+fn gvk(r: &ResourceInfo) -> Value {
+    json!({"group": r.group, "version": r.version, "kind": r.kind})
+}
+
+fn aggregated_resource(r: &ResourceInfo) -> Value {
+    let entries = resource_entries(r);
+    let subresources: Vec<Value> = entries[1..]
+        .iter()
+        .map(|e| {
+            let name = e["name"].as_str().unwrap_or("");
+            json!({
+                "subresource": name.split_once('/').map(|(_, s)| s).unwrap_or(name),
+                "responseKind": gvk(r),
+                "verbs": e["verbs"],
+            })
+        })
+        .collect();
+    let mut doc = json!({
+        "resource": r.resource,
+        "responseKind": gvk(r),
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": r.verbs(),
+    });
+    for key in ["shortNames", "categories"] {
+        if let Some(v) = entries[0].get(key) {
+            doc[key] = v.clone();
+        }
+    }
+    if !subresources.is_empty() {
+        doc["subresources"] = json!(subresources);
+    }
+    doc
+}
+
+/// Aggregated discovery: the core group (`/api`, `core` true) or every
+/// named group (`/apis`), with all resources inline.
+pub fn aggregated(core: bool) -> Value {
+    let groups: Vec<&str> = if core { vec![""] } else { resources::groups() };
+    let items: Vec<Value> = groups
+        .into_iter()
+        .map(|g| {
+            let res: Vec<Value> = RESOURCES
+                .iter()
+                .filter(|r| r.group == g)
+                .map(aggregated_resource)
+                .collect();
+            json!({
+                "metadata": {"name": g, "creationTimestamp": null},
+                "versions": [{"version": "v1", "resources": res, "freshness": "Current"}],
+            })
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
 }
 
 /// The path segment of a group version in OpenAPI v3 ("api/v1",
@@ -323,6 +405,45 @@ mod tests {
         let core = document("/openapi/v3/api/v1", "").expect("core");
         assert!(core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"].is_object());
         assert!(core["paths"]["/api/v1/nodes/{name}"].is_object());
+    }
+
+    #[test]
+    fn aggregated_discovery_negotiation_and_shape() {
+        let cases = [
+            (Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"), true),
+            (Some("application/json; as=APIGroupDiscoveryList;v=v2;g=apidiscovery.k8s.io"), true),
+            (Some("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"), false),
+            (Some("application/json, */*"), false),
+            (None, false),
+        ];
+        for (accept, want) in cases {
+            assert_eq!(wants_aggregated(accept), want, "{accept:?}");
+        }
+        let core = aggregated(true);
+        assert_eq!(core["items"].as_array().map(Vec::len), Some(1));
+        assert_eq!(core["items"][0]["metadata"]["name"], "");
+        let res = core["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .expect("res");
+        let pods = res.iter().find(|r| r["resource"] == "pods").expect("pods");
+        assert_eq!(pods["scope"], "Namespaced");
+        assert_eq!(pods["responseKind"]["kind"], "Pod");
+        assert_eq!(pods["subresources"][0]["subresource"], "status");
+        let nodes = res
+            .iter()
+            .find(|r| r["resource"] == "nodes")
+            .expect("nodes");
+        assert_eq!(nodes["scope"], "Cluster");
+        let apis = aggregated(false);
+        let names: Vec<&str> = apis["items"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|i| i["metadata"]["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(names, resources::groups());
     }
 
     #[test]

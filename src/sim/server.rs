@@ -16,10 +16,9 @@ use super::resources;
 use super::rest;
 use super::status::ApiError;
 use super::store::{Store, StoreConfig};
-use super::tls::{SimPki, TlsError};
+use super::tls::{kubeconfig, SimPki, TlsError};
 use crate::clock::{RealClock, SharedClock};
 use crate::httpd::{Handler, Request, Response, Server, ServerOptions};
-use base64::Engine as _;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -93,7 +92,9 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
-/// Requests seen, per (verb, resource).
+/// Resource requests seen, per (verb, resource). A request is counted once
+/// it is classified, before injected failures and stalls, so retries after
+/// an injected 429 show up; discovery, health and `/sim/*` are not counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestStats {
     /// Count per (verb as Kubernetes spells it, plural resource).
@@ -243,6 +244,21 @@ fn is_health(path: &str) -> bool {
 
 impl Handler for SimHandler {
     fn handle(&self, req: Request) -> Response {
+        let resp = self.route(&req);
+        // Method, path and status only: never headers (they carry the token).
+        log::debug!(
+            "{} {} {} -> {}",
+            req.peer,
+            req.method,
+            req.path,
+            resp.status
+        );
+        resp
+    }
+}
+
+impl SimHandler {
+    fn route(&self, req: &Request) -> Response {
         let path = req.path.as_str();
         if is_health(path) {
             return Response::text(200, "ok");
@@ -250,21 +266,34 @@ impl Handler for SimHandler {
         if path == "/version" || path == "/version/" {
             return json_ok(&discovery::version());
         }
-        if !self.authenticated(&req) {
+        if !self.authenticated(req) {
             return unauthorized();
         }
         match path {
-            "/sim/faults" => return self.sim_faults(&req),
+            "/sim/faults" => return self.sim_faults(req),
             "/sim/requests" => return self.sim_requests(),
             _ => {}
         }
         if matches!(req.method.as_str(), "GET" | "HEAD") {
+            let top = path.trim_end_matches('/');
+            if matches!(top, "/api" | "/apis") && discovery::wants_aggregated(req.header("accept"))
+            {
+                let mut resp = json_ok(&discovery::aggregated(top == "/api"));
+                resp.headers = vec![
+                    (
+                        "Content-Type".into(),
+                        discovery::AGGREGATED_CONTENT_TYPE.into(),
+                    ),
+                    ("Vary".into(), "Accept".into()),
+                ];
+                return resp;
+            }
             let addr = self.addr.get().map(String::as_str).unwrap_or("");
             if let Some(doc) = discovery::document(path, addr) {
                 return json_ok(&doc);
             }
         }
-        self.resource(&req)
+        self.resource(req)
     }
 }
 
@@ -424,62 +453,15 @@ impl Drop for SimServer {
     }
 }
 
-fn kubeconfig(url: &str, pki: Option<&SimPki>, token: Option<&str>) -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
-    // JSON strings are valid YAML double-quoted scalars.
-    let q = |s: &str| Value::from(s).to_string();
-    let mut cluster = format!("    server: {}\n", q(url));
-    if let Some(p) = pki {
-        cluster.push_str(&format!(
-            "    certificate-authority-data: {}\n",
-            b64(&p.ca.cert_pem)
-        ));
-    }
-    let user = match (token, pki) {
-        (Some(t), _) => format!("    token: {}\n", q(t)),
-        (None, Some(p)) => format!(
-            "    client-certificate-data: {}\n    client-key-data: {}\n",
-            b64(&p.client.cert_pem),
-            b64(&p.client.key_pem)
-        ),
-        (None, None) => String::new(),
-    };
-    let user = if user.is_empty() {
-        "  user: {}\n".to_string()
-    } else {
-        format!("  user:\n{user}")
-    };
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n  cluster:\n{cluster}\
-contexts:\n- name: kube-sim\n  context:\n    cluster: kube-sim\n    user: kube-sim\n    namespace: default\n\
-current-context: kube-sim\nusers:\n- name: kube-sim\n{user}preferences: {{}}\n"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn kubeconfig_variants_parse_as_yaml() {
-        let pki = SimPki::generate().expect("pki");
-        let cases = [
-            (Some(&pki), Some("t0k\"en"), true, false),
-            (Some(&pki), None, true, true),
-            (None, Some("tok"), false, false),
-            (None, None, false, false),
-        ];
-        for (p, token, has_ca, has_cert) in cases {
-            let text = kubeconfig("https://127.0.0.1:1", p, token);
-            let v: Value = serde_saphyr::from_str(&text).expect("yaml");
-            assert_eq!(v["current-context"], "kube-sim");
-            assert_eq!(v["clusters"][0]["cluster"]["server"], "https://127.0.0.1:1");
-            let cluster = &v["clusters"][0]["cluster"];
-            assert_eq!(cluster.get("certificate-authority-data").is_some(), has_ca);
-            let user = &v["users"][0]["user"];
-            assert_eq!(user.get("client-key-data").is_some(), has_cert);
-            assert_eq!(user.get("token").and_then(Value::as_str), token);
-        }
+    fn sim_server_can_be_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<SimServer>();
+        send_sync::<RequestStats>();
     }
 
     #[test]

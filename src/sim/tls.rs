@@ -3,9 +3,11 @@
 //! "endpointd", O "system:masters"), all made with rcgen at start, plus the
 //! rustls `ServerConfig` that serves the one and verifies the other.
 //!
-//! Keys live only in memory and in the kubeconfig the caller asks for; this
-//! module never logs or writes them anywhere.
+//! It also renders the kubeconfig that carries these credentials to
+//! clients. Keys live only in memory and in the kubeconfig the caller asks
+//! for; this module never logs them or writes them anywhere itself.
 
+use base64::Engine as _;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, SanType,
@@ -13,6 +15,7 @@ use rcgen::{
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Common name of the generated client certificate.
@@ -176,6 +179,40 @@ impl SimPki {
     }
 }
 
+/// A kubeconfig for `url`: CA data when `pki` is given, and the token when
+/// one is set, else the client certificate and key (TLS only).
+pub fn kubeconfig(url: &str, pki: Option<&SimPki>, token: Option<&str>) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    // JSON strings are valid YAML double-quoted scalars.
+    let q = |s: &str| Value::from(s).to_string();
+    let mut cluster = format!("    server: {}\n", q(url));
+    if let Some(p) = pki {
+        cluster.push_str(&format!(
+            "    certificate-authority-data: {}\n",
+            b64(&p.ca.cert_pem)
+        ));
+    }
+    let user = match (token, pki) {
+        (Some(t), _) => format!("    token: {}\n", q(t)),
+        (None, Some(p)) => format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(&p.client.cert_pem),
+            b64(&p.client.key_pem)
+        ),
+        (None, None) => String::new(),
+    };
+    let user = if user.is_empty() {
+        "  user: {}\n".to_string()
+    } else {
+        format!("  user:\n{user}")
+    };
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n  cluster:\n{cluster}\
+contexts:\n- name: kube-sim\n  context:\n    cluster: kube-sim\n    user: kube-sim\n    namespace: default\n\
+current-context: kube-sim\nusers:\n- name: kube-sim\n{user}preferences: {{}}\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +232,27 @@ mod tests {
         );
         assert!(pki.server_config().is_ok());
         assert!(!format!("{pki:?}").contains("PRIVATE"));
+    }
+
+    #[test]
+    fn kubeconfig_variants_parse_as_yaml() {
+        let pki = SimPki::generate().expect("pki");
+        let cases = [
+            (Some(&pki), Some("t0k\"en"), true, false),
+            (Some(&pki), None, true, true),
+            (None, Some("tok"), false, false),
+            (None, None, false, false),
+        ];
+        for (p, token, has_ca, has_cert) in cases {
+            let text = kubeconfig("https://127.0.0.1:1", p, token);
+            let v: Value = serde_saphyr::from_str(&text).expect("yaml");
+            assert_eq!(v["current-context"], "kube-sim");
+            assert_eq!(v["clusters"][0]["cluster"]["server"], "https://127.0.0.1:1");
+            let cluster = &v["clusters"][0]["cluster"];
+            assert_eq!(cluster.get("certificate-authority-data").is_some(), has_ca);
+            let user = &v["users"][0]["user"];
+            assert_eq!(user.get("client-key-data").is_some(), has_cert);
+            assert_eq!(user.get("token").and_then(Value::as_str), token);
+        }
     }
 }

@@ -1,0 +1,299 @@
+//! Stage two: raw spanned values → a typed [`Config`], every default filled
+//! in and every rule checked. All errors are collected, not just the first.
+
+use super::raw::{self, Field, RawConfig};
+use super::*;
+
+/// Validate `raw` (parsed from `text`, named `file` in messages).
+pub(super) fn validate(file: &str, text: &str, raw: RawConfig) -> Result<Config, ConfigErrors> {
+    let mut v = Validator {
+        file,
+        text,
+        errors: Vec::new(),
+    };
+    let cfg = v.config(raw);
+    if v.errors.is_empty() {
+        Ok(cfg)
+    } else {
+        Err(ConfigErrors(v.errors))
+    }
+}
+
+/// Turns raw spanned values into a [`Config`], collecting every error.
+struct Validator<'a> {
+    file: &'a str,
+    text: &'a str,
+    errors: Vec<ConfigError>,
+}
+
+impl Validator<'_> {
+    fn fail<T: fmt::Debug>(&mut self, key: &str, f: &Field<T>, message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            file: self.file.to_string(),
+            key: Some(key.to_string()),
+            value: f.as_ref().map(|s| raw::show(s.get_ref())),
+            line: f.as_ref().map(|s| raw::line_of(self.text, s.span().start)),
+            message: message.into(),
+        });
+    }
+
+    fn duration(&mut self, key: &str, f: &Field<String>, default: Duration) -> Duration {
+        let Some(s) = f else { return default };
+        match parse_duration(s.get_ref()) {
+            Ok(d) => d,
+            Err(e) => {
+                self.fail(key, f, e);
+                default
+            }
+        }
+    }
+
+    fn workers(&mut self, key: &str, f: &Field<i64>, default: usize) -> usize {
+        match f.as_ref().map(|s| *s.get_ref()) {
+            None => default,
+            Some(n) if n >= 1 => n as usize,
+            Some(_) => {
+                self.fail(key, f, "must be at least 1");
+                default
+            }
+        }
+    }
+
+    fn name(&mut self, key: &str, f: Field<String>, default: &str, subdomain: bool) -> String {
+        let Some(s) = &f else {
+            return default.to_string();
+        };
+        let v = s.get_ref();
+        let ok = if subdomain {
+            is_dns1123_subdomain(v)
+        } else {
+            is_dns1123_label(v)
+        };
+        if !ok {
+            let what = if subdomain {
+                "must be a DNS-1123 subdomain (lower-case alphanumerics, '-' and '.', at most 253 characters)"
+            } else {
+                "must be a DNS-1123 label (lower-case alphanumerics and '-', at most 63 characters)"
+            };
+            self.fail(key, &f, what);
+        }
+        v.clone()
+    }
+
+    fn config(&mut self, raw: RawConfig) -> Config {
+        Config {
+            kubernetes: self.kubernetes(raw.kubernetes.unwrap_or_default()),
+            leader_election: self.leader_election(raw.leader_election.unwrap_or_default()),
+            endpoints: self.endpoints(raw.endpoints.unwrap_or_default()),
+            endpointslices: self.endpointslices(raw.endpointslices.unwrap_or_default()),
+            server: self.server(raw.server.unwrap_or_default()),
+            log: self.log(raw.log.unwrap_or_default()),
+        }
+    }
+
+    fn kubernetes(&mut self, r: raw::Kubernetes) -> Kubernetes {
+        let kubeconfig = match &r.kubeconfig {
+            Some(s) if s.get_ref().is_empty() => {
+                self.fail("kubernetes.kubeconfig", &r.kubeconfig, "must not be empty (omit the key to use $KUBECONFIG, in-cluster or ~/.kube/config)");
+                None
+            }
+            Some(s) => Some(PathBuf::from(s.get_ref())),
+            None => None,
+        };
+        let context = match &r.context {
+            Some(s) if s.get_ref().is_empty() => {
+                self.fail(
+                    "kubernetes.context",
+                    &r.context,
+                    "must not be empty (omit the key to use current-context)",
+                );
+                None
+            }
+            s => s.as_ref().map(|s| s.get_ref().clone()),
+        };
+        let qps = match r.qps.as_ref().map(|s| *s.get_ref()) {
+            None => 20.0,
+            Some(q) if q.is_finite() && q > 0.0 => q,
+            Some(_) => {
+                self.fail("kubernetes.qps", &r.qps, "must be a number greater than 0");
+                20.0
+            }
+        };
+        let burst = match r.burst.as_ref().map(|s| *s.get_ref()) {
+            None => 30,
+            Some(b) if (1..=i64::from(u32::MAX)).contains(&b) => b as u32,
+            Some(_) => {
+                self.fail("kubernetes.burst", &r.burst, "must be at least 1");
+                30
+            }
+        };
+        let request_timeout = self.duration(
+            "kubernetes.request_timeout",
+            &r.request_timeout,
+            Duration::from_secs(30),
+        );
+        if r.request_timeout.is_some() && request_timeout.is_zero() {
+            self.fail(
+                "kubernetes.request_timeout",
+                &r.request_timeout,
+                "must be greater than 0",
+            );
+        }
+        Kubernetes {
+            kubeconfig,
+            context,
+            qps,
+            burst,
+            request_timeout,
+        }
+    }
+
+    fn leader_election(&mut self, r: raw::LeaderElection) -> LeaderElection {
+        let le = "leader_election";
+        let lease_namespace = self.name(
+            "leader_election.lease_namespace",
+            r.lease_namespace,
+            "kube-system",
+            false,
+        );
+        let lease_name = self.name(
+            "leader_election.lease_name",
+            r.lease_name,
+            "endpointd",
+            true,
+        );
+        let (identity, identity_generated) = match &r.identity {
+            Some(s) if s.get_ref().trim().is_empty() => {
+                self.fail(
+                    "leader_election.identity",
+                    &r.identity,
+                    "must not be empty (omit the key for hostname + random suffix)",
+                );
+                (default_identity(), true)
+            }
+            Some(s) => (s.get_ref().clone(), false),
+            None => (default_identity(), true),
+        };
+        let lease_duration = self.duration(
+            "leader_election.lease_duration",
+            &r.lease_duration,
+            Duration::from_secs(15),
+        );
+        let renew_deadline = self.duration(
+            "leader_election.renew_deadline",
+            &r.renew_deadline,
+            Duration::from_secs(10),
+        );
+        let retry_period = self.duration(
+            "leader_election.retry_period",
+            &r.retry_period,
+            Duration::from_secs(2),
+        );
+        // client-go NewLeaderElector's checks, in its order.
+        for (key, f, d) in [
+            ("lease_duration", &r.lease_duration, lease_duration),
+            ("renew_deadline", &r.renew_deadline, renew_deadline),
+            ("retry_period", &r.retry_period, retry_period),
+        ] {
+            if d.is_zero() {
+                self.fail(&format!("{le}.{key}"), f, "must be greater than 0");
+            }
+        }
+        if lease_duration <= renew_deadline {
+            let msg = format!(
+                "must be greater than leader_election.renew_deadline ({})",
+                format_duration(renew_deadline)
+            );
+            self.fail("leader_election.lease_duration", &r.lease_duration, msg);
+        }
+        let jittered = retry_period.mul_f64(LEADER_ELECTION_JITTER_FACTOR);
+        if !renew_deadline.is_zero() && renew_deadline <= jittered {
+            let msg = format!(
+                "must be greater than leader_election.retry_period × {LEADER_ELECTION_JITTER_FACTOR} ({})",
+                format_duration(jittered)
+            );
+            self.fail("leader_election.renew_deadline", &r.renew_deadline, msg);
+        }
+        LeaderElection {
+            enabled: r.enabled.map(|s| s.into_inner()).unwrap_or(true),
+            lease_namespace,
+            lease_name,
+            identity,
+            identity_generated,
+            lease_duration,
+            renew_deadline,
+            retry_period,
+        }
+    }
+
+    fn endpoints(&mut self, r: raw::Endpoints) -> Endpoints {
+        Endpoints {
+            enabled: r.enabled.map(|s| s.into_inner()).unwrap_or(true),
+            workers: self.workers("endpoints.workers", &r.workers, 5),
+            batch_period: self.duration("endpoints.batch_period", &r.batch_period, Duration::ZERO),
+        }
+    }
+
+    fn endpointslices(&mut self, r: raw::EndpointSlices) -> EndpointSlices {
+        let max = match r.max_endpoints_per_slice.as_ref().map(|s| *s.get_ref()) {
+            None => 100,
+            Some(n) if (1..=i64::from(MAX_ENDPOINTS_PER_SLICE_LIMIT)).contains(&n) => n as u32,
+            Some(_) => {
+                let msg = format!("must be between 1 and {MAX_ENDPOINTS_PER_SLICE_LIMIT}");
+                self.fail(
+                    "endpointslices.max_endpoints_per_slice",
+                    &r.max_endpoints_per_slice,
+                    msg,
+                );
+                100
+            }
+        };
+        EndpointSlices {
+            enabled: r.enabled.map(|s| s.into_inner()).unwrap_or(true),
+            workers: self.workers("endpointslices.workers", &r.workers, 5),
+            max_endpoints_per_slice: max,
+            batch_period: self.duration(
+                "endpointslices.batch_period",
+                &r.batch_period,
+                Duration::ZERO,
+            ),
+        }
+    }
+
+    fn server(&mut self, r: raw::Server) -> Server {
+        let listen = match &r.listen {
+            None => Some(SocketAddr::from(([127, 0, 0, 1], 10266))),
+            Some(s) if s.get_ref().is_empty() => None,
+            Some(s) => match s.get_ref().parse::<SocketAddr>() {
+                Ok(a) => Some(a),
+                Err(_) => {
+                    self.fail(
+                        "server.listen",
+                        &r.listen,
+                        "must be an IP socket address such as \"127.0.0.1:10266\" or \"[::1]:10266\", or \"\" to disable",
+                    );
+                    None
+                }
+            },
+        };
+        Server { listen }
+    }
+
+    fn log(&mut self, r: raw::Log) -> Log {
+        let level = match &r.level {
+            None => log::LevelFilter::Info,
+            Some(s) => match s.get_ref().to_ascii_lowercase().parse::<log::LevelFilter>() {
+                Ok(l) => l,
+                Err(_) => {
+                    self.fail(
+                        "log.level",
+                        &r.level,
+                        "must be one of \"off\", \"error\", \"warn\", \"info\", \"debug\", \"trace\"",
+                    );
+                    log::LevelFilter::Info
+                }
+            },
+        };
+        Log { level }
+    }
+}
