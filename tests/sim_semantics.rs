@@ -226,7 +226,7 @@ fn defaulting_before_validation() {
     let other = sim.create(
         "services",
         NS,
-        json!({"metadata": {"name": "web2"}, "spec": {}}),
+        json!({"metadata": {"name": "web2"}, "spec": {"ports": [{"port": 81}]}}),
     );
     assert_ne!(
         other.body["spec"]["clusterIP"], spec["clusterIP"],
@@ -306,4 +306,40 @@ fn load_list_keeps_identity_and_applies_defaults() {
     let mut forged = p.clone();
     forged["metadata"]["uid"] = json!("someone-else");
     assert_eq!(sim.update(PODS, NS, "q", forged).status, 409);
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let sim = Sim::new();
+    let before = sim.store.current_rv();
+    let dry = [("dryRun", "All")];
+    let r = sim.call(Verb::Create, PODS, NS, None, &dry, &pod("d"));
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["name"], "d");
+    assert_eq!(sim.get(PODS, NS, "d").status, 404);
+    assert_eq!(sim.store.current_rv(), before);
+    sim.create(PODS, NS, pod("d"));
+    let rv = sim.store.current_rv();
+    let mut u = sim.get(PODS, NS, "d").body;
+    u["metadata"]["labels"]["x"] = json!("1");
+    let r = sim.call(Verb::Update, PODS, NS, Some("d"), &dry, &u);
+    assert_eq!(
+        (r.status, r.body["metadata"]["labels"]["x"].clone()),
+        (200, json!("1"))
+    );
+    let r = sim.call(Verb::Delete, PODS, NS, Some("d"), &dry, &Value::Null);
+    assert_eq!(r.status, 200);
+    assert_eq!(sim.store.current_rv(), rv, "no write happened");
+    assert!(sim.get(PODS, NS, "d").body["metadata"]["labels"]
+        .get("x")
+        .is_none());
+    let bad = sim.call(
+        Verb::Create,
+        PODS,
+        NS,
+        None,
+        &[("dryRun", "Some")],
+        &pod("e"),
+    );
+    assert_eq!(bad.status, 400);
 }

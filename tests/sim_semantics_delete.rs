@@ -155,7 +155,7 @@ fn garbage_collection_of_owned_slices() {
         .create(
             "services",
             NS,
-            json!({"metadata": {"name": "keep"}, "spec": {}}),
+            json!({"metadata": {"name": "keep"}, "spec": {"ports": [{"port": 80}]}}),
         )
         .body;
     sim.create(SLICES, NS, owned_slice("svc-1", &svc));
@@ -284,7 +284,7 @@ fn foreground_deletion_waits_for_dependents() {
         .create(
             "services",
             NS,
-            json!({"metadata": {"name": "fg"}, "spec": {}}),
+            json!({"metadata": {"name": "fg"}, "spec": {"ports": [{"port": 80}]}}),
         )
         .body;
     let mut held = owned_slice("fg-1", &svc);

@@ -103,7 +103,11 @@ pub fn delete(
     let opts = DeleteOptions::parse(req)?;
     let now = store.clock().wall();
     let key = Key::new(info, ns, name);
-    let outcome = store.txn(|t| delete_in(t, &key, &opts, now))?;
+    let dry = super::rest::dry_run(req)?;
+    let outcome = store.txn(|t| {
+        t.set_dry_run(dry);
+        delete_in(t, &key, &opts, now)
+    })?;
     if returns_object(info) {
         Ok(object_response(200, outcome.obj()))
     } else {
@@ -133,7 +137,7 @@ pub fn delete_in(
         mark_deleted(&mut v, now);
         v["status"]["phase"] = json!("Terminating");
         let obj = t.put(key, "delete", v);
-        t.store().gc(GcWork::Namespace(key.name.clone()));
+        t.gc(GcWork::Namespace(key.name.clone()));
         return Ok(Outcome::Pending(obj));
     }
     let uid = cur.uid().unwrap_or("").to_string();
@@ -144,7 +148,7 @@ pub fn delete_in(
         }
         add_finalizer(&mut v, FOREGROUND);
         let obj = t.put(key, "delete", v);
-        t.store().gc(GcWork::Foreground(uid));
+        t.gc(GcWork::Foreground(uid));
         return Ok(Outcome::Pending(obj));
     }
     let has_finalizers = cur

@@ -147,6 +147,42 @@ pub fn name_suffix() -> String {
         .collect()
 }
 
+/// A pod's QoS class (upstream `GetPodQOS`, cpu and memory only):
+/// BestEffort without any request or limit; Guaranteed when every
+/// container limits cpu and memory and requests (if given) equal limits;
+/// Burstable otherwise.
+pub fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let get =
+        |c: &Value, kind: &str, r: &str| c.pointer(&format!("/resources/{kind}/{r}")).cloned();
+    let any = containers.iter().any(|c| {
+        ["requests", "limits"]
+            .iter()
+            .any(|k| ["cpu", "memory"].iter().any(|r| get(c, k, r).is_some()))
+    });
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        ["cpu", "memory"]
+            .iter()
+            .all(|r| match (get(c, "limits", r), get(c, "requests", r)) {
+                (Some(l), Some(q)) => l == q,
+                (Some(_), None) => true,
+                _ => false,
+            })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
 /// Whether the resource's strategy tracks `metadata.generation`.
 pub fn tracks_generation(info: &ResourceInfo) -> bool {
     matches!(info.resource, "endpointslices" | "pods")
@@ -201,11 +237,15 @@ pub fn prepare_create(info: &ResourceInfo, v: &mut Value, name: &str, ns: &str, 
         v["spec"] = json!({"finalizers": ["kubernetes"]});
         v["status"] = json!({"phase": "Active"});
     }
-    if info.resource == "pods" && v.pointer("/status/phase").is_none() {
+    if info.resource == "pods" {
         if !v.get("status").is_some_and(Value::is_object) {
             v["status"] = json!({});
         }
-        v["status"]["phase"] = json!("Pending");
+        if v.pointer("/status/phase").is_none() {
+            v["status"]["phase"] = json!("Pending");
+        }
+        let qos = qos_class(v.get("spec").unwrap_or(&Value::Null));
+        v["status"]["qosClass"] = json!(qos);
     }
 }
 
@@ -396,6 +436,33 @@ mod tests {
                 "{} {what}",
                 info.resource
             );
+        }
+    }
+
+    #[test]
+    fn qos_class_table() {
+        let c = |res: Value| json!({"containers": [{"name": "c", "resources": res}]});
+        let cases = [
+            (json!({"containers": [{"name": "c"}]}), "BestEffort"),
+            (c(json!({"requests": {"cpu": "100m"}})), "Burstable"),
+            (
+                c(json!({"limits": {"cpu": "1", "memory": "1Gi"}})),
+                "Guaranteed",
+            ),
+            (
+                c(
+                    json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}),
+                ),
+                "Guaranteed",
+            ),
+            (
+                c(json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}})),
+                "Burstable",
+            ),
+            (c(json!({"limits": {"cpu": "1"}})), "Burstable"),
+        ];
+        for (spec, want) in cases {
+            assert_eq!(qos_class(&spec), want, "{spec}");
         }
     }
 

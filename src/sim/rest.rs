@@ -126,6 +126,17 @@ pub fn decode_body(info: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> 
     Ok(v)
 }
 
+/// Whether the request is a dry run (`dryRun=All`; other values are 400).
+pub fn dry_run(req: &Request) -> Result<bool, ApiError> {
+    match req.query("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(v) => Err(bad_request(format!(
+            "dryRun: Unsupported value: \"{v}\": supported values: \"All\""
+        ))),
+    }
+}
+
 fn meta_str<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
     v.get("metadata")?.get(f)?.as_str()
 }
@@ -187,7 +198,11 @@ fn create(
         ));
     }
     let now = store.clock().wall();
-    let obj = store.txn(|t| create_in(t, info, ns, v, now, "create"))?;
+    let dry = dry_run(req)?;
+    let obj = store.txn(|t| {
+        t.set_dry_run(dry);
+        create_in(t, info, ns, v, now, "create")
+    })?;
     Ok(object_response(201, &obj))
 }
 
@@ -265,7 +280,9 @@ fn update(
     }
     let now = store.clock().wall();
     let key = Key::new(info, ns, name);
+    let dry = dry_run(req)?;
     let (code, obj) = store.txn(|t| {
+        t.set_dry_run(dry);
         if t.get(&key).is_none() && objects::allow_create_on_update(info) && !status_only {
             let mut v = v;
             if let Some(m) = v["metadata"].as_object_mut() {
@@ -322,7 +339,7 @@ pub fn apply_update(
             .is_none_or(Vec::is_empty);
     if info.resource == "namespaces" && new.pointer("/metadata/deletionTimestamp").is_some() {
         let obj = t.put(key, verb, new);
-        t.store().gc(GcWork::Namespace(key.name.clone()));
+        t.gc(GcWork::Namespace(key.name.clone()));
         return Ok(obj);
     }
     if finalized {
@@ -345,7 +362,9 @@ fn patch_object(
     let ctype = req.header("content-type").unwrap_or("");
     let kind = patch::PatchType::from_content_type(ctype)?;
     let key = Key::new(info, ns, name);
+    let dry = dry_run(req)?;
     let obj = store.txn(|t| {
+        t.set_dry_run(dry);
         let cur = t.get(&key).ok_or_else(|| not_found(info, name))?;
         let patched = patch::apply(kind, &cur.full_value(), &req.body)?;
         if meta_str(&patched, "name").is_some_and(|n| n != name) {

@@ -120,6 +120,7 @@ impl Store {
         let mut t = Txn {
             store: self,
             inner: &mut inner,
+            dry_run: false,
         };
         f(&mut t)
     }

@@ -37,9 +37,24 @@ pub enum WatchFrom {
 pub struct Txn<'a> {
     pub(crate) store: &'a Store,
     pub(crate) inner: &'a mut Inner,
+    /// `dryRun=All`: writes compute their result but change nothing.
+    pub(crate) dry_run: bool,
 }
 
 impl Txn<'_> {
+    /// Queue background work for the collector (not in a dry run).
+    pub fn gc(&self, work: GcWork) {
+        if !self.dry_run {
+            self.store.gc(work);
+        }
+    }
+
+    /// Make every following write of this transaction a dry run (nothing is
+    /// stored, no resourceVersion is taken, no event or log entry is made).
+    pub fn set_dry_run(&mut self, on: bool) {
+        self.dry_run = on;
+    }
+
     /// The store.
     pub fn store(&self) -> &Store {
         self.store
@@ -131,6 +146,9 @@ impl Txn<'_> {
             m.remove("kind");
             m.remove("apiVersion");
         }
+        if self.dry_run {
+            return Arc::new(Obj::new(key.info(), value));
+        }
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
@@ -153,6 +171,9 @@ impl Txn<'_> {
     /// Returns its last state (stamped with the delete's resourceVersion).
     pub fn delete(&mut self, key: &Key, verb: &str) -> Option<Arc<Obj>> {
         let prev = self.get(key)?;
+        if self.dry_run {
+            return Some(prev);
+        }
         let rv = self.inner.rv + 1;
         let mut value = prev.value.clone();
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {

@@ -214,6 +214,79 @@ pub fn lease(new: &Value, out: &mut Vec<Cause>) {
     }
 }
 
+const SERVICE_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+
+/// IANA service name (a string `targetPort`): ≤ 15 characters, lower-case
+/// alphanumerics and '-', at least one letter, no leading/trailing or
+/// double '-'.
+pub fn is_port_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 15
+        && s.bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && s.bytes().any(|c| c.is_ascii_lowercase())
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+}
+
+/// Service rules (upstream `ValidateService`, the parts endpointd relies on).
+pub fn service(new: &Value, out: &mut Vec<Cause>) {
+    let spec = new.get("spec").unwrap_or(&Value::Null);
+    let ty = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if !SERVICE_TYPES.contains(&ty) {
+        out.push(Cause::not_supported("spec.type", &json!(ty), SERVICE_TYPES));
+    }
+    let ip = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("");
+    if !ip.is_empty() && ip != "None" && !ip_ok(ip) {
+        out.push(Cause::invalid(
+            "spec.clusterIP",
+            &json!(ip),
+            "must be empty, 'None', or a valid IP address",
+        ));
+    }
+    let ports = arr(spec, "ports");
+    if ports.is_empty() && ip != "None" && ty != "ExternalName" {
+        out.push(Cause::required("spec.ports", ""));
+    }
+    let mut names = HashSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let path = format!("spec.ports[{i}]");
+        let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+        if ports.len() > 1 && name.is_empty() {
+            out.push(Cause::required(&format!("{path}.name"), ""));
+        } else if !name.is_empty() && !is_dns1123_label(name) {
+            out.push(Cause::invalid(
+                &format!("{path}.name"),
+                &json!(name),
+                "must be a valid DNS label",
+            ));
+        }
+        if !name.is_empty() && !names.insert(name.to_string()) {
+            out.push(Cause::duplicate(&format!("{path}.name"), &json!(name)));
+        }
+        port_number(
+            &format!("{path}.port"),
+            p.get("port").unwrap_or(&Value::Null),
+            out,
+        );
+        protocol(&path, p, true, out);
+        match p.get("targetPort") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if is_port_name(s) => {}
+            Some(Value::String(s)) => out.push(Cause::invalid(
+                &format!("{path}.targetPort"),
+                &json!(s),
+                "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+            )),
+            Some(n) => port_number(&format!("{path}.targetPort"), n, out),
+        }
+    }
+}
+
 /// Upstream limits for events (`pkg/apis/core/validation/events.go`).
 const EVENT_LIMITS: &[(&str, usize)] = &[
     ("reportingInstance", 128),

@@ -360,7 +360,10 @@ fn object_name_rules() {
         ("", "pods", &"a".repeat(254), false),
     ];
     for (g, r, name, ok) in cases {
-        let got = causes(g, r, None, json!({"metadata": {"name": name}}));
+        let got: Vec<_> = causes(g, r, None, json!({"metadata": {"name": name}}))
+            .into_iter()
+            .filter(|c| c.1 == "metadata.name")
+            .collect();
         assert_eq!(got.is_empty(), ok, "{r} {name}: {got:?}");
     }
 }
@@ -397,4 +400,71 @@ fn event_rules() {
     let mut long_note = good;
     long_note["note"] = json!("x".repeat(1025));
     assert_eq!(fields(strict(long_note)), ["message"]);
+}
+
+#[test]
+fn service_rules() {
+    let svc = |spec: Value| json!({"metadata": {"name": "s"}, "spec": spec});
+    let fields = |c: Vec<(String, String, String)>| {
+        c.into_iter().map(|(r, f, _)| (r, f)).collect::<Vec<_>>()
+    };
+    let f = |r: &str, p: &str| (r.to_string(), p.to_string());
+    let cases = [
+        (
+            svc(json!({"ports": [{"port": 80, "protocol": "TCP"}]})),
+            vec![],
+        ),
+        (svc(json!({"clusterIP": "None"})), vec![]),
+        (
+            svc(json!({"type": "ExternalName", "externalName": "a.b"})),
+            vec![],
+        ),
+        (svc(json!({})), vec![f("FieldValueRequired", "spec.ports")]),
+        (
+            svc(json!({"ports": [{"port": 70000, "protocol": "TCP"}]})),
+            vec![f("FieldValueInvalid", "spec.ports[0].port")],
+        ),
+        (
+            svc(json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": 0}]})),
+            vec![f("FieldValueInvalid", "spec.ports[0].targetPort")],
+        ),
+        (
+            svc(json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": "http"}]})),
+            vec![],
+        ),
+        (
+            svc(json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": "Not_Valid"}]})),
+            vec![f("FieldValueInvalid", "spec.ports[0].targetPort")],
+        ),
+        (
+            svc(
+                json!({"ports": [{"port": 80, "protocol": "TCP"}, {"port": 81, "protocol": "TCP"}]}),
+            ),
+            vec![
+                f("FieldValueRequired", "spec.ports[0].name"),
+                f("FieldValueRequired", "spec.ports[1].name"),
+            ],
+        ),
+        (
+            svc(
+                json!({"ports": [{"name": "a", "port": 80, "protocol": "TCP"}, {"name": "a", "port": 81, "protocol": "TCP"}]}),
+            ),
+            vec![f("FieldValueDuplicate", "spec.ports[1].name")],
+        ),
+        (
+            svc(json!({"type": "Magic", "ports": [{"port": 80, "protocol": "TCP"}]})),
+            vec![f("FieldValueNotSupported", "spec.type")],
+        ),
+        (
+            svc(json!({"clusterIP": "10.0.0.300", "ports": [{"port": 80, "protocol": "TCP"}]})),
+            vec![f("FieldValueInvalid", "spec.clusterIP")],
+        ),
+    ];
+    for (obj, want) in cases {
+        assert_eq!(
+            fields(causes("", "services", None, obj.clone())),
+            want,
+            "{obj}"
+        );
+    }
 }
