@@ -468,3 +468,51 @@ fn service_rules() {
         );
     }
 }
+
+#[test]
+fn label_and_annotation_rules() {
+    let obj = |labels: Value, annotations: Value| json!({"metadata": {"name": "p", "labels": labels, "annotations": annotations}});
+    let cases = [
+        (
+            obj(
+                json!({"app": "web", "endpointslice.kubernetes.io/managed-by": "endpointd", "empty": ""}),
+                json!({"a.b/c": "any value at all!"}),
+            ),
+            vec![],
+        ),
+        (
+            obj(json!({"bad key!": "x"}), json!({})),
+            vec!["metadata.labels"],
+        ),
+        (
+            obj(json!({"app": "bad value!"}), json!({})),
+            vec!["metadata.labels"],
+        ),
+        (
+            obj(json!({"app": "x".repeat(64)}), json!({})),
+            vec!["metadata.labels"],
+        ),
+        (
+            obj(json!({"Bad_Prefix/app": "x"}), json!({})),
+            vec!["metadata.labels"],
+        ),
+        (
+            obj(json!({}), json!({"bad key!": "x"})),
+            vec!["metadata.annotations"],
+        ),
+    ];
+    for (o, want) in cases {
+        let got: Vec<String> = causes("", "pods", None, o.clone())
+            .into_iter()
+            .map(|c| c.1)
+            .collect();
+        assert_eq!(got, want, "{o}");
+    }
+    let Some(info) = lookup("", "v1", "pods") else {
+        panic!("pods not served")
+    };
+    let e = validate(info, None, &obj(json!({"app": 5}), json!({})))
+        .err()
+        .map(|e| e.code);
+    assert_eq!(e, Some(400), "a non-string label value is a decode error");
+}
