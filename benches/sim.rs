@@ -4,6 +4,7 @@
 //! loopback HTTP against a `SimServer` (ureq clients). Prints one human
 //! line per figure and a final JSON line.
 //!
+//! Time comes from `clock::RealClock` (the crate rule: no direct clock reads).
 //! Run: `cargo bench --bench sim` (env `SIM_BENCH_PODS`, `SIM_BENCH_WRITES`,
 //! `SIM_BENCH_WATCHERS` override the sizes).
 
@@ -78,7 +79,7 @@ fn full(r: Response) -> Vec<u8> {
 }
 
 fn paginated_list(store: &Arc<Store>) -> (usize, Duration) {
-    let start = Instant::now();
+    let start = RealClock.now();
     let (mut items, mut token) = (0usize, String::new());
     loop {
         let mut q = vec![("limit", "500")];
@@ -141,7 +142,7 @@ fn drain_all(
 fn await_events(received: &AtomicUsize, expected: usize, since: Instant) -> (usize, f64) {
     while received.load(Ordering::Relaxed) < expected && since.elapsed() < Duration::from_secs(120)
     {
-        std::thread::sleep(Duration::from_millis(5));
+        RealClock.sleep(Duration::from_millis(5));
     }
     (
         received.load(Ordering::Relaxed),
@@ -153,7 +154,7 @@ fn await_events(received: &AtomicUsize, expected: usize, since: Instant) -> (usi
 fn in_process(z: Sizes) -> Value {
     let clock: Arc<dyn Clock> = Arc::new(RealClock);
     let store = Store::new(StoreConfig::default(), clock);
-    let t = Instant::now();
+    let t = RealClock.now();
     for i in 0..z.pods {
         full(call(&store, Verb::Create, None, &[], pod(i, 0)));
     }
@@ -188,7 +189,7 @@ fn in_process(z: Sizes) -> Value {
         .collect();
     let received = Arc::new(AtomicUsize::new(0));
     let drains = drain_all(rxs, &received);
-    let t = Instant::now();
+    let t = RealClock.now();
     for w in 0..z.writes {
         let i = w % z.pods;
         full(call(
@@ -247,7 +248,7 @@ fn agent() -> ureq::Agent {
 }
 
 fn http_list(a: &ureq::Agent, base: &str) -> (usize, Duration) {
-    let start = Instant::now();
+    let start = RealClock.now();
     let (mut items, mut token) = (0usize, String::new());
     loop {
         let mut url = format!("{base}/api/v1/namespaces/default/pods?limit=500");
@@ -344,7 +345,7 @@ fn over_http(z: Sizes) -> Value {
     let received = Arc::new(AtomicUsize::new(0));
     let readers = http_watches(&base, sim.store().current_rv(), z.watchers, &received);
     let writers = 4;
-    let t = Instant::now();
+    let t = RealClock.now();
     http_puts(&base, z, writers);
     let write_s = t.elapsed().as_secs_f64();
     let expected = z.writes * z.watchers;
