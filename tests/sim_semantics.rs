@@ -343,3 +343,18 @@ fn dry_run_changes_nothing() {
     );
     assert_eq!(bad.status, 400);
 }
+
+#[test]
+fn status_subresource_verbs() {
+    let sim = Sim::new();
+    sim.create(PODS, NS, pod("s"));
+    assert_eq!(sim.get("pods:status", NS, "s").status, 200);
+    assert_eq!(sim.delete("pods:status", NS, "s", json!(null)).status, 405);
+    assert_eq!(sim.get(PODS, NS, "s").status, 200, "still there");
+    assert_eq!(
+        sim.get("discovery.k8s.io/endpointslices:status", NS, "s")
+            .status,
+        404,
+        "no status subresource"
+    );
+}

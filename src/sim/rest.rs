@@ -45,6 +45,13 @@ fn serve(store: &Arc<Store>, ri: &RequestInfo, req: &Request) -> Result<Response
             ))
         }
     };
+    if status_only && !matches!(ri.verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ));
+    }
     let ns = if info.namespaced {
         ri.namespace.clone().unwrap_or_default()
     } else {
