@@ -222,6 +222,40 @@ fn metadata_maps(v: &Value, out: &mut Vec<Cause>) {
     }
 }
 
+/// Upstream `ValidateObjectMetaUpdate`: once `deletionTimestamp` is set no
+/// finalizer may be added.
+fn no_new_finalizers_while_deleting(old: &Value, new: &Value, out: &mut Vec<Cause>) {
+    if old.pointer("/metadata/deletionTimestamp").is_none() {
+        return;
+    }
+    let list = |v: &Value| -> Vec<String> {
+        v.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = list(old);
+    let added: Vec<String> = list(new)
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    if !added.is_empty() {
+        let shown: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+        out.push(Cause {
+            reason: "FieldValueForbidden",
+            message: format!(
+                "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                shown.join(", ")
+            ),
+            field: "metadata.finalizers".into(),
+        });
+    }
+}
+
 /// Validate a create (`old` = None) or an update.
 pub fn validate(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result<(), ApiError> {
     check_types(info, new)?;
@@ -231,6 +265,9 @@ pub fn validate(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result
         .unwrap_or("");
     let mut causes: Vec<Cause> = name_cause(info, name).into_iter().collect();
     metadata_maps(new, &mut causes);
+    if let Some(old) = old {
+        no_new_finalizers_while_deleting(old, new, &mut causes);
+    }
     match info.resource {
         "endpointslices" => super::validate_rules::endpoint_slice(old, new, &mut causes),
         "endpoints" => super::validate_rules::endpoints(new, &mut causes),
