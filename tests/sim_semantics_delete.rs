@@ -66,6 +66,14 @@ fn finalizers_keep_the_object_until_removed() {
         again.status, 200,
         "deleting again is accepted and changes nothing"
     );
+    let mut more = sim.get(PODS, NS, "f").body;
+    more["metadata"]["finalizers"] = json!(["example.com/hold", "example.com/new"]);
+    let r = sim.update(PODS, NS, "f", more);
+    assert_eq!(r.status, 422, "no new finalizers while deleting");
+    assert_eq!(
+        r.body["details"]["causes"][0]["field"],
+        "metadata.finalizers"
+    );
     let mut unfin = kept.body.clone();
     unfin["metadata"]["finalizers"] = json!([]);
     let r = sim.update(PODS, NS, "f", unfin);
