@@ -58,23 +58,17 @@ fn serve(store: &Arc<Store>, ri: &RequestInfo, req: &Request) -> Result<Response
         String::new()
     };
     let name = ri.name.clone().unwrap_or_default();
+    // Collections: one namespace, or all (always all when cluster-scoped).
+    let scope = ri.namespace.as_deref().filter(|_| info.namespaced);
     match ri.verb {
         Verb::Get => get(store, info, &ns, &name),
-        Verb::List => list::list(store, info, ri.namespace.as_deref(), req),
-        Verb::Watch => watch::watch(
-            store,
-            info,
-            ri.namespace.as_deref(),
-            ri.name.as_deref(),
-            req,
-        ),
+        Verb::List => list::list(store, info, scope, req),
+        Verb::Watch => watch::watch(store, info, scope, ri.name.as_deref(), req),
         Verb::Create => create(store, info, &ns, req),
         Verb::Update => update(store, info, &ns, &name, status_only, req),
         Verb::Patch => patch_object(store, info, &ns, &name, status_only, req),
         Verb::Delete => deletion::delete(store, info, &ns, &name, req),
-        Verb::DeleteCollection => {
-            deletion::delete_collection(store, info, ri.namespace.as_deref(), req)
-        }
+        Verb::DeleteCollection => deletion::delete_collection(store, info, scope, req),
     }
 }
 
