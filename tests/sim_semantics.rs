@@ -358,3 +358,62 @@ fn status_subresource_verbs() {
         "no status subresource"
     );
 }
+
+#[test]
+fn events_are_one_storage_with_two_api_views() {
+    let sim = Sim::new();
+    const NEW: &str = "events.k8s.io/events";
+    let w = sim.watch(
+        NEW,
+        NS,
+        &[("resourceVersion", &sim.store.current_rv().to_string())],
+    );
+    let new_style = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "svc.1"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "endpointd", "reportingInstance": "endpointd-a", "action": "Sync",
+        "reason": "FailedToUpdateEndpointSlices", "type": "Warning", "note": "boom",
+        "regarding": {"kind": "Service", "namespace": "default", "name": "svc"}});
+    let r = sim.create(NEW, NS, new_style);
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(r.body["note"], "boom");
+    let core = sim.get("events", NS, "svc.1");
+    assert_eq!(core.status, 200);
+    assert_eq!(core.body["apiVersion"], "v1");
+    assert_eq!(core.body["message"], "boom");
+    assert_eq!(core.body["involvedObject"]["name"], "svc");
+    assert_eq!(core.body["reportingComponent"], "endpointd");
+    let legacy = json!({"metadata": {"name": "svc.2"}, "involvedObject": {"kind": "Service", "namespace": "default", "name": "svc"},
+        "reason": "Created", "message": "made it", "type": "Normal", "count": 1});
+    assert_eq!(sim.create("events", NS, legacy).status, 201);
+    let listed = sim.list(NEW, NS, &[]);
+    assert_eq!(listed.body["kind"], "EventList");
+    assert_eq!(listed.body["apiVersion"], "events.k8s.io/v1");
+    let notes: Vec<&str> = listed.body["items"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["note"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(notes, ["boom", "made it"]);
+    assert_eq!(listed.body["items"][1]["deprecatedCount"], 1);
+    let (t, o) = w.next().expect("first event");
+    assert_eq!(
+        (t.as_str(), o["apiVersion"].as_str(), o["note"].as_str()),
+        ("ADDED", Some("events.k8s.io/v1"), Some("boom"))
+    );
+    let (_, o) = w.next().expect("second event, created through core/v1");
+    assert_eq!(o["regarding"]["name"], "svc");
+    let nf = sim.get(NEW, NS, "missing");
+    assert_eq!(
+        nf.body["message"],
+        "events.events.k8s.io \"missing\" not found"
+    );
+    let p = sim.patch(
+        NEW,
+        NS,
+        "svc.2",
+        "application/merge-patch+json",
+        json!({"note": "patched"}),
+    );
+    assert_eq!(p.status, 200, "{}", p.body);
+    assert_eq!(sim.get("events", NS, "svc.2").body["message"], "patched");
+}

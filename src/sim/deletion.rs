@@ -109,7 +109,7 @@ pub fn delete(
         delete_in(t, &key, &opts, now)
     })?;
     if returns_object(info) {
-        Ok(object_response(200, outcome.obj()))
+        Ok(object_response(info, 200, outcome.obj()))
     } else {
         Ok(success_status(info, outcome.obj()))
     }
@@ -290,6 +290,6 @@ pub fn delete_collection(
     Ok(list_response(
         info,
         &meta,
-        done.iter().map(|o| o.item.as_slice()),
+        done.iter().map(|o| o.item_as(info)),
     ))
 }

@@ -68,9 +68,19 @@ impl Key {
     }
 }
 
-/// Index of a resource in [`RESOURCES`].
+/// Index of a resource's storage in [`RESOURCES`]: its own, except that
+/// events.k8s.io Events live with the core Events (one storage, two views).
 pub fn res_index(info: &ResourceInfo) -> usize {
-    RESOURCES.iter().position(|r| r == info).unwrap_or(0)
+    let storage = if super::eventsapi::is_events_api(info) {
+        RESOURCES
+            .iter()
+            .position(|r| r.group.is_empty() && r.resource == "events")
+    } else {
+        None
+    };
+    storage
+        .or_else(|| RESOURCES.iter().position(|r| r == info))
+        .unwrap_or(0)
 }
 
 /// Watch event type.

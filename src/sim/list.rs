@@ -205,7 +205,7 @@ pub fn list(
                 meta["remainingItemCount"] = json!(n);
             }
         }
-        let items = page.items.iter().map(|o| o.item.as_slice());
+        let items = page.items.iter().map(|o| o.item_as(info));
         Ok(list_response(info, &meta, items))
     })
 }
@@ -219,10 +219,10 @@ fn expired_continue(current: u64, key: &Key) -> Response {
 }
 
 /// Assemble a list body from serialized items (no per-item re-encoding).
-pub fn list_response<'a>(
+pub fn list_response(
     info: &ResourceInfo,
     meta: &Value,
-    items: impl Iterator<Item = &'a [u8]>,
+    items: impl Iterator<Item = impl AsRef<[u8]>>,
 ) -> Response {
     let mut out = format!(
         "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
@@ -235,7 +235,7 @@ pub fn list_response<'a>(
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(item);
+        out.extend_from_slice(item.as_ref());
     }
     out.extend_from_slice(b"]}");
     Response::json(200, out)

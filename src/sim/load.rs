@@ -46,7 +46,12 @@ pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("default");
-        parsed.push((info, ns.to_string(), name.to_string(), item.clone()));
+        let body = if super::eventsapi::is_events_api(info) {
+            super::eventsapi::to_core(item)
+        } else {
+            item.clone()
+        };
+        parsed.push((info, ns.to_string(), name.to_string(), body));
     }
     parsed.sort_by_key(|(info, ..)| info.resource != "namespaces");
     let now = store.clock().wall();

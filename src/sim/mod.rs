@@ -11,6 +11,7 @@ pub mod defaults;
 pub mod deletion;
 pub mod discovery;
 pub mod event;
+pub mod eventsapi;
 pub mod faults;
 pub mod gc;
 pub mod list;

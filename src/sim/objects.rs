@@ -77,7 +77,44 @@ impl Obj {
         set_type_meta(self.info, &mut v);
         v
     }
+
+    /// The object (without type meta) as the API `view` shows it: itself,
+    /// or converted when `view` is the events.k8s.io view of core Events.
+    pub fn value_as(&self, view: &ResourceInfo) -> Value {
+        if is_converted(self.info, view) {
+            super::eventsapi::from_core(&self.value)
+        } else {
+            self.value.clone()
+        }
+    }
+
+    /// The full JSON as `view` returns it (GET, watch events).
+    pub fn json_as(&self, view: &ResourceInfo) -> Vec<u8> {
+        if is_converted(self.info, view) {
+            let item = serde_json::to_vec(&self.value_as(view)).unwrap_or_else(|_| b"{}".to_vec());
+            with_type_meta(view, &item)
+        } else {
+            self.full_json()
+        }
+    }
+
+    /// The list-item JSON as `view` returns it.
+    pub fn item_as(&self, view: &ResourceInfo) -> std::borrow::Cow<'_, [u8]> {
+        if is_converted(self.info, view) {
+            let item = serde_json::to_vec(&self.value_as(view)).unwrap_or_else(|_| b"{}".to_vec());
+            std::borrow::Cow::Owned(item)
+        } else {
+            std::borrow::Cow::Borrowed(&self.item)
+        }
+    }
 }
+
+/// Whether objects stored as `stored` must be converted for `view`.
+pub fn is_converted(stored: &ResourceInfo, view: &ResourceInfo) -> bool {
+    stored != view && super::eventsapi::is_events_api(view)
+}
+
+impl Obj {}
 
 /// Prefix `apiVersion`/`kind` to a serialized object (`{...}`).
 pub fn with_type_meta(info: &ResourceInfo, item: &[u8]) -> Vec<u8> {

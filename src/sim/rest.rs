@@ -13,7 +13,7 @@ use super::requestinfo::{RequestInfo, Verb};
 use super::resources::{lookup, ResourceInfo};
 use super::status::ApiError;
 use super::store::{GcWork, Key, Store, Txn};
-use super::{defaults, deletion, list, patch, validate, watch};
+use super::{defaults, deletion, eventsapi, list, patch, validate, watch};
 use crate::httpd::{Request, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -72,9 +72,9 @@ fn serve(store: &Arc<Store>, ri: &RequestInfo, req: &Request) -> Result<Response
     }
 }
 
-/// A JSON response with an object's full form.
-pub fn object_response(code: u16, obj: &Obj) -> Response {
-    Response::json(code, obj.full_json())
+/// A JSON response with an object's full form, as the API `view` shows it.
+pub fn object_response(view: &ResourceInfo, code: u16, obj: &Obj) -> Response {
+    Response::json(code, obj.json_as(view))
 }
 
 fn get(
@@ -87,7 +87,7 @@ fn get(
     let obj = store
         .txn(|t| t.get(&key))
         .ok_or_else(|| not_found(info, name))?;
-    Ok(object_response(200, &obj))
+    Ok(object_response(info, 200, &obj))
 }
 
 /// Decode a request body as a JSON object of this resource's kind.
@@ -114,7 +114,11 @@ pub fn decode_body(info: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> 
             info.api_version()
         )));
     }
-    let mut v = v;
+    let mut v = if eventsapi::is_events_api(info) {
+        eventsapi::to_core(&v)
+    } else {
+        v
+    };
     if v.get("metadata").is_none_or(Value::is_null) {
         v["metadata"] = json!({});
     }
@@ -204,7 +208,7 @@ fn create(
         t.set_dry_run(dry);
         create_in(t, info, ns, v, now, "create")
     })?;
-    Ok(object_response(201, &obj))
+    Ok(object_response(info, 201, &obj))
 }
 
 /// Create `v` in `ns` (namespace checks, generateName, validation).
@@ -293,7 +297,7 @@ fn update(
         }
         apply_update(t, info, &key, v, status_only, "update").map(|o| (200, o))
     })?;
-    Ok(object_response(code, &obj))
+    Ok(object_response(info, code, &obj))
 }
 
 /// The update path shared by PUT and PATCH: optimistic concurrency, update
@@ -367,7 +371,12 @@ fn patch_object(
     let obj = store.txn(|t| {
         t.set_dry_run(dry);
         let cur = t.get(&key).ok_or_else(|| not_found(info, name))?;
-        let patched = patch::apply(kind, &cur.full_value(), &req.body)?;
+        let mut view = cur.value_as(info);
+        objects::set_type_meta(info, &mut view);
+        let mut patched = patch::apply(kind, &view, &req.body)?;
+        if eventsapi::is_events_api(info) {
+            patched = eventsapi::to_core(&patched);
+        }
         if meta_str(&patched, "name").is_some_and(|n| n != name) {
             return Err(bad_request(format!(
                 "the name of the object ({}) does not match the name on the URL ({name})",
@@ -376,5 +385,5 @@ fn patch_object(
         }
         apply_update(t, info, &key, patched, status_only, "patch")
     })?;
-    Ok(object_response(200, &obj))
+    Ok(object_response(info, 200, &obj))
 }

@@ -273,7 +273,12 @@ pub fn validate(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result
         "endpoints" => super::validate_rules::endpoints(new, &mut causes),
         "leases" => super::validate_rules::lease(new, &mut causes),
         "services" => super::validate_rules::service(new, &mut causes),
-        "events" => super::validate_rules::event(new, !info.group.is_empty(), &mut causes),
+        // Strict rules on events.k8s.io creates only (upstream
+        // ValidateEventUpdate checks legacy rules plus immutability).
+        "events" => {
+            let strict = !info.group.is_empty() && old.is_none();
+            super::validate_rules::event(new, strict, &mut causes)
+        }
         _ => {}
     }
     if causes.is_empty() {

@@ -295,20 +295,10 @@ const EVENT_LIMITS: &[(&str, usize)] = &[
     ("message", 1024),
 ];
 
-/// An event's fields under their internal (`core.Event`) names, from either
-/// API version: core/v1 or events.k8s.io/v1 (`regarding`, `note`, ...).
-fn event_field<'a>(v: &'a Value, strict: bool, internal: &str) -> Option<&'a Value> {
-    let external = match (strict, internal) {
-        (true, "involvedObject") => "regarding",
-        (true, "message") => "note",
-        (true, "firstTimestamp") => "deprecatedFirstTimestamp",
-        (true, "lastTimestamp") => "deprecatedLastTimestamp",
-        (true, "count") => "deprecatedCount",
-        (true, "source") => "deprecatedSource",
-        (false, "reportingController") => "reportingComponent",
-        (_, f) => f,
-    };
-    v.get(external).filter(|x| !x.is_null())
+/// An event field (core/v1 names: events.k8s.io bodies are converted to
+/// the core form before validation, as upstream validates `core.Event`).
+fn event_field<'a>(v: &'a Value, _strict: bool, name: &str) -> Option<&'a Value> {
+    v.get(name).filter(|x| !x.is_null())
 }
 
 fn text<'a>(v: &'a Value, strict: bool, f: &str) -> &'a str {
@@ -343,14 +333,15 @@ pub fn event(new: &Value, strict: bool, out: &mut Vec<Cause>) {
         ));
     }
     if has_time {
-        for f in [
-            "reportingController",
-            "reportingInstance",
-            "action",
-            "reason",
+        // (core/v1 JSON name, upstream error field)
+        for (f, field) in [
+            ("reportingComponent", "reportingController"),
+            ("reportingInstance", "reportingInstance"),
+            ("action", "action"),
+            ("reason", "reason"),
         ] {
             if text(new, strict, f).is_empty() {
-                out.push(Cause::required(f, ""));
+                out.push(Cause::required(field, ""));
             }
         }
         for (f, max) in EVENT_LIMITS {

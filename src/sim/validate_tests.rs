@@ -371,7 +371,14 @@ fn object_name_rules() {
 #[test]
 fn event_rules() {
     let core = |v: Value| causes("", "events", None, v);
-    let strict = |v: Value| causes("events.k8s.io", "events", None, v);
+    let strict = |v: Value| {
+        causes(
+            "events.k8s.io",
+            "events",
+            None,
+            crate::sim::eventsapi::to_core(&v),
+        )
+    };
     let fields =
         |c: Vec<(String, String, String)>| c.into_iter().map(|(_, f, _)| f).collect::<Vec<_>>();
     let legacy = json!({"metadata": {"name": "e.1", "namespace": "default"},

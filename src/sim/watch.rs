@@ -11,7 +11,7 @@
 //! No thread per watch; this module never sleeps or reads time itself.
 
 use super::list::{parse_rv, too_large};
-use super::objects::{bad_request, Obj};
+use super::objects::{bad_request, is_converted, Obj};
 use super::resources::ResourceInfo;
 use super::selector::{FieldRequirement, Selectors};
 use super::status::ApiError;
@@ -55,7 +55,7 @@ impl Watcher {
         {
             return true;
         }
-        match convert(ev, &self.sel) {
+        match convert(ev, &self.sel, self.info) {
             Some(frame) => self.send(frame),
             None => true,
         }
@@ -189,9 +189,12 @@ impl Watcher {
             Backlog::Objects(objs) => objs
                 .iter()
                 .filter(|o| self.sel.matches(&o.value))
-                .map(|o| frame("ADDED", &o.full_json()))
+                .map(|o| frame("ADDED", &o.json_as(self.info)))
                 .collect(),
-            Backlog::Events(evs) => evs.iter().filter_map(|e| convert(e, &self.sel)).collect(),
+            Backlog::Events(evs) => evs
+                .iter()
+                .filter_map(|e| convert(e, &self.sel, self.info))
+                .collect(),
         };
         if let Some(rv) = initial_end_rv {
             frames.push(bookmark(self.info, rv, true));
@@ -226,22 +229,33 @@ pub fn bookmark(info: &ResourceInfo, rv: u64, initial_end: bool) -> Vec<u8> {
 }
 
 /// The frame to send for `ev` under `sel`, or None when filtered out.
-fn convert(ev: &Event, sel: &Selectors) -> Option<Vec<u8>> {
+fn convert(ev: &Event, sel: &Selectors, view: &ResourceInfo) -> Option<Vec<u8>> {
+    // The shared frame when the watcher sees the stored form.
+    let same = !is_converted(ev.obj.info, view);
+    let as_is = |kind: &str| {
+        if same {
+            ev.line().to_vec()
+        } else {
+            frame(kind, &ev.obj.json_as(view))
+        }
+    };
     if sel.is_empty() {
-        return Some(ev.line().to_vec());
+        return Some(as_is(ev.kind.as_str()));
     }
     let now = sel.matches(&ev.obj.value);
     let was = ev.prev.as_ref().is_some_and(|p| sel.matches(&p.value));
     match (ev.kind, was, now) {
-        (EventType::Added, _, true) | (EventType::Deleted, _, true) => Some(ev.line().to_vec()),
-        (EventType::Modified, true, true) => Some(ev.line().to_vec()),
-        (EventType::Modified, false, true) => Some(frame("ADDED", &ev.obj.full_json())),
+        (EventType::Added, _, true) | (EventType::Deleted, _, true) => {
+            Some(as_is(ev.kind.as_str()))
+        }
+        (EventType::Modified, true, true) => Some(as_is("MODIFIED")),
+        (EventType::Modified, false, true) => Some(frame("ADDED", &ev.obj.json_as(view))),
         (EventType::Modified, true, false) => {
             // Leaves the selection: its previous state, stamped with this RV.
             let prev = ev.prev.as_ref()?;
             let mut v = prev.value.clone();
             v["metadata"]["resourceVersion"] = Value::String(ev.rv.to_string());
-            Some(frame("DELETED", &Obj::new(prev.info, v).full_json()))
+            Some(frame("DELETED", &Obj::new(prev.info, v).json_as(view)))
         }
         _ => None,
     }
