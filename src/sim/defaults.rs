@@ -78,12 +78,13 @@ fn service(t: &Txn<'_>, v: &mut Value, old: Option<&Value>) {
         .into_iter()
         .flatten()
     {
+        let Some(p) = p.as_object_mut() else { continue };
         if p.get("protocol").is_none_or(Value::is_null) {
-            p["protocol"] = json!("TCP");
+            p.insert("protocol".into(), json!("TCP"));
         }
         if p.get("targetPort").is_none_or(|x| x.is_null() || x == 0) {
             if let Some(port) = p.get("port").cloned() {
-                p["targetPort"] = port;
+                p.insert("targetPort".into(), port);
             }
         }
     }

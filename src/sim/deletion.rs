@@ -135,6 +135,9 @@ pub fn delete_in(
         }
         let mut v = cur.value.clone();
         mark_deleted(&mut v, now);
+        if !v.get("status").is_some_and(Value::is_object) {
+            v["status"] = json!({});
+        }
         v["status"]["phase"] = json!("Terminating");
         let obj = t.put(key, "delete", v);
         t.gc(GcWork::Namespace(key.name.clone()));

@@ -98,11 +98,25 @@ pub fn decode_body(info: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> 
             info.kind, info.version, info.kind
         ))
     })?;
-    if !v.is_object() {
-        return Err(bad_request(format!(
-            "{} in version \"{}\" cannot be handled as a {}: the body is not a JSON object",
+    let v = check_shape(info, v)?;
+    Ok(if eventsapi::is_events_api(info) {
+        eventsapi::to_core(&v)
+    } else {
+        v
+    })
+}
+
+/// A body (or a patch result) must be an object of this kind whose
+/// `metadata`, `spec` and `status` (when present) are objects.
+pub fn check_shape(info: &ResourceInfo, mut v: Value) -> Result<Value, ApiError> {
+    let undecodable = |why: &str| {
+        bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {why}",
             info.kind, info.version, info.kind
-        )));
+        ))
+    };
+    if !v.is_object() {
+        return Err(undecodable("the body is not a JSON object"));
     }
     let kind = v.get("kind").and_then(Value::as_str);
     let api_version = v.get("apiVersion").and_then(Value::as_str);
@@ -114,19 +128,13 @@ pub fn decode_body(info: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> 
             info.api_version()
         )));
     }
-    let mut v = if eventsapi::is_events_api(info) {
-        eventsapi::to_core(&v)
-    } else {
-        v
-    };
     if v.get("metadata").is_none_or(Value::is_null) {
         v["metadata"] = json!({});
     }
-    if !v["metadata"].is_object() {
-        return Err(bad_request(format!(
-            "{} in version \"{}\" cannot be handled as a {}: metadata must be an object",
-            info.kind, info.version, info.kind
-        )));
+    for f in ["metadata", "spec", "status"] {
+        if v.get(f).is_some_and(|x| !x.is_null() && !x.is_object()) {
+            return Err(undecodable(&format!("{f} must be an object")));
+        }
     }
     Ok(v)
 }
@@ -373,7 +381,7 @@ fn patch_object(
         let cur = t.get(&key).ok_or_else(|| not_found(info, name))?;
         let mut view = cur.value_as(info);
         objects::set_type_meta(info, &mut view);
-        let mut patched = patch::apply(kind, &view, &req.body)?;
+        let mut patched = check_shape(info, patch::apply(kind, &view, &req.body)?)?;
         if eventsapi::is_events_api(info) {
             patched = eventsapi::to_core(&patched);
         }
