@@ -116,7 +116,12 @@ fn free_cluster_ip(t: &Txn<'_>) -> String {
     let used: HashSet<String> = t
         .all_of("services")
         .iter()
-        .map(|s| str_at(&s.value, "/spec/clusterIP").to_string())
+        .map(|s| {
+            s.field("spec.clusterIP")
+                .map(str::to_string)
+                .unwrap_or_else(|| str_at(&s.value(), "/spec/clusterIP").to_string())
+                .to_string()
+        })
         .collect();
     (FIRST_IP..=LAST_IP)
         .map(|n| Ipv4Addr::from(n).to_string())

@@ -128,12 +128,13 @@ pub fn delete_in(
     if opts.orphan {
         orphan_dependents(t, &cur);
     }
-    let pending = cur.value.pointer("/metadata/deletionTimestamp").is_some();
+    let pending = cur.deleting();
+    let cur_value = cur.value();
     if info.resource == "namespaces" {
         if pending {
             return Err(conflict_msg(info, &key.name, "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."));
         }
-        let mut v = cur.value.clone();
+        let mut v = cur_value.clone();
         mark_deleted(&mut v, now);
         if !v.get("status").is_some_and(Value::is_object) {
             v["status"] = json!({});
@@ -145,7 +146,7 @@ pub fn delete_in(
     }
     let uid = cur.uid().unwrap_or("").to_string();
     if opts.foreground && !t.dependents(&uid).is_empty() {
-        let mut v = cur.value.clone();
+        let mut v = cur_value.clone();
         if !pending {
             mark_deleted(&mut v, now);
         }
@@ -154,8 +155,7 @@ pub fn delete_in(
         t.gc(GcWork::Foreground(uid));
         return Ok(Outcome::Pending(obj));
     }
-    let has_finalizers = cur
-        .value
+    let has_finalizers = cur_value
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty());
@@ -163,7 +163,7 @@ pub fn delete_in(
         if pending {
             return Ok(Outcome::Pending(cur));
         }
-        let mut v = cur.value.clone();
+        let mut v = cur_value.clone();
         mark_deleted(&mut v, now);
         return Ok(Outcome::Pending(t.put(key, "delete", v)));
     }
@@ -239,7 +239,7 @@ pub fn orphan_dependents(t: &mut Txn<'_>, owner: &Obj) {
 /// Drop the ownerReferences whose uid satisfies `gone` (one write).
 pub fn remove_owner_refs(t: &mut Txn<'_>, key: &Key, gone: &dyn Fn(&str) -> bool) {
     let Some(obj) = t.get(key) else { return };
-    let mut v = obj.value.clone();
+    let mut v = obj.value();
     if let Some(refs) = v
         .pointer_mut("/metadata/ownerReferences")
         .and_then(Value::as_array_mut)
@@ -271,7 +271,7 @@ pub fn delete_collection(
     let opts = DeleteOptions::parse(req)?;
     let now = store.clock().wall();
     let (rv, done) = store.txn(|t| {
-        let keep = |o: &Obj| sel.matches(&o.value);
+        let keep = |o: &Obj| sel.matches_obj(o);
         let page = t.page(
             res_index(info),
             namespace,

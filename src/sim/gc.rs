@@ -44,9 +44,9 @@ pub fn collect_dependents(t: &mut Txn<'_>, owner_uid: &str, now: SystemTime) {
         let Some(obj) = t.get(&key) else { continue };
         let owners = obj.owner_uids();
         if owners.iter().any(|u| t.uid_alive(u)) {
-            let alive: Vec<String> = owners.into_iter().filter(|u| t.uid_alive(u)).collect();
+            let alive: Vec<String> = owners.iter().filter(|u| t.uid_alive(u)).cloned().collect();
             remove_owner_refs(t, &key, &|u| !alive.iter().any(|a| a == u));
-        } else if obj.value.pointer("/metadata/deletionTimestamp").is_none() {
+        } else if !obj.deleting() {
             let _ = delete_in(t, &key, &DeleteOptions::default(), now);
         }
     }
@@ -59,16 +59,16 @@ pub fn finish_foreground(t: &mut Txn<'_>, owner_uid: &str) {
         return;
     };
     let Some(obj) = t.get(&key) else { return };
-    let waiting = obj.value.pointer("/metadata/deletionTimestamp").is_some()
-        && obj
-            .value
+    let value = obj.value();
+    let waiting = obj.deleting()
+        && value
             .pointer("/metadata/finalizers")
             .and_then(Value::as_array)
             .is_some_and(|f| f.iter().any(|x| x == FOREGROUND));
     if !waiting || !t.dependents(owner_uid).is_empty() {
         return;
     }
-    let mut v = obj.value.clone();
+    let mut v = value;
     let mut left = 0;
     if let Some(f) = v
         .pointer_mut("/metadata/finalizers")
@@ -87,13 +87,11 @@ pub fn finish_foreground(t: &mut Txn<'_>, owner_uid: &str) {
 pub fn finalize_namespace(t: &mut Txn<'_>, ns: &str, now: SystemTime) {
     let nskey = Key::new(namespace_info(), "", ns);
     let Some(nsobj) = t.get(&nskey) else { return };
-    if nsobj.value.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") {
+    if nsobj.field("status.phase") != Some("Terminating") {
         return;
     }
     for key in t.keys_in_namespace(ns) {
-        let pending = t
-            .get(&key)
-            .is_some_and(|o| o.value.pointer("/metadata/deletionTimestamp").is_some());
+        let pending = t.get(&key).is_some_and(|o| o.deleting());
         if !pending {
             let _ = delete_in(t, &key, &DeleteOptions::default(), now);
         }
@@ -102,12 +100,12 @@ pub fn finalize_namespace(t: &mut Txn<'_>, ns: &str, now: SystemTime) {
         return;
     }
     let metadata_finalizers = nsobj
-        .value
+        .value()
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty());
     if metadata_finalizers {
-        let mut v = nsobj.value.clone();
+        let mut v = nsobj.value();
         if v.pointer("/spec/finalizers").is_some() {
             v["spec"]["finalizers"] = json!([]);
             t.put(&nskey, "update", v);

@@ -187,7 +187,7 @@ pub fn list(
             ReadPoint::At { at, after, limit } => (at, after, limit),
             ReadPoint::Expired(r) => return Ok(r),
         };
-        let keep = |o: &Obj| sel.matches(&o.value);
+        let keep = |o: &Obj| sel.matches_obj(o);
         let count_rest = sel.is_empty();
         let page = t.page(
             res_index(info),

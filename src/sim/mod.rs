@@ -17,6 +17,7 @@ pub mod gc;
 pub mod list;
 pub mod load;
 pub mod mvcc;
+pub mod obj;
 pub mod objects;
 pub mod patch;
 pub mod requestinfo;

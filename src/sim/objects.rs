@@ -9,63 +9,12 @@ pub use super::apierrors::{
     already_exists, bad_request, conflict, conflict_msg, details, not_found, qualified_resource,
 };
 use super::resources::ResourceInfo;
-use super::store::Key;
 use serde_json::{json, Map, Value};
 use std::time::SystemTime;
 
-/// One stored object version: the JSON without `kind`/`apiVersion` (the
-/// form of list items) and its serialization, made once per write.
-#[derive(Debug)]
-pub struct Obj {
-    /// Resource of the object.
-    pub info: &'static ResourceInfo,
-    /// The object, without `kind` and `apiVersion`.
-    pub value: Value,
-    /// `value` serialized (list item form).
-    pub item: Vec<u8>,
-}
+pub use super::obj::Obj;
 
 impl Obj {
-    /// Wrap (and serialize) a value.
-    pub fn new(info: &'static ResourceInfo, value: Value) -> Obj {
-        let item = serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec());
-        Obj { info, value, item }
-    }
-
-    /// `metadata.name`.
-    pub fn name(&self) -> &str {
-        self.meta_str("name").unwrap_or("")
-    }
-
-    /// `metadata.namespace` ("" when cluster-scoped).
-    pub fn namespace(&self) -> &str {
-        self.meta_str("namespace").unwrap_or("")
-    }
-
-    /// `metadata.uid`.
-    pub fn uid(&self) -> Option<&str> {
-        self.meta_str("uid")
-    }
-
-    /// `metadata.resourceVersion`.
-    pub fn rv(&self) -> &str {
-        self.meta_str("resourceVersion").unwrap_or("")
-    }
-
-    fn meta_str(&self, field: &str) -> Option<&str> {
-        self.value.get("metadata")?.get(field)?.as_str()
-    }
-
-    /// The store key.
-    pub fn key(&self) -> Key {
-        Key::new(self.info, self.namespace(), self.name())
-    }
-
-    /// uids named in `metadata.ownerReferences`.
-    pub fn owner_uids(&self) -> Vec<String> {
-        owner_uids(&self.value)
-    }
-
     /// The full JSON (with `kind` and `apiVersion`), as GET returns it.
     pub fn full_json(&self) -> Vec<u8> {
         with_type_meta(self.info, &self.item)
@@ -73,7 +22,7 @@ impl Obj {
 
     /// The full object as a value.
     pub fn full_value(&self) -> Value {
-        let mut v = self.value.clone();
+        let mut v = self.value();
         set_type_meta(self.info, &mut v);
         v
     }
@@ -82,9 +31,9 @@ impl Obj {
     /// or converted when `view` is the events.k8s.io view of core Events.
     pub fn value_as(&self, view: &ResourceInfo) -> Value {
         if is_converted(self.info, view) {
-            super::eventsapi::from_core(&self.value)
+            super::eventsapi::from_core(&self.value())
         } else {
-            self.value.clone()
+            self.value()
         }
     }
 
@@ -113,8 +62,6 @@ impl Obj {
 pub fn is_converted(stored: &ResourceInfo, view: &ResourceInfo) -> bool {
     stored != view && super::eventsapi::is_events_api(view)
 }
-
-impl Obj {}
 
 /// Prefix `apiVersion`/`kind` to a serialized object (`{...}`).
 pub fn with_type_meta(info: &ResourceInfo, item: &[u8]) -> Vec<u8> {

@@ -168,7 +168,7 @@ pub fn check_namespace(
     let obj = t
         .get(&Key::new(nsi, "", ns))
         .ok_or_else(|| not_found(nsi, ns))?;
-    if obj.value.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+    if obj.field("status.phase") == Some("Terminating") {
         let mut d = objects::details(info, name);
         d["causes"] = json!([{
             "reason": "NamespaceTerminating",
@@ -336,13 +336,14 @@ pub fn apply_update(
         m.remove("kind");
         m.remove("apiVersion");
     }
-    prepare_update(info, &cur.value, &mut new, status_only);
-    defaults::apply(t, info, &mut new, Some(&cur.value));
-    validate::validate(info, Some(&cur.value), &new)?;
+    let old = cur.value();
+    prepare_update(info, &old, &mut new, status_only);
+    defaults::apply(t, info, &mut new, Some(&old));
+    validate::validate(info, Some(&old), &new)?;
     if let Some(m) = new["metadata"].as_object_mut() {
         m.insert("resourceVersion".into(), json!(cur.rv()));
     }
-    if objects::semantic_eq(&new, &cur.value) {
+    if objects::semantic_eq(&new, &old) {
         return Ok(cur);
     }
     let finalized = new.pointer("/metadata/deletionTimestamp").is_some()

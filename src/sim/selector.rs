@@ -5,6 +5,7 @@
 //! Pure: parsing returns typed errors naming the bad part; matching reads an
 //! object's JSON and never touches the store.
 
+use super::obj::Obj;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -149,7 +150,11 @@ impl LabelSelector {
 
     /// Whether `labels` (an object's `metadata.labels`, possibly absent) match.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        self.matches_with(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str))
+    }
+
+    /// Whether the labels `get` looks up match.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.0.iter().all(|r| match r {
             Requirement::Eq(k, v) => get(k) == Some(v.as_str()),
             Requirement::NotEq(k, v) => get(k) != Some(v.as_str()),
@@ -282,18 +287,38 @@ impl FieldSelector {
             .map(|r| r.value.as_str())
     }
 
-    /// Whether an object matches.
+    /// Whether an object (its JSON) matches.
     pub fn matches_object(&self, obj: &Value) -> bool {
-        self.0.iter().all(|r| {
-            let got = match obj.pointer(&r.pointer) {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Bool(b)) => b.to_string(),
-                Some(Value::Number(n)) => n.to_string(),
-                None if r.field.starts_with("spec.") && is_bool_field(&r.field) => "false".into(),
-                _ => String::new(),
-            };
-            (got == r.value) != r.negated
-        })
+        self.0
+            .iter()
+            .all(|r| (field_string(obj, &r.field) == r.value) != r.negated)
+    }
+
+    /// Whether a stored object (its indexed fields) matches.
+    pub fn matches_obj(&self, obj: &Obj) -> bool {
+        self.0
+            .iter()
+            .all(|r| (obj.field(&r.field).unwrap_or("") == r.value) != r.negated)
+    }
+}
+
+/// Every field `resource` can be selected on.
+pub fn selectable_fields(resource: &str) -> impl Iterator<Item = &'static str> {
+    COMMON_FIELDS
+        .iter()
+        .chain(resource_fields(resource))
+        .copied()
+}
+
+/// A field's value as field selectors compare it: strings as is, booleans
+/// and numbers printed, absent boolean fields "false", anything else "".
+pub fn field_string(obj: &Value, field: &str) -> String {
+    match obj.pointer(&pointer_of(field)) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        None if is_bool_field(field) => "false".into(),
+        _ => String::new(),
     }
 }
 
@@ -328,9 +353,14 @@ impl Selectors {
         self.labels.is_empty() && self.fields.is_empty()
     }
 
-    /// Whether an object matches both.
+    /// Whether an object (its JSON) matches both.
     pub fn matches(&self, obj: &Value) -> bool {
         self.labels.matches_object(obj) && self.fields.matches_object(obj)
+    }
+
+    /// Whether a stored object matches both (from its index, no parsing).
+    pub fn matches_obj(&self, obj: &Obj) -> bool {
+        self.labels.matches_with(|k| obj.label(k)) && self.fields.matches_obj(obj)
     }
 }
 

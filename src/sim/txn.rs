@@ -175,7 +175,7 @@ impl Txn<'_> {
             return Some(prev);
         }
         let rv = self.inner.rv + 1;
-        let mut value = prev.value.clone();
+        let mut value = prev.value();
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
@@ -186,7 +186,7 @@ impl Txn<'_> {
             self.store.gc(GcWork::OwnerGone(uid.to_string()));
         }
         for owner in last.owner_uids() {
-            self.store.gc(GcWork::DependentGone(owner));
+            self.store.gc(GcWork::DependentGone(owner.clone()));
         }
         if key.info().namespaced {
             self.store.gc(GcWork::Namespace(key.namespace.clone()));
@@ -201,7 +201,7 @@ impl Txn<'_> {
         for owner in obj.owner_uids() {
             self.inner
                 .dependents
-                .entry(owner)
+                .entry(owner.clone())
                 .or_default()
                 .insert(key.clone());
         }
@@ -212,10 +212,10 @@ impl Txn<'_> {
             self.inner.uids.remove(uid);
         }
         for owner in obj.owner_uids() {
-            if let Some(set) = self.inner.dependents.get_mut(&owner) {
+            if let Some(set) = self.inner.dependents.get_mut(owner) {
                 set.remove(key);
                 if set.is_empty() {
-                    self.inner.dependents.remove(&owner);
+                    self.inner.dependents.remove(owner);
                 }
             }
         }

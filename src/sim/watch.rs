@@ -188,7 +188,7 @@ impl Watcher {
         let mut frames: Vec<Vec<u8>> = match backlog {
             Backlog::Objects(objs) => objs
                 .iter()
-                .filter(|o| self.sel.matches(&o.value))
+                .filter(|o| self.sel.matches_obj(o))
                 .map(|o| frame("ADDED", &o.json_as(self.info)))
                 .collect(),
             Backlog::Events(evs) => evs
@@ -242,8 +242,8 @@ fn convert(ev: &Event, sel: &Selectors, view: &ResourceInfo) -> Option<Vec<u8>> 
     if sel.is_empty() {
         return Some(as_is(ev.kind.as_str()));
     }
-    let now = sel.matches(&ev.obj.value);
-    let was = ev.prev.as_ref().is_some_and(|p| sel.matches(&p.value));
+    let now = sel.matches_obj(&ev.obj);
+    let was = ev.prev.as_ref().is_some_and(|p| sel.matches_obj(p));
     match (ev.kind, was, now) {
         (EventType::Added, _, true) | (EventType::Deleted, _, true) => {
             Some(as_is(ev.kind.as_str()))
@@ -253,7 +253,7 @@ fn convert(ev: &Event, sel: &Selectors, view: &ResourceInfo) -> Option<Vec<u8>> 
         (EventType::Modified, true, false) => {
             // Leaves the selection: its previous state, stamped with this RV.
             let prev = ev.prev.as_ref()?;
-            let mut v = prev.value.clone();
+            let mut v = prev.value();
             v["metadata"]["resourceVersion"] = Value::String(ev.rv.to_string());
             Some(frame("DELETED", &Obj::new(prev.info, v).json_as(view)))
         }
