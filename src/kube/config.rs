@@ -1,0 +1,332 @@
+//! `ClientConfig`: everything needed to build a [`super::Client`], loaded
+//! from a kubeconfig, from the in-cluster service-account environment, or
+//! inferred (explicit path → `$KUBECONFIG` → in-cluster → `~/.kube/config`).
+//!
+//! Owns file reads of kubeconfig-referenced material (CA, client cert/key;
+//! token files are read by [`super::Auth`]). Must never log secrets; every
+//! error names the file and field at fault.
+
+use super::auth::{Auth, TokenFile};
+use super::error::Error;
+use super::kubeconfig::{self, AuthSpec, PemSource};
+pub use super::tls::TlsMaterial;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The in-cluster service-account directory.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Client settings. Defaults follow kube-controller-manager (qps 20,
+/// burst 30) and client-go's practice of a bounded request timeout.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// API server base URL, e.g. `https://10.0.0.1:6443` (no trailing `/`).
+    pub server: String,
+    /// TLS material and options.
+    pub tls: TlsMaterial,
+    /// Request authentication.
+    pub auth: Auth,
+    /// `proxy-url` (http, https or socks5 URL).
+    pub proxy_url: Option<String>,
+    /// The context's (or service account's) namespace.
+    pub namespace: Option<String>,
+    /// Client-side rate limit: sustained requests per second (≤ 0: none).
+    pub qps: f32,
+    /// Client-side rate limit: burst.
+    pub burst: u32,
+    /// Whole-request timeout for ordinary (non-watch) requests.
+    pub request_timeout: Duration,
+    /// `User-Agent` header.
+    pub user_agent: String,
+    /// Retries for 429/5xx/transport failures (see the retry policy).
+    pub max_retries: u32,
+    /// Cap on any single retry delay, including a server's Retry-After.
+    pub max_retry_delay: Duration,
+    /// Extra idle time a watch may stay silent beyond its `timeoutSeconds`
+    /// before its connection is declared dead (per-read timeout).
+    pub watch_idle_margin: Duration,
+    /// What this config was loaded from (a path or `in-cluster`), for errors.
+    pub source: String,
+}
+
+impl ClientConfig {
+    /// A config for `server` with defaults and no credentials (tests, or
+    /// plain-HTTP loopback servers).
+    pub fn new(server: &str) -> ClientConfig {
+        ClientConfig {
+            server: server.trim_end_matches('/').to_string(),
+            tls: TlsMaterial::default(),
+            auth: Auth::None,
+            proxy_url: None,
+            namespace: None,
+            qps: 20.0,
+            burst: 30,
+            request_timeout: Duration::from_secs(30),
+            user_agent: format!("endpointd/{}", env!("CARGO_PKG_VERSION")),
+            max_retries: 3,
+            max_retry_delay: Duration::from_secs(10),
+            watch_idle_margin: Duration::from_secs(15),
+            source: server.to_string(),
+        }
+    }
+
+    /// Load `path` and resolve `context` (or `current-context`).
+    pub fn from_kubeconfig_file(path: &Path, context: Option<&str>) -> Result<ClientConfig, Error> {
+        let yaml = std::fs::read_to_string(path).map_err(|e| Error::Config {
+            source: path.display().to_string(),
+            field: "(file)".into(),
+            message: format!("cannot read kubeconfig: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let mut cfg = ClientConfig::from_kubeconfig_str(&yaml, base, context)?;
+        cfg.source = path.display().to_string();
+        Ok(cfg)
+    }
+
+    /// Parse kubeconfig YAML; relative paths resolve against `base_dir`.
+    pub fn from_kubeconfig_str(
+        yaml: &str,
+        base_dir: &Path,
+        context: Option<&str>,
+    ) -> Result<ClientConfig, Error> {
+        let source = base_dir.join("(kubeconfig)").display().to_string();
+        let r = kubeconfig::resolve(yaml, &source, base_dir, context)?;
+        let load = |p: Option<PemSource>, field: &str| -> Result<Option<Vec<u8>>, Error> {
+            match p {
+                None => Ok(None),
+                Some(PemSource::Data(d)) => Ok(Some(d)),
+                Some(PemSource::File(f)) => {
+                    std::fs::read(&f).map(Some).map_err(|e| Error::Config {
+                        source: source.clone(),
+                        field: field.into(),
+                        message: format!("cannot read {}: {e}", f.display()),
+                    })
+                }
+            }
+        };
+        let mut cfg = ClientConfig::new(&r.server);
+        cfg.source = source.clone();
+        cfg.tls = TlsMaterial {
+            ca_pem: load(r.ca, "certificate-authority")?,
+            client_cert_pem: load(r.client_cert, "client-certificate")?,
+            client_key_pem: load(r.client_key, "client-key")?,
+            insecure: r.insecure,
+            server_name: r.tls_server_name,
+        };
+        cfg.auth = match r.auth {
+            AuthSpec::None => Auth::None,
+            AuthSpec::Token(t) => Auth::Bearer(t.into()),
+            AuthSpec::TokenFile(p) => Auth::TokenFile(Arc::new(TokenFile::new(p))),
+            AuthSpec::Basic { username, password } => Auth::Basic {
+                username,
+                password: password.into(),
+            },
+        };
+        cfg.proxy_url = r.proxy_url;
+        cfg.namespace = r.namespace;
+        Ok(cfg)
+    }
+
+    /// The in-cluster config from the process environment and
+    /// [`SERVICE_ACCOUNT_DIR`].
+    pub fn in_cluster() -> Result<ClientConfig, Error> {
+        ClientConfig::in_cluster_from(&|k| std::env::var(k).ok(), Path::new(SERVICE_ACCOUNT_DIR))
+    }
+
+    /// The in-cluster config from `env` and a service-account directory
+    /// holding `token`, `ca.crt` and (optionally) `namespace`.
+    pub fn in_cluster_from(
+        env: &dyn Fn(&str) -> Option<String>,
+        sa_dir: &Path,
+    ) -> Result<ClientConfig, Error> {
+        let err = |field: &str, message: String| Error::Config {
+            source: "in-cluster".into(),
+            field: field.into(),
+            message,
+        };
+        let host = env("KUBERNETES_SERVICE_HOST")
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| {
+                err(
+                    "KUBERNETES_SERVICE_HOST",
+                    "not set: not running in a cluster".into(),
+                )
+            })?;
+        let port = env("KUBERNETES_SERVICE_PORT")
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| err("KUBERNETES_SERVICE_PORT", "not set".into()))?;
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        let mut cfg = ClientConfig::new(&format!("https://{host}:{port}"));
+        cfg.source = "in-cluster".into();
+        let ca = sa_dir.join("ca.crt");
+        cfg.tls.ca_pem = Some(
+            std::fs::read(&ca)
+                .map_err(|e| err("ca.crt", format!("cannot read {}: {e}", ca.display())))?,
+        );
+        let token_path = sa_dir.join("token");
+        // Fail now, as client-go does, rather than on the first request; the
+        // file is still re-read periodically afterwards.
+        match std::fs::read_to_string(&token_path) {
+            Ok(t) if !t.trim().is_empty() => {}
+            Ok(_) => return Err(err("token", format!("{} is empty", token_path.display()))),
+            Err(e) => {
+                return Err(err(
+                    "token",
+                    format!("cannot read {}: {e}", token_path.display()),
+                ))
+            }
+        }
+        let token = TokenFile::new(token_path);
+        cfg.auth = Auth::TokenFile(Arc::new(token));
+        cfg.namespace = std::fs::read_to_string(sa_dir.join("namespace"))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty());
+        Ok(cfg)
+    }
+
+    /// The kubeconfig path `infer` would use, or `None` for in-cluster.
+    pub fn infer_path(
+        explicit: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<PathBuf>, Error> {
+        if let Some(p) = explicit {
+            return Ok(Some(p.to_path_buf()));
+        }
+        if let Some(first) = env("KUBECONFIG")
+            .and_then(|k| std::env::split_paths(&k).find(|p| !p.as_os_str().is_empty()))
+        {
+            return Ok(Some(first));
+        }
+        if env("KUBERNETES_SERVICE_HOST").is_some_and(|h| !h.is_empty()) {
+            return Ok(None);
+        }
+        match env("HOME").filter(|h| !h.is_empty()) {
+            Some(home) => Ok(Some(Path::new(&home).join(".kube").join("config"))),
+            None => Err(Error::Config {
+                source: "environment".into(),
+                field: "KUBECONFIG".into(),
+                message: "no kubeconfig given, KUBECONFIG, KUBERNETES_SERVICE_HOST and HOME are all unset".into(),
+            }),
+        }
+    }
+
+    /// Explicit path, else `$KUBECONFIG` (first path), else in-cluster,
+    /// else `~/.kube/config`.
+    pub fn infer(explicit: Option<&Path>, context: Option<&str>) -> Result<ClientConfig, Error> {
+        match ClientConfig::infer_path(explicit, &|k| std::env::var(k).ok())? {
+            Some(p) => ClientConfig::from_kubeconfig_file(&p, context),
+            None => ClientConfig::in_cluster(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn infer_order_table() {
+        let explicit = Path::new("/etc/endpointd/kubeconfig");
+        // (explicit path, environment, Some(expected path or None = in-cluster) | None = error)
+        type Case<'a> = (
+            Option<&'a Path>,
+            Vec<(&'a str, &'a str)>,
+            Option<Option<&'a str>>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                Some(explicit),
+                vec![("KUBECONFIG", "/a")],
+                Some(Some("/etc/endpointd/kubeconfig")),
+            ),
+            (
+                None,
+                vec![("KUBECONFIG", "/a:/b"), ("KUBERNETES_SERVICE_HOST", "h")],
+                Some(Some("/a")),
+            ),
+            (None, vec![("KUBECONFIG", ":/b")], Some(Some("/b"))),
+            (
+                None,
+                vec![("KUBERNETES_SERVICE_HOST", "10.0.0.1"), ("HOME", "/root")],
+                Some(None),
+            ),
+            (
+                None,
+                vec![("HOME", "/home/u")],
+                Some(Some("/home/u/.kube/config")),
+            ),
+            (None, vec![], None),
+        ];
+        for (exp, env, want) in cases {
+            let got = ClientConfig::infer_path(exp, &env_of(&env));
+            match want {
+                Some(w) => assert_eq!(got.expect("path").as_deref(), w.map(Path::new), "{env:?}"),
+                None => assert!(matches!(got, Err(Error::Config { .. })), "{env:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn in_cluster_reads_the_service_account_dir() {
+        let dir = std::env::temp_dir().join(format!("endpointd-sa-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("ca.crt"), "CA").expect("ca");
+        std::fs::write(dir.join("token"), "tok").expect("token");
+        std::fs::write(dir.join("namespace"), "kube-system\n").expect("ns");
+        let env = env_of(&[
+            ("KUBERNETES_SERVICE_HOST", "fd00::1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+        ]);
+        let cfg = ClientConfig::in_cluster_from(&env, &dir).expect("in-cluster");
+        assert_eq!(cfg.server, "https://[fd00::1]:443");
+        assert_eq!(cfg.tls.ca_pem.as_deref(), Some(&b"CA"[..]));
+        assert_eq!(cfg.namespace.as_deref(), Some("kube-system"));
+        assert!(matches!(cfg.auth, Auth::TokenFile(_)));
+        assert!(cfg.user_agent.starts_with("endpointd/"));
+        let missing = ClientConfig::in_cluster_from(&env_of(&[]), &dir);
+        assert!(
+            matches!(missing, Err(Error::Config { ref field, .. }) if field == "KUBERNETES_SERVICE_HOST")
+        );
+        std::fs::write(dir.join("token"), "  \n").expect("blank token");
+        let blank = ClientConfig::in_cluster_from(&env, &dir);
+        assert!(matches!(blank, Err(Error::Config { ref field, .. }) if field == "token"));
+        std::fs::remove_file(dir.join("ca.crt")).expect("rm");
+        let no_ca = ClientConfig::in_cluster_from(&env, &dir);
+        assert!(matches!(no_ca, Err(Error::Config { ref field, .. }) if field == "ca.crt"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn kubeconfig_file_reads_relative_material() {
+        let dir = std::env::temp_dir().join(format!("endpointd-kc-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("pki")).expect("dir");
+        std::fs::write(dir.join("pki/ca.crt"), "PEM").expect("ca");
+        let kc = "current-context: x\nclusters: [{name: c, cluster: {server: 'https://h:6443/', certificate-authority: pki/ca.crt}}]\ncontexts: [{name: x, context: {cluster: c}}]\n";
+        std::fs::write(dir.join("config"), kc).expect("kc");
+        let cfg = ClientConfig::from_kubeconfig_file(&dir.join("config"), None).expect("cfg");
+        assert_eq!(cfg.server, "https://h:6443");
+        assert_eq!(cfg.tls.ca_pem.as_deref(), Some(&b"PEM"[..]));
+        std::fs::remove_file(dir.join("pki/ca.crt")).expect("rm");
+        let err = ClientConfig::from_kubeconfig_file(&dir.join("config"), None).expect_err("no ca");
+        assert!(
+            err.to_string().contains("certificate-authority") && err.to_string().contains("ca.crt"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

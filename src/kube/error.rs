@@ -1,0 +1,356 @@
+//! Typed client errors: API failures decoded from the `Status` body (code,
+//! reason, message, causes, Retry-After) and the non-API failures
+//! (transport, decode, configuration, shutdown).
+//!
+//! Owns classification helpers (`is_not_found`, `is_gone`, `is_retryable`,
+//! …) used by informers and writers. Must never include secrets (tokens,
+//! keys) in any message.
+
+use serde::Deserialize;
+use std::fmt;
+use std::time::Duration;
+
+/// A `metav1.Status` failure as the API server reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    /// HTTP status code (`Status.code`, or the response status if absent).
+    pub code: u16,
+    /// `Status.reason` (`NotFound`, `Conflict`, `Expired`, …).
+    pub reason: String,
+    /// `Status.message`.
+    pub message: String,
+    /// `Status.details.causes`.
+    pub causes: Vec<Cause>,
+    /// `Status.details.retryAfterSeconds`, or the `Retry-After` header.
+    pub retry_after: Option<Duration>,
+}
+
+/// One `StatusCause`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Cause {
+    /// `reason`, e.g. `FieldValueInvalid`, `NamespaceTerminating`.
+    pub reason: String,
+    /// `message`.
+    pub message: String,
+    /// `field`, e.g. `metadata.name`.
+    pub field: String,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct StatusWire {
+    kind: String,
+    code: Option<u16>,
+    reason: String,
+    message: String,
+    details: Option<DetailsWire>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct DetailsWire {
+    causes: Option<Vec<Cause>>,
+    retry_after_seconds: Option<u64>,
+}
+
+impl Status {
+    /// Decode a failure body. A body that is not a `Status` (a proxy's HTML
+    /// page, empty) still yields a `Status` with the HTTP code, a reason
+    /// derived from it and the (truncated) body as the message.
+    pub fn from_body(http_code: u16, body: &[u8], retry_after: Option<Duration>) -> Status {
+        match serde_json::from_slice::<StatusWire>(body) {
+            Ok(w) if w.kind == "Status" => Status::from_wire(w, http_code, retry_after),
+            _ => Status {
+                code: http_code,
+                reason: reason_for_code(http_code).to_string(),
+                message: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
+                causes: Vec::new(),
+                retry_after,
+            },
+        }
+    }
+
+    /// Decode the `object` of a watch `ERROR` event.
+    pub fn from_value(v: serde_json::Value) -> Status {
+        match serde_json::from_value::<StatusWire>(v) {
+            Ok(w) => Status::from_wire(w, 500, None),
+            Err(e) => Status {
+                code: 500,
+                reason: "InternalError".into(),
+                message: format!("undecodable watch error object: {e}"),
+                ..Status::default()
+            },
+        }
+    }
+
+    fn from_wire(w: StatusWire, http_code: u16, retry_after: Option<Duration>) -> Status {
+        let details = w.details.unwrap_or_default();
+        let code = w.code.filter(|c| *c != 0).unwrap_or(http_code);
+        Status {
+            code,
+            reason: if w.reason.is_empty() {
+                reason_for_code(code).to_string()
+            } else {
+                w.reason
+            },
+            message: w.message,
+            causes: details.causes.unwrap_or_default(),
+            retry_after: details
+                .retry_after_seconds
+                .map(Duration::from_secs)
+                .or(retry_after),
+        }
+    }
+}
+
+/// apimachinery's reason for a bare HTTP code (`NewGenericServerResponse`).
+fn reason_for_code(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        406 => "NotAcceptable",
+        409 => "Conflict",
+        410 => "Gone",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
+}
+
+/// Everything a client call can fail with.
+#[derive(Debug)]
+pub enum Error {
+    /// The API server answered with a failure `Status`. Retryable when the
+    /// code is 429 or 5xx (see [`Error::is_retryable`]).
+    Api(Status),
+    /// The request did not complete: connect, TLS, I/O or timeout. Names
+    /// the server and the cause (e.g. the certificate verification error).
+    /// Retryable.
+    Transport {
+        /// Server URL.
+        server: String,
+        /// What failed.
+        cause: String,
+        /// Whether the cause was a timeout.
+        timeout: bool,
+    },
+    /// A response could not be decoded into the expected type. Not retryable.
+    Decode {
+        /// What was being decoded (e.g. `list pods`).
+        what: String,
+        /// The decoder's message.
+        detail: String,
+    },
+    /// Bad or unsupported client configuration. Not retryable.
+    Config {
+        /// Where: a kubeconfig path, `in-cluster`, or an environment variable.
+        source: String,
+        /// The offending field, e.g. `users[admin].user.exec`.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The request could not be built (e.g. an empty object name). Not
+    /// retryable: it is a bug in the caller.
+    InvalidRequest(String),
+    /// The client (or its watch agent) was shut down. Not retryable.
+    Shutdown,
+}
+
+impl Error {
+    /// The `Status`, if this is an API error.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Error::Api(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn code(&self) -> Option<u16> {
+        self.status().map(|s| s.code)
+    }
+    fn reason(&self) -> Option<&str> {
+        self.status().map(|s| s.reason.as_str())
+    }
+    /// 404 / `NotFound`.
+    pub fn is_not_found(&self) -> bool {
+        self.reason() == Some("NotFound") || self.code() == Some(404)
+    }
+    /// 409 / `Conflict` (resourceVersion mismatch).
+    pub fn is_conflict(&self) -> bool {
+        self.reason() == Some("Conflict")
+            || (self.code() == Some(409) && self.reason() != Some("AlreadyExists"))
+    }
+    /// 409 / `AlreadyExists`.
+    pub fn is_already_exists(&self) -> bool {
+        self.reason() == Some("AlreadyExists")
+    }
+    /// 410 / `Expired` or `Gone`: the resourceVersion is too old; relist.
+    pub fn is_gone(&self) -> bool {
+        matches!(self.reason(), Some("Expired") | Some("Gone")) || self.code() == Some(410)
+    }
+    /// 403 / `Forbidden`.
+    pub fn is_forbidden(&self) -> bool {
+        self.reason() == Some("Forbidden") || self.code() == Some(403)
+    }
+    /// 422 / `Invalid`.
+    pub fn is_invalid(&self) -> bool {
+        self.reason() == Some("Invalid") || self.code() == Some(422)
+    }
+    /// 401 / `Unauthorized`.
+    pub fn is_unauthorized(&self) -> bool {
+        self.code() == Some(401)
+    }
+    /// 429 / `TooManyRequests`.
+    pub fn is_too_many_requests(&self) -> bool {
+        self.code() == Some(429)
+    }
+    /// Some cause has this reason (e.g. `NamespaceTerminating`).
+    pub fn has_cause(&self, reason: &str) -> bool {
+        self.status()
+            .is_some_and(|s| s.causes.iter().any(|c| c.reason == reason))
+    }
+    /// Worth retrying later: transport failures, 429 and 5xx.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Transport { .. } => true,
+            Error::Api(s) => s.code == 429 || s.code >= 500,
+            _ => false,
+        }
+    }
+    /// The server's requested delay, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.status().and_then(|s| s.retry_after)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Api(s) => write!(f, "API error {} {}: {}", s.code, s.reason, s.message),
+            Error::Transport { server, cause, .. } => {
+                write!(f, "request to {server} failed: {cause}")
+            }
+            Error::Decode { what, detail } => write!(f, "cannot decode {what}: {detail}"),
+            Error::Config {
+                source,
+                field,
+                message,
+            } => write!(f, "client configuration {source}: {field}: {message}"),
+            Error::InvalidRequest(m) => write!(f, "invalid request: {m}"),
+            Error::Shutdown => f.write_str("client is shut down"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(body: &str, code: u16) -> Error {
+        Error::Api(Status::from_body(code, body.as_bytes(), None))
+    }
+
+    #[test]
+    fn status_decoding_table() {
+        let ns_term = r#"{"kind":"Status","apiVersion":"v1","status":"Failure",
+            "message":"forbidden: unable to create new content in namespace x because it is being terminated",
+            "reason":"Forbidden","code":403,
+            "details":{"causes":[{"reason":"NamespaceTerminating","message":"namespace x is being terminated","field":"metadata.namespace"}]}}"#;
+        let cases: Vec<(Error, &str, [bool; 6])> = vec![
+            // body, reason, [not_found, conflict, exists, gone, forbidden, retryable]
+            (
+                api(
+                    r#"{"kind":"Status","reason":"NotFound","code":404,"message":"pods \"x\" not found"}"#,
+                    404,
+                ),
+                "NotFound",
+                [true, false, false, false, false, false],
+            ),
+            (
+                api(r#"{"kind":"Status","reason":"Conflict","code":409}"#, 409),
+                "Conflict",
+                [false, true, false, false, false, false],
+            ),
+            (
+                api(
+                    r#"{"kind":"Status","reason":"AlreadyExists","code":409}"#,
+                    409,
+                ),
+                "AlreadyExists",
+                [false, false, true, false, false, false],
+            ),
+            (
+                api(r#"{"kind":"Status","reason":"Expired","code":410}"#, 410),
+                "Expired",
+                [false, false, false, true, false, false],
+            ),
+            (
+                api(ns_term, 403),
+                "Forbidden",
+                [false, false, false, false, true, false],
+            ),
+            (
+                api("<html>bad gateway</html>", 502),
+                "Unknown",
+                [false, false, false, false, false, true],
+            ),
+            (
+                api("", 503),
+                "ServiceUnavailable",
+                [false, false, false, false, false, true],
+            ),
+            (
+                api(
+                    r#"{"kind":"Status","code":429,"details":{"retryAfterSeconds":3}}"#,
+                    429,
+                ),
+                "TooManyRequests",
+                [false, false, false, false, false, true],
+            ),
+        ];
+        for (e, reason, want) in cases {
+            let got = [
+                e.is_not_found(),
+                e.is_conflict(),
+                e.is_already_exists(),
+                e.is_gone(),
+                e.is_forbidden(),
+                e.is_retryable(),
+            ];
+            assert_eq!(got, want, "{e}");
+            assert_eq!(e.status().map(|s| s.reason.as_str()), Some(reason), "{e}");
+        }
+        let e = api(ns_term, 403);
+        assert!(e.has_cause("NamespaceTerminating"));
+        assert!(!e.has_cause("FieldValueInvalid"));
+        assert_eq!(
+            e.status().map(|s| s.causes[0].field.as_str()),
+            Some("metadata.namespace")
+        );
+        let ra = api(
+            r#"{"kind":"Status","code":429,"details":{"retryAfterSeconds":3}}"#,
+            429,
+        );
+        assert_eq!(ra.retry_after(), Some(Duration::from_secs(3)));
+        let hdr = Status::from_body(503, b"", Some(Duration::from_secs(2)));
+        assert_eq!(hdr.retry_after, Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn watch_error_object_decodes() {
+        let s = Status::from_value(serde_json::json!({"kind":"Status","code":410,
+            "reason":"Expired","message":"too old resource version: 1 (5)"}));
+        assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
+        assert!(Error::Api(s).is_gone());
+    }
+}

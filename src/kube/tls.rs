@@ -1,0 +1,246 @@
+//! TLS for the client: PEM material → ureq/rustls configuration with the
+//! ring provider passed explicitly, client certificates (RSA PKCS#1/PKCS#8,
+//! EC SEC1), `insecure-skip-tls-verify`, and `tls-server-name` through a
+//! pinned resolver (the request URL carries the TLS name; the resolver
+//! connects to the real server address).
+//!
+//! Must never turn verification off unless asked (and then warn), never
+//! print key material, and never let a mismatched cert/key pair reach ureq
+//! (it panics on one): pairs are validated here first.
+
+use super::error::Error;
+use std::fmt;
+use std::sync::Arc;
+use ureq::http::Uri;
+use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::NextTimeout;
+
+/// PEM material and TLS options of a [`super::ClientConfig`].
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct TlsMaterial {
+    /// CA bundle (PEM). `None`: the system bundle is used.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Client certificate chain (PEM).
+    pub client_cert_pem: Option<Vec<u8>>,
+    /// Client private key (PEM: PKCS#1, PKCS#8 or SEC1).
+    pub client_key_pem: Option<Vec<u8>>,
+    /// Skip server certificate verification (`insecure-skip-tls-verify`).
+    pub insecure: bool,
+    /// Name to verify the server certificate against (`tls-server-name`).
+    pub server_name: Option<String>,
+}
+
+impl fmt::Debug for TlsMaterial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsMaterial")
+            .field("ca_pem", &self.ca_pem.as_ref().map(|c| c.len()))
+            .field(
+                "client_cert_pem",
+                &self.client_cert_pem.as_ref().map(|c| c.len()),
+            )
+            .field(
+                "client_key_pem",
+                &self.client_key_pem.as_ref().map(|_| "<redacted>"),
+            )
+            .field("insecure", &self.insecure)
+            .field("server_name", &self.server_name)
+            .finish()
+    }
+}
+
+/// Where the system CA bundle usually lives (Debian/Ubuntu/Alpine, then
+/// Fedora/RHEL). `SSL_CERT_FILE` is checked first.
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+];
+
+fn cfg_err(source: &str, field: &str, message: String) -> Error {
+    Error::Config {
+        source: source.to_string(),
+        field: field.to_string(),
+        message,
+    }
+}
+
+/// Parse every certificate in a PEM bundle.
+pub fn parse_certs(
+    pem: &[u8],
+    source: &str,
+    field: &str,
+) -> Result<Vec<Certificate<'static>>, Error> {
+    let mut out = Vec::new();
+    for item in ureq::tls::parse_pem(pem) {
+        match item {
+            Ok(PemItem::Certificate(c)) => out.push(c),
+            Ok(_) => {}
+            Err(e) => return Err(cfg_err(source, field, format!("invalid PEM: {e}"))),
+        }
+    }
+    if out.is_empty() {
+        return Err(cfg_err(source, field, "no PEM certificate found".into()));
+    }
+    Ok(out)
+}
+
+fn parse_key(pem: &[u8], source: &str) -> Result<PrivateKey<'static>, Error> {
+    // The parse error text of ureq's PEM reader never echoes the key bytes.
+    PrivateKey::from_pem(pem).map_err(|e| {
+        cfg_err(
+            source,
+            "client-key",
+            format!("no usable PEM private key: {e}"),
+        )
+    })
+}
+
+fn ring() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Check that the client certificate and key belong together.
+fn check_pair(
+    chain: &[Certificate<'static>],
+    key: &PrivateKey<'static>,
+    source: &str,
+) -> Result<(), Error> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = chain
+        .iter()
+        .map(|c| CertificateDer::from(c.der().to_vec()))
+        .collect();
+    let key_der = PrivateKeyDer::try_from(key.der().to_vec()).map_err(|e| {
+        cfg_err(
+            source,
+            "client-key",
+            format!("unrecognised key encoding: {e}"),
+        )
+    })?;
+    rustls::sign::CertifiedKey::from_der(certs, key_der, &ring())
+        .map(|_| ())
+        .map_err(|e| {
+            cfg_err(
+                source,
+                "client-certificate",
+                format!("does not match client-key: {e}"),
+            )
+        })
+}
+
+fn system_roots(source: &str) -> Result<Vec<Certificate<'static>>, Error> {
+    let env = std::env::var("SSL_CERT_FILE").ok();
+    let candidates = env
+        .iter()
+        .map(String::as_str)
+        .chain(SYSTEM_BUNDLES.iter().copied());
+    for path in candidates {
+        if let Ok(pem) = std::fs::read(path) {
+            return parse_certs(&pem, path, "system CA bundle");
+        }
+    }
+    Err(cfg_err(
+        source,
+        "certificate-authority",
+        "not set and no system CA bundle found; set certificate-authority(-data)".into(),
+    ))
+}
+
+/// Build the ureq TLS configuration. `source` names the config in errors.
+pub fn build(m: &TlsMaterial, source: &str) -> Result<TlsConfig, Error> {
+    let mut b = TlsConfig::builder().unversioned_rustls_crypto_provider(ring());
+    if m.insecure {
+        log::warn!("{source}: insecure-skip-tls-verify is set; the API server's certificate is NOT verified");
+        b = b.disable_verification(true);
+    }
+    let roots = match &m.ca_pem {
+        Some(pem) => parse_certs(pem, source, "certificate-authority")?,
+        None if m.insecure => Vec::new(),
+        None => system_roots(source)?,
+    };
+    if !roots.is_empty() {
+        b = b.root_certs(RootCerts::new_with_certs(&roots));
+    }
+    match (&m.client_cert_pem, &m.client_key_pem) {
+        (Some(cert), Some(key)) => {
+            let chain = parse_certs(cert, source, "client-certificate")?;
+            let key = parse_key(key, source)?;
+            check_pair(&chain, &key, source)?;
+            b = b.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+        }
+        (Some(_), None) => {
+            return Err(cfg_err(
+                source,
+                "client-key",
+                "client-certificate is set but client-key is not".into(),
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(cfg_err(
+                source,
+                "client-certificate",
+                "client-key is set but client-certificate is not".into(),
+            ))
+        }
+        (None, None) => {}
+    }
+    Ok(b.build())
+}
+
+/// Resolves requests for the `tls-server-name` host to the real server
+/// address while the URL (and so SNI and certificate verification) uses
+/// `tls-server-name`. Any other host (e.g. a proxy) resolves normally.
+#[derive(Debug)]
+pub struct PinnedResolver {
+    name: String,
+    real: Uri,
+    inner: DefaultResolver,
+}
+
+impl PinnedResolver {
+    /// Resolve `name` to the host and port of `real`.
+    pub fn new(name: &str, real: Uri) -> PinnedResolver {
+        PinnedResolver {
+            name: name
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            real,
+            inner: DefaultResolver::default(),
+        }
+    }
+}
+
+impl Resolver for PinnedResolver {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let host = uri
+            .host()
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']'));
+        if host == Some(self.name.as_str()) {
+            self.inner.resolve(&self.real, config, timeout)
+        } else {
+            self.inner.resolve(uri, config, timeout)
+        }
+    }
+}
+
+/// For `tls-server-name`: the server URL with its host replaced by `name`
+/// (the port is kept, made explicit).
+pub fn url_with_server_name(server: &Uri, name: &str) -> Result<String, String> {
+    let scheme = server.scheme_str().unwrap_or("https");
+    let port = server
+        .port_u16()
+        .unwrap_or(if scheme == "http" { 80 } else { 443 });
+    let host = if name.contains(':') && !name.starts_with('[') {
+        format!("[{name}]")
+    } else {
+        name.to_string()
+    };
+    let path = server.path().trim_end_matches('/');
+    Ok(format!("{scheme}://{host}:{port}{path}"))
+}

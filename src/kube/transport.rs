@@ -1,0 +1,305 @@
+//! The HTTP layer of the client: two ureq agents (ordinary requests, and
+//! watches so that shutting down watches cannot break the final writes),
+//! one request attempt with auth headers and timeouts, the retry loop, and
+//! request metrics.
+//!
+//! Must never log request headers (they carry the token), never read an
+//! error body without a size limit, and never sleep except on the clock.
+
+use super::auth::Auth;
+use super::config::ClientConfig;
+use super::error::{Error, Status};
+use super::metrics::Metrics;
+use super::ratelimit::TokenBucket;
+use super::retry::{RetryPolicy, Verb};
+use super::tls;
+use crate::clock::SharedClock;
+use crate::metrics::Registry;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use ureq::http::{Response, Uri};
+use ureq::{Agent, Body, RequestBuilder};
+
+/// Largest error body read into a `Status` (a Status is tiny; this only
+/// guards against a misbehaving proxy).
+const MAX_ERROR_BODY: u64 = 1 << 20;
+/// Connect timeout for every request.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request body.
+pub(crate) struct Payload<'a> {
+    pub content_type: &'static str,
+    pub bytes: &'a [u8],
+}
+
+/// One logical request.
+pub(crate) struct Req<'a> {
+    pub verb: Verb,
+    pub resource: String,
+    pub method: &'static str,
+    pub path_and_query: String,
+    pub payload: Option<Payload<'a>>,
+}
+
+/// Shared state behind every clone of a client.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    pub base: String,
+    pub server: String,
+    agent: Agent,
+    watch_agent: Mutex<Option<Agent>>,
+    pub watch_shutdown: Arc<AtomicBool>,
+    pub watch_idle_margin: Duration,
+    auth: Auth,
+    limiter: TokenBucket,
+    pub clock: SharedClock,
+    retry: RetryPolicy,
+    metrics: Option<Arc<Metrics>>,
+}
+
+fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<Agent, Error> {
+    let mut b = Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(tls)
+        .user_agent(cfg.user_agent.as_str())
+        .timeout_connect(Some(CONNECT_TIMEOUT.min(cfg.request_timeout)))
+        .max_redirects(0);
+    if !watch {
+        b = b.timeout_global(Some(cfg.request_timeout));
+    }
+    if let Some(p) = &cfg.proxy_url {
+        let proxy = ureq::Proxy::new(p).map_err(|e| Error::Config {
+            source: cfg.source.clone(),
+            field: "proxy-url".into(),
+            message: format!("invalid proxy URL: {e}"),
+        })?;
+        b = b.proxy(Some(proxy));
+    }
+    let config = b.build();
+    Ok(match &cfg.tls.server_name {
+        Some(name) => {
+            let real: Uri = cfg.server.parse().map_err(|e| server_err(cfg, e))?;
+            Agent::with_parts(
+                config,
+                ureq::unversioned::transport::DefaultConnector::new(),
+                tls::PinnedResolver::new(name, real),
+            )
+        }
+        None => config.new_agent(),
+    })
+}
+
+fn server_err(cfg: &ClientConfig, e: impl std::fmt::Display) -> Error {
+    Error::Config {
+        source: cfg.source.clone(),
+        field: "server".into(),
+        message: format!("invalid server URL {:?}: {e}", cfg.server),
+    }
+}
+
+impl Transport {
+    pub fn new(
+        cfg: &ClientConfig,
+        clock: SharedClock,
+        metrics: Option<&Registry>,
+    ) -> Result<Transport, Error> {
+        let uri: Uri = cfg.server.parse().map_err(|e| server_err(cfg, e))?;
+        let scheme = uri.scheme_str().unwrap_or("");
+        if scheme != "https" && scheme != "http" || uri.host().is_none() {
+            return Err(server_err(cfg, "expected http(s)://host[:port]"));
+        }
+        let tls_cfg = if scheme == "https" {
+            tls::build(&cfg.tls, &cfg.source)?
+        } else {
+            ureq::tls::TlsConfig::builder()
+                .unversioned_rustls_crypto_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .build()
+        };
+        let base = match &cfg.tls.server_name {
+            Some(name) => tls::url_with_server_name(&uri, name).map_err(|e| server_err(cfg, e))?,
+            None => cfg.server.trim_end_matches('/').to_string(),
+        };
+        Ok(Transport {
+            base,
+            server: cfg.server.clone(),
+            agent: agent(cfg, tls_cfg.clone(), false)?,
+            watch_agent: Mutex::new(Some(agent(cfg, tls_cfg, true)?)),
+            watch_shutdown: Arc::new(AtomicBool::new(false)),
+            watch_idle_margin: cfg.watch_idle_margin,
+            auth: cfg.auth.clone(),
+            limiter: TokenBucket::new(cfg.qps, cfg.burst, Arc::clone(&clock)),
+            clock,
+            retry: RetryPolicy {
+                max_retries: cfg.max_retries,
+                max_delay: cfg.max_retry_delay,
+                ..RetryPolicy::default()
+            },
+            metrics: metrics.map(Metrics::for_registry),
+        })
+    }
+
+    /// Shut the watch agent: every blocked watch read fails at once and
+    /// later watches return [`Error::Shutdown`].
+    pub fn shutdown_watches(&self) {
+        self.watch_shutdown.store(true, Ordering::SeqCst);
+        let a = self
+            .watch_agent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(a) = a {
+            a.shutdown();
+        }
+    }
+
+    fn transport_err(&self, e: ureq::Error) -> Error {
+        Error::Transport {
+            server: self.server.clone(),
+            timeout: matches!(e, ureq::Error::Timeout(_)),
+            cause: e.to_string(),
+        }
+    }
+
+    fn record(&self, req: &Req<'_>, code: &str, secs: f64) {
+        if let Some(m) = &self.metrics {
+            m.record(req.verb.as_str(), &req.resource, code, secs);
+        }
+    }
+
+    fn prep<B>(
+        &self,
+        rb: RequestBuilder<B>,
+        auth: Option<&str>,
+        idle: Option<Duration>,
+    ) -> RequestBuilder<B> {
+        let mut rb = rb.header("Accept", "application/json");
+        if let Some(a) = auth {
+            rb = rb.header("Authorization", a);
+        }
+        match idle {
+            Some(d) => rb
+                .config()
+                .timeout_global(None)
+                .timeout_recv_body(None)
+                .timeout_per_read(Some(d))
+                .build(),
+            None => rb,
+        }
+    }
+
+    /// One attempt on `agent`.
+    fn attempt(
+        &self,
+        agent: &Agent,
+        req: &Req<'_>,
+        idle: Option<Duration>,
+    ) -> Result<Response<Body>, Error> {
+        let auth = self.auth.header(&self.clock)?;
+        let auth = auth.as_deref();
+        let url = format!("{}{}", self.base, req.path_and_query);
+        let send = |rb: RequestBuilder<ureq::typestate::WithBody>| match &req.payload {
+            Some(p) => self
+                .prep(rb, auth, idle)
+                .header("Content-Type", p.content_type)
+                .send(p.bytes),
+            None => self.prep(rb, auth, idle).send_empty(),
+        };
+        let res = match (req.method, &req.payload) {
+            ("GET", _) => self.prep(agent.get(&url), auth, idle).call(),
+            ("DELETE", None) => self.prep(agent.delete(&url), auth, idle).call(),
+            ("DELETE", Some(_)) => send(agent.delete(&url).force_send_body()),
+            ("POST", _) => send(agent.post(&url)),
+            ("PUT", _) => send(agent.put(&url)),
+            _ => send(agent.patch(&url)),
+        };
+        res.map_err(|e| self.transport_err(e))
+    }
+
+    /// Rate-limit, send, record metrics, decode failures into `Status`.
+    fn once(
+        &self,
+        agent: &Agent,
+        req: &Req<'_>,
+        idle: Option<Duration>,
+    ) -> Result<Response<Body>, Error> {
+        self.limiter.accept();
+        let start = self.clock.now();
+        let res = self.attempt(agent, req, idle);
+        let secs = self
+            .clock
+            .now()
+            .saturating_duration_since(start)
+            .as_secs_f64();
+        let mut resp = match res {
+            Ok(r) => r,
+            Err(e) => {
+                self.record(req, "<error>", secs);
+                return Err(e);
+            }
+        };
+        let code = resp.status().as_u16();
+        self.record(req, &code.to_string(), secs);
+        if (200..300).contains(&code) {
+            return Ok(resp);
+        }
+        let retry_after = resp
+            .headers()
+            .get("Retry-After")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_ERROR_BODY)
+            .read_to_vec()
+            .unwrap_or_default();
+        Err(Error::Api(Status::from_body(code, &body, retry_after)))
+    }
+
+    /// An ordinary request with the retry policy and one re-authentication
+    /// after a 401 when credentials can change (token files).
+    pub fn execute(&self, req: &Req<'_>) -> Result<Response<Body>, Error> {
+        let mut attempt = 0;
+        let mut reauthed = false;
+        loop {
+            let err = match self.once(&self.agent, req, None) {
+                Ok(r) => return Ok(r),
+                Err(e) => e,
+            };
+            if err.is_unauthorized() && !reauthed && self.auth.refresh_after_unauthorized() {
+                reauthed = true;
+                continue;
+            }
+            let Some(delay) = self.retry.delay(req.verb, &err, attempt, fastrand::f64()) else {
+                return Err(err);
+            };
+            log::debug!(
+                "{} {} failed ({err}); retry {} in {delay:?}",
+                req.method,
+                req.resource,
+                attempt + 1
+            );
+            self.clock.sleep(delay);
+            attempt += 1;
+        }
+    }
+
+    /// Start a watch on the watch agent with a per-read idle timeout.
+    pub fn start_watch(&self, req: &Req<'_>, idle: Duration) -> Result<Response<Body>, Error> {
+        let agent = {
+            let g = self.watch_agent.lock().unwrap_or_else(|p| p.into_inner());
+            g.clone().ok_or(Error::Shutdown)?
+        };
+        match self.once(&agent, req, Some(idle)) {
+            Err(_) if self.watch_shutdown.load(Ordering::SeqCst) => Err(Error::Shutdown),
+            Err(e) if e.is_unauthorized() && self.auth.refresh_after_unauthorized() => {
+                self.once(&agent, req, Some(idle))
+            }
+            other => other,
+        }
+    }
+}

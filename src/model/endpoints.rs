@@ -1,0 +1,111 @@
+//! core/v1 `Endpoints`, written by the Endpoints controller and cached by its
+//! informer. Field names and omission rules follow `k8s.io/api/core/v1`
+//! (`omitempty` → skipped when empty).
+//!
+//! Must never drop metadata it does not model (see [`ObjectMeta::extra`]).
+
+use super::pod::null_default;
+use super::{impl_object, ObjectMeta, ObjectReference, Protocol};
+use serde::{Deserialize, Serialize};
+
+/// `v1.Endpoints`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoints {
+    /// Always `v1`.
+    #[serde(default = "Endpoints::api_version_default")]
+    pub api_version: String,
+    /// Always `Endpoints`.
+    #[serde(default = "Endpoints::kind_default")]
+    pub kind: String,
+    /// Metadata.
+    #[serde(default, deserialize_with = "null_default")]
+    pub metadata: ObjectMeta,
+    /// `subsets`.
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub subsets: Vec<EndpointSubset>,
+}
+
+impl Endpoints {
+    fn api_version_default() -> String {
+        "v1".into()
+    }
+    fn kind_default() -> String {
+        "Endpoints".into()
+    }
+}
+
+impl Default for Endpoints {
+    fn default() -> Endpoints {
+        Endpoints {
+            api_version: Endpoints::api_version_default(),
+            kind: Endpoints::kind_default(),
+            metadata: ObjectMeta::default(),
+            subsets: Vec::new(),
+        }
+    }
+}
+
+impl_object!(Endpoints);
+
+/// `v1.EndpointSubset`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EndpointSubset {
+    /// Ready addresses.
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub addresses: Vec<EndpointAddress>,
+    /// Not-ready addresses.
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub not_ready_addresses: Vec<EndpointAddress>,
+    /// Ports.
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub ports: Vec<EndpointPort>,
+}
+
+/// `v1.EndpointAddress`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EndpointAddress {
+    /// The IP.
+    pub ip: String,
+    /// `hostname` (omitted when empty).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub hostname: String,
+    /// `nodeName` (a pointer upstream: `Some("")` is written as `""`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    /// `targetRef`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_ref: Option<ObjectReference>,
+}
+
+/// `v1.EndpointPort` (core; discovery has its own [`super::EndpointSlicePort`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EndpointPort {
+    /// `name` (omitted when empty).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// `port`.
+    pub port: i32,
+    /// `protocol`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// `appProtocol`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<String>,
+}

@@ -1,0 +1,159 @@
+//! discovery.k8s.io/v1 `EndpointSlice`, written by the EndpointSlice
+//! controller and cached by its informer. Field names and omission rules
+//! follow `k8s.io/api/discovery/v1`: `endpoints` and `ports` have no
+//! `omitempty` upstream and are always written (as `[]` when empty); the
+//! three conditions are pointers and omitted only when `None`.
+//!
+//! Must never drop metadata it does not model (see [`ObjectMeta::extra`]).
+
+use super::pod::null_default;
+use super::{impl_object, ObjectMeta, ObjectReference, Protocol};
+use serde::{Deserialize, Serialize};
+
+/// `discovery/v1.EndpointSlice`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointSlice {
+    /// Always `discovery.k8s.io/v1`.
+    #[serde(default = "EndpointSlice::api_version_default")]
+    pub api_version: String,
+    /// Always `EndpointSlice`.
+    #[serde(default = "EndpointSlice::kind_default")]
+    pub kind: String,
+    /// Metadata.
+    #[serde(default, deserialize_with = "null_default")]
+    pub metadata: ObjectMeta,
+    /// `addressType`.
+    pub address_type: AddressType,
+    /// `endpoints` (always written).
+    #[serde(default, deserialize_with = "null_default")]
+    pub endpoints: Vec<Endpoint>,
+    /// `ports` (always written).
+    #[serde(default, deserialize_with = "null_default")]
+    pub ports: Vec<EndpointSlicePort>,
+}
+
+impl EndpointSlice {
+    fn api_version_default() -> String {
+        "discovery.k8s.io/v1".into()
+    }
+    fn kind_default() -> String {
+        "EndpointSlice".into()
+    }
+    /// An empty slice of the given address type.
+    pub fn new(address_type: AddressType) -> EndpointSlice {
+        EndpointSlice {
+            api_version: EndpointSlice::api_version_default(),
+            kind: EndpointSlice::kind_default(),
+            metadata: ObjectMeta::default(),
+            address_type,
+            endpoints: Vec::new(),
+            ports: Vec::new(),
+        }
+    }
+}
+
+impl_object!(EndpointSlice);
+
+/// `addressType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum AddressType {
+    /// `IPv4`.
+    IPv4,
+    /// `IPv6`.
+    IPv6,
+    /// `FQDN` (never written by the controller).
+    FQDN,
+}
+
+/// `discovery/v1.Endpoint`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Endpoint {
+    /// `addresses`.
+    #[serde(deserialize_with = "null_default")]
+    pub addresses: Vec<String>,
+    /// `conditions` (a struct upstream: always written, possibly `{}`).
+    #[serde(deserialize_with = "null_default")]
+    pub conditions: EndpointConditions,
+    /// `hostname`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// `targetRef`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_ref: Option<ObjectReference>,
+    /// `nodeName`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    /// `zone`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// `hints`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hints: Option<EndpointHints>,
+}
+
+/// `discovery/v1.EndpointConditions` (pointers upstream).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EndpointConditions {
+    /// `ready`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+    /// `serving`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serving: Option<bool>,
+    /// `terminating`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminating: Option<bool>,
+}
+
+/// `discovery/v1.EndpointHints`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EndpointHints {
+    /// `forZones`.
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub for_zones: Vec<ForZone>,
+    /// `forNodes`.
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub for_nodes: Vec<ForNode>,
+}
+
+/// `discovery/v1.ForZone`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ForZone {
+    /// Zone name.
+    pub name: String,
+}
+
+/// `discovery/v1.ForNode`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ForNode {
+    /// Node name.
+    pub name: String,
+}
+
+/// `discovery/v1.EndpointPort` (all pointers upstream).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EndpointSlicePort {
+    /// `name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `protocol`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// `port`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+    /// `appProtocol`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<String>,
+}

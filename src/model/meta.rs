@@ -1,0 +1,287 @@
+//! Object metadata in two shapes: [`TrimmedMeta`] for cached projections
+//! (only what the controllers read, compact boxed strings) and
+//! [`ObjectMeta`] for objects we write (round-trips unknown fields), plus
+//! owner and object references.
+//!
+//! Must never keep large, unread metadata (managedFields, last-applied
+//! annotations) in a cached object.
+
+use super::{Labels, Time};
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+
+/// Annotations a cached object keeps; every other annotation is skipped
+/// while parsing (their values are never even allocated).
+pub const KEPT_ANNOTATIONS: &[&str] = &[
+    "service.kubernetes.io/topology-aware-hints",
+    "service.kubernetes.io/topology-mode",
+];
+
+/// Metadata of a cached projection (Pod, Service, Node, Namespace).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TrimmedMeta {
+    /// `metadata.name`.
+    #[serde(deserialize_with = "boxed")]
+    pub name: Box<str>,
+    /// `metadata.namespace` ("" for cluster-scoped objects).
+    #[serde(deserialize_with = "boxed")]
+    pub namespace: Box<str>,
+    /// `metadata.uid`.
+    #[serde(deserialize_with = "boxed")]
+    pub uid: Box<str>,
+    /// `metadata.resourceVersion`.
+    #[serde(deserialize_with = "boxed")]
+    pub resource_version: Box<str>,
+    /// `metadata.labels`.
+    pub labels: Labels,
+    /// The subset of `metadata.annotations` named in [`KEPT_ANNOTATIONS`].
+    #[serde(deserialize_with = "kept_annotations")]
+    pub annotations: Labels,
+    /// `metadata.creationTimestamp`.
+    pub creation_timestamp: Option<Time>,
+    /// `metadata.deletionTimestamp`.
+    pub deletion_timestamp: Option<Time>,
+}
+
+/// Deserialize a string (or null) straight into a `Box<str>`.
+pub(crate) fn boxed<'de, D: Deserializer<'de>>(d: D) -> Result<Box<str>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?
+        .unwrap_or_default()
+        .into_boxed_str())
+}
+
+/// Deserialize an optional string into an optional `Box<str>`.
+pub(crate) fn opt_boxed<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<str>>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.map(String::into_boxed_str))
+}
+
+struct KeptVisitor;
+
+impl<'de> Visitor<'de> for KeptVisitor {
+    type Value = Labels;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an annotations map or null")
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Labels, E> {
+        Ok(Labels::default())
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Labels, E> {
+        Ok(Labels::default())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Labels, D::Error> {
+        d.deserialize_map(KeptVisitor)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Labels, A::Error> {
+        let mut kept: Vec<(String, String)> = Vec::new();
+        while let Some(k) = a.next_key::<std::borrow::Cow<'de, str>>()? {
+            if KEPT_ANNOTATIONS.contains(&&*k) {
+                kept.push((k.into_owned(), a.next_value::<String>()?));
+            } else {
+                a.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(kept.into_iter().collect())
+    }
+}
+
+fn kept_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<Labels, D::Error> {
+    d.deserialize_option(KeptVisitor)
+}
+
+impl TrimmedMeta {
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// `metadata.namespace`, `None` if empty.
+    pub fn namespace(&self) -> Option<&str> {
+        (!self.namespace.is_empty()).then_some(&*self.namespace)
+    }
+    /// `metadata.resourceVersion`.
+    pub fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+    /// `metadata.uid`.
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+    /// Heap bytes owned (for memory accounting).
+    pub fn heap_bytes(&self) -> usize {
+        self.name.len()
+            + self.namespace.len()
+            + self.uid.len()
+            + self.resource_version.len()
+            + self.labels.heap_bytes()
+            + self.annotations.heap_bytes()
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// `metadata` of an object we write. Fields we do not model (finalizers,
+/// managedFields, …) are kept in `extra` and sent back unchanged on PUT.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObjectMeta {
+    /// `name` (empty when `generate_name` is used).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// `generateName`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub generate_name: String,
+    /// `namespace`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// `uid` (server-set).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// `resourceVersion` (optimistic concurrency on update).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// `generation` (server-set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// `creationTimestamp` (server-set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<Time>,
+    /// `deletionTimestamp` (server-set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<Time>,
+    /// `labels`.
+    #[serde(skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
+    /// `annotations`.
+    #[serde(skip_serializing_if = "Labels::is_empty")]
+    pub annotations: Labels,
+    /// `ownerReferences`.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "super::pod::null_default"
+    )]
+    pub owner_references: Vec<OwnerReference>,
+    /// Every other metadata field, round-tripped verbatim.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ObjectMeta {
+    /// `name`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// `namespace`, `None` if empty.
+    pub fn namespace(&self) -> Option<&str> {
+        (!self.namespace.is_empty()).then_some(self.namespace.as_str())
+    }
+    /// `resourceVersion`.
+    pub fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+    /// `uid`.
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+}
+
+/// `metav1.OwnerReference`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OwnerReference {
+    /// `apiVersion` of the owner, e.g. `v1`.
+    pub api_version: String,
+    /// `kind` of the owner, e.g. `Service`.
+    pub kind: String,
+    /// Owner name.
+    pub name: String,
+    /// Owner UID.
+    pub uid: String,
+    /// Whether this reference points to the managing controller.
+    #[serde(skip_serializing_if = "is_false")]
+    pub controller: bool,
+    /// Whether the owner cannot be deleted before this object.
+    #[serde(skip_serializing_if = "is_false")]
+    pub block_owner_deletion: bool,
+}
+
+/// `v1.ObjectReference` (targetRef, event `regarding`). Empty fields are
+/// omitted, as Go's `omitempty` does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObjectReference {
+    /// `kind`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// `namespace`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// `name`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// `uid`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// `apiVersion`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `resourceVersion`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// `fieldPath`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub field_path: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trimmed_meta_keeps_only_listed_annotations() {
+        let m: TrimmedMeta = serde_json::from_str(
+            r#"{"name":"a","namespace":null,"uid":"u","resourceVersion":"7",
+                "annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{huge}",
+                               "service.kubernetes.io/topology-mode":"Auto"},
+                "managedFields":[{"manager":"x"}],
+                "creationTimestamp":"2026-01-01T00:00:00Z"}"#,
+        )
+        .expect("meta");
+        assert_eq!(m.namespace(), None);
+        assert_eq!(m.annotations.len(), 1);
+        assert_eq!(
+            m.annotations.get("service.kubernetes.io/topology-mode"),
+            Some("Auto")
+        );
+        assert!(m.creation_timestamp.is_some());
+        assert!(m.deletion_timestamp.is_none());
+    }
+
+    #[test]
+    fn object_meta_round_trips_unknown_fields_and_omits_empty() {
+        let json = r#"{"name":"s","namespace":"ns","finalizers":["x"],"generation":3,
+                       "labels":{"a":"b"},"ownerReferences":[{"apiVersion":"v1","kind":"Service",
+                       "name":"s","uid":"u","controller":true,"blockOwnerDeletion":true}]}"#;
+        let m: ObjectMeta = serde_json::from_str(json).expect("meta");
+        let back: serde_json::Value = serde_json::to_value(&m).expect("json");
+        let orig: serde_json::Value = serde_json::from_str(json).expect("orig");
+        assert_eq!(back, orig);
+        let nulls: ObjectMeta =
+            serde_json::from_str(r#"{"labels":null,"annotations":null,"ownerReferences":null}"#)
+                .expect("nulls");
+        assert_eq!(nulls, ObjectMeta::default());
+        let empty = serde_json::to_string(&ObjectMeta::default()).expect("json");
+        assert_eq!(empty, "{}");
+        let r = ObjectReference {
+            kind: "Pod".into(),
+            name: "p".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&r).expect("json"),
+            r#"{"kind":"Pod","name":"p"}"#
+        );
+    }
+}
