@@ -272,7 +272,7 @@ pub fn validate(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result
         "endpointslices" => super::validate_rules::endpoint_slice(old, new, &mut causes),
         "endpoints" => super::validate_rules::endpoints(new, &mut causes),
         "leases" => super::validate_rules::lease(new, &mut causes),
-        "services" => super::validate_rules::service(new, &mut causes),
+        "services" => super::validate_rules::service(old, new, &mut causes),
         // Strict rules on events.k8s.io creates only (upstream
         // ValidateEventUpdate checks legacy rules plus immutability).
         "events" => {

@@ -230,9 +230,22 @@ pub fn is_port_name(s: &str) -> bool {
         && !s.contains("--")
 }
 
-/// Service rules (upstream `ValidateService`, the parts endpointd relies on).
-pub fn service(new: &Value, out: &mut Vec<Cause>) {
+/// Service rules (upstream `ValidateService`, the parts endpointd relies on;
+/// on update a set ClusterIP is immutable).
+pub fn service(old: Option<&Value>, new: &Value, out: &mut Vec<Cause>) {
     let spec = new.get("spec").unwrap_or(&Value::Null);
+    let old_ip = old
+        .and_then(|o| o.pointer("/spec/clusterIP"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let new_ip = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("");
+    if !old_ip.is_empty() && old_ip != new_ip {
+        out.push(Cause::invalid(
+            "spec.clusterIPs[0]",
+            &json!(new_ip),
+            "may not change once set",
+        ));
+    }
     let ty = spec
         .get("type")
         .and_then(Value::as_str)
