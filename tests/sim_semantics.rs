@@ -208,3 +208,212 @@ fn generate_name() {
     assert_eq!(none.status, 422);
     assert_eq!(none.body["details"]["causes"][0]["field"], "metadata.name");
 }
+
+#[test]
+fn defaulting_before_validation() {
+    let sim = Sim::new();
+    let svc = sim.create("services", NS, json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}));
+    assert_eq!(svc.status, 201, "{}", svc.body);
+    let spec = &svc.body["spec"];
+    assert_eq!(
+        spec["ports"][0]["targetPort"], 80,
+        "targetPort defaults to port"
+    );
+    assert_eq!(spec["ports"][0]["protocol"], "TCP");
+    assert_eq!(spec["ipFamilies"], json!(["IPv4"]));
+    let ip = spec["clusterIP"].as_str().unwrap_or("");
+    assert!(ip.starts_with("10.9"), "{ip}");
+    let other = sim.create(
+        "services",
+        NS,
+        json!({"metadata": {"name": "web2"}, "spec": {"ports": [{"port": 81}]}}),
+    );
+    assert_ne!(
+        other.body["spec"]["clusterIP"], spec["clusterIP"],
+        "distinct ClusterIPs"
+    );
+    let mut upd = svc.body.clone();
+    upd["spec"].as_object_mut().map(|m| m.remove("clusterIP"));
+    let upd = sim.update("services", NS, "web", upd);
+    assert_eq!(
+        upd.body["spec"]["clusterIP"], spec["clusterIP"],
+        "kept across an update"
+    );
+    let ep = json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 8080}]}]});
+    let ep = sim.create("endpoints", NS, ep);
+    assert_eq!(ep.status, 201, "{}", ep.body);
+    assert_eq!(ep.body["subsets"][0]["ports"][0]["protocol"], "TCP");
+    let mut with_rv = pod("rv");
+    with_rv["metadata"]["resourceVersion"] = json!("7");
+    let r = sim.create(PODS, NS, with_rv);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.body["message"],
+        "resourceVersion should not be set on objects to be created"
+    );
+}
+
+#[test]
+fn load_list_keeps_identity_and_applies_defaults() {
+    let sim = Sim::new();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": {"name": "web-1", "namespace": "shop",
+                      "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web", "uid": "11111111-2222-4333-8444-555555555555"}]},
+         "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]},
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": "web", "namespace": "shop", "uid": "11111111-2222-4333-8444-555555555555"},
+         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "shop", "labels": {"app": "web"}},
+         "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running", "podIP": "10.0.0.1"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+    ]});
+    assert_eq!(sim.store.load_list(&list), Ok(4));
+    let svc = sim.get("services", Some("shop"), "web").body;
+    assert_eq!(
+        svc["metadata"]["uid"],
+        "11111111-2222-4333-8444-555555555555"
+    );
+    assert!(svc["spec"]["clusterIP"].is_string());
+    assert_eq!(
+        sim.get(PODS, Some("shop"), "p").body["status"]["podIP"],
+        "10.0.0.1"
+    );
+    assert_eq!(
+        sim.get(SLICES, Some("shop"), "web-1").body["ports"][0]["protocol"],
+        "TCP"
+    );
+    // The owner resolves: deleting the Service collects the slice.
+    sim.delete("services", Some("shop"), "web", json!(null));
+    sim.eventually("slice collected", || {
+        sim.get(SLICES, Some("shop"), "web-1").status == 404
+    });
+    let bad = json!({"items": [{"apiVersion": "v1", "kind": "Gadget", "metadata": {"name": "g"}}]});
+    assert!(sim
+        .store
+        .load_list(&bad)
+        .is_err_and(|e| e.contains("Gadget")));
+    let invalid = json!({"items": [{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "x"}, "addressType": "IPv7"}]});
+    assert!(sim
+        .store
+        .load_list(&invalid)
+        .is_err_and(|e| e.contains("addressType")));
+    // A created pod without status starts Pending; a foreign uid on update conflicts.
+    let p = sim
+        .create(PODS, NS, json!({"metadata": {"name": "q"}, "spec": {}}))
+        .body;
+    assert_eq!(p["status"]["phase"], "Pending");
+    let mut forged = p.clone();
+    forged["metadata"]["uid"] = json!("someone-else");
+    assert_eq!(sim.update(PODS, NS, "q", forged).status, 409);
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let sim = Sim::new();
+    let before = sim.store.current_rv();
+    let dry = [("dryRun", "All")];
+    let r = sim.call(Verb::Create, PODS, NS, None, &dry, &pod("d"));
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["name"], "d");
+    assert_eq!(sim.get(PODS, NS, "d").status, 404);
+    assert_eq!(sim.store.current_rv(), before);
+    sim.create(PODS, NS, pod("d"));
+    let rv = sim.store.current_rv();
+    let mut u = sim.get(PODS, NS, "d").body;
+    u["metadata"]["labels"]["x"] = json!("1");
+    let r = sim.call(Verb::Update, PODS, NS, Some("d"), &dry, &u);
+    assert_eq!(
+        (r.status, r.body["metadata"]["labels"]["x"].clone()),
+        (200, json!("1"))
+    );
+    let r = sim.call(Verb::Delete, PODS, NS, Some("d"), &dry, &Value::Null);
+    assert_eq!(r.status, 200);
+    assert_eq!(sim.store.current_rv(), rv, "no write happened");
+    assert!(sim.get(PODS, NS, "d").body["metadata"]["labels"]
+        .get("x")
+        .is_none());
+    let bad = sim.call(
+        Verb::Create,
+        PODS,
+        NS,
+        None,
+        &[("dryRun", "Some")],
+        &pod("e"),
+    );
+    assert_eq!(bad.status, 400);
+}
+
+#[test]
+fn status_subresource_verbs() {
+    let sim = Sim::new();
+    sim.create(PODS, NS, pod("s"));
+    assert_eq!(sim.get("pods:status", NS, "s").status, 200);
+    assert_eq!(sim.delete("pods:status", NS, "s", json!(null)).status, 405);
+    assert_eq!(sim.get(PODS, NS, "s").status, 200, "still there");
+    assert_eq!(
+        sim.get("discovery.k8s.io/endpointslices:status", NS, "s")
+            .status,
+        404,
+        "no status subresource"
+    );
+}
+
+#[test]
+fn events_are_one_storage_with_two_api_views() {
+    let sim = Sim::new();
+    const NEW: &str = "events.k8s.io/events";
+    let w = sim.watch(
+        NEW,
+        NS,
+        &[("resourceVersion", &sim.store.current_rv().to_string())],
+    );
+    let new_style = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "svc.1"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "endpointd", "reportingInstance": "endpointd-a", "action": "Sync",
+        "reason": "FailedToUpdateEndpointSlices", "type": "Warning", "note": "boom",
+        "regarding": {"kind": "Service", "namespace": "default", "name": "svc"}});
+    let r = sim.create(NEW, NS, new_style);
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(r.body["note"], "boom");
+    let core = sim.get("events", NS, "svc.1");
+    assert_eq!(core.status, 200);
+    assert_eq!(core.body["apiVersion"], "v1");
+    assert_eq!(core.body["message"], "boom");
+    assert_eq!(core.body["involvedObject"]["name"], "svc");
+    assert_eq!(core.body["reportingComponent"], "endpointd");
+    let legacy = json!({"metadata": {"name": "svc.2"}, "involvedObject": {"kind": "Service", "namespace": "default", "name": "svc"},
+        "reason": "Created", "message": "made it", "type": "Normal", "count": 1});
+    assert_eq!(sim.create("events", NS, legacy).status, 201);
+    let listed = sim.list(NEW, NS, &[]);
+    assert_eq!(listed.body["kind"], "EventList");
+    assert_eq!(listed.body["apiVersion"], "events.k8s.io/v1");
+    let notes: Vec<&str> = listed.body["items"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["note"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(notes, ["boom", "made it"]);
+    assert_eq!(listed.body["items"][1]["deprecatedCount"], 1);
+    let (t, o) = w.next().expect("first event");
+    assert_eq!(
+        (t.as_str(), o["apiVersion"].as_str(), o["note"].as_str()),
+        ("ADDED", Some("events.k8s.io/v1"), Some("boom"))
+    );
+    let (_, o) = w.next().expect("second event, created through core/v1");
+    assert_eq!(o["regarding"]["name"], "svc");
+    let nf = sim.get(NEW, NS, "missing");
+    assert_eq!(
+        nf.body["message"],
+        "events.events.k8s.io \"missing\" not found"
+    );
+    let p = sim.patch(
+        NEW,
+        NS,
+        "svc.2",
+        "application/merge-patch+json",
+        json!({"note": "patched"}),
+    );
+    assert_eq!(p.status, 200, "{}", p.body);
+    assert_eq!(sim.get("events", NS, "svc.2").body["message"], "patched");
+}

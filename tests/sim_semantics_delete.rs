@@ -66,6 +66,14 @@ fn finalizers_keep_the_object_until_removed() {
         again.status, 200,
         "deleting again is accepted and changes nothing"
     );
+    let mut more = sim.get(PODS, NS, "f").body;
+    more["metadata"]["finalizers"] = json!(["example.com/hold", "example.com/new"]);
+    let r = sim.update(PODS, NS, "f", more);
+    assert_eq!(r.status, 422, "no new finalizers while deleting");
+    assert_eq!(
+        r.body["details"]["causes"][0]["field"],
+        "metadata.finalizers"
+    );
     let mut unfin = kept.body.clone();
     unfin["metadata"]["finalizers"] = json!([]);
     let r = sim.update(PODS, NS, "f", unfin);
@@ -155,7 +163,7 @@ fn garbage_collection_of_owned_slices() {
         .create(
             "services",
             NS,
-            json!({"metadata": {"name": "keep"}, "spec": {}}),
+            json!({"metadata": {"name": "keep"}, "spec": {"ports": [{"port": 80}]}}),
         )
         .body;
     sim.create(SLICES, NS, owned_slice("svc-1", &svc));
@@ -275,4 +283,49 @@ fn patches_end_to_end() {
     );
     let bad = sim.patch(SLICES, NS, "a", "application/merge-patch+json", json!({}));
     assert_eq!(bad.status, 404);
+}
+
+#[test]
+fn foreground_deletion_waits_for_dependents() {
+    let sim = Sim::new();
+    let svc = sim
+        .create(
+            "services",
+            NS,
+            json!({"metadata": {"name": "fg"}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .body;
+    let mut held = owned_slice("fg-1", &svc);
+    held["metadata"]["finalizers"] = json!(["x/hold"]);
+    sim.create(SLICES, NS, held);
+    sim.create(SLICES, NS, owned_slice("fg-2", &svc));
+    let r = sim.call(
+        Verb::Delete,
+        "services",
+        NS,
+        Some("fg"),
+        &[],
+        &json!({"propagationPolicy": "Foreground"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        r.body["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    sim.eventually("plain dependent gone", || {
+        sim.get(SLICES, NS, "fg-2").status == 404
+    });
+    assert_eq!(
+        sim.get("services", NS, "fg").status,
+        200,
+        "held by the finalized dependent"
+    );
+    let mut h = sim.get(SLICES, NS, "fg-1").body;
+    assert!(h["metadata"]["deletionTimestamp"].is_string());
+    h["metadata"]["finalizers"] = json!([]);
+    assert_eq!(sim.update(SLICES, NS, "fg-1", h).status, 200);
+    sim.eventually("owner gone after its dependents", || {
+        sim.get("services", NS, "fg").status == 404
+    });
 }

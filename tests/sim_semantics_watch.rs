@@ -221,3 +221,119 @@ fn fan_out_and_close_all_watches() {
         assert!(w.ends());
     }
 }
+
+#[test]
+fn slow_and_departed_watchers_are_dropped_without_blocking_writers() {
+    let sim = Sim::new();
+    let gone = sim.watch(PODS, NS, &[("resourceVersion", "4")]);
+    let slow = sim.watch(PODS, NS, &[("resourceVersion", "4")]);
+    assert_eq!(sim.store.watch_count(), 2);
+    drop(gone);
+    sim.create(PODS, NS, pod("first"));
+    assert_eq!(
+        sim.store.watch_count(),
+        1,
+        "a departed client is unsubscribed on the next event"
+    );
+    let limit = endpointd::sim::watch::WATCH_BACKLOG;
+    for i in 0..limit + 10 {
+        let r = sim.call(
+            endpointd::sim::requestinfo::Verb::Create,
+            "coordination.k8s.io/leases",
+            NS,
+            None,
+            &[],
+            &json!({"metadata": {"name": format!("l{i}")}}),
+        );
+        assert_eq!(r.status, 201);
+    }
+    assert_eq!(
+        sim.store.watch_count(),
+        1,
+        "other resources do not count against the pod watch"
+    );
+    let mut p = sim.get(PODS, NS, "first").body;
+    for i in 0..limit + 10 {
+        p["metadata"]["labels"]["n"] = json!(i.to_string());
+        p = sim.update(PODS, NS, "first", p).body;
+    }
+    assert_eq!(
+        sim.store.watch_count(),
+        0,
+        "a watcher too far behind is dropped"
+    );
+    let mut n = 0;
+    while slow.next().is_some() {
+        n += 1;
+    }
+    assert!(
+        n >= limit && n < limit + 10,
+        "it got what was queued, then the stream ended ({n})"
+    );
+}
+
+#[test]
+fn concurrent_writers_every_watcher_sees_every_event_in_order() {
+    let sim = Sim::new();
+    let start = sim.store.current_rv().to_string();
+    let watches: Vec<Watch> = (0..4)
+        .map(|_| sim.watch(PODS, None, &[("resourceVersion", &start)]))
+        .collect();
+    std::thread::scope(|s| {
+        for w in 0..4 {
+            let sim = &sim;
+            s.spawn(move || {
+                for i in 0..100 {
+                    let name = format!("w{w}-{}", i % 10);
+                    if sim.create(PODS, NS, pod(&name)).status == 409 {
+                        if i % 3 == 0 {
+                            sim.delete(PODS, NS, &name, json!(null));
+                        } else {
+                            let mut p = sim.get(PODS, NS, &name).body;
+                            p["metadata"]["labels"]["i"] = json!(i.to_string());
+                            sim.update(PODS, NS, &name, p);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let want: std::collections::BTreeMap<String, String> = sim.list(PODS, None, &[]).body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    let end = sim.store.current_rv();
+    for w in &watches {
+        let mut state = std::collections::BTreeMap::new();
+        let mut last = 0u64;
+        while last < end {
+            let (t, o) = w.next().expect("every event arrives");
+            let rv: u64 = o["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            assert!(
+                rv > last,
+                "resourceVersions strictly increase ({last} then {rv})"
+            );
+            last = rv;
+            let name = o["metadata"]["name"].as_str().unwrap_or("").to_string();
+            if t == "DELETED" {
+                state.remove(&name);
+            } else {
+                state.insert(name, rv.to_string());
+            }
+        }
+        assert_eq!(state, want, "replaying the stream gives the final state");
+    }
+}

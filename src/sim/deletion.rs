@@ -14,7 +14,7 @@ use super::resources::ResourceInfo;
 use super::rest::object_response;
 use super::selector::Selectors;
 use super::status::ApiError;
-use super::store::{res_index, Key, Store, Txn};
+use super::store::{res_index, GcWork, Key, Store, Txn};
 use crate::httpd::{Request, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -29,6 +29,8 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `propagationPolicy` is Orphan (or `orphanDependents: true`).
     pub orphan: bool,
+    /// `propagationPolicy` is Foreground.
+    pub foreground: bool,
 }
 
 impl DeleteOptions {
@@ -46,7 +48,8 @@ impl DeleteOptions {
             o.orphan = v.get("orphanDependents").and_then(Value::as_bool) == Some(true);
         }
         match policy.as_deref() {
-            None | Some("Background") | Some("Foreground") => {}
+            None | Some("Background") => {}
+            Some("Foreground") => o.foreground = true,
             Some("Orphan") => o.orphan = true,
             Some(p) => {
                 return Err(bad_request(format!(
@@ -100,9 +103,13 @@ pub fn delete(
     let opts = DeleteOptions::parse(req)?;
     let now = store.clock().wall();
     let key = Key::new(info, ns, name);
-    let outcome = store.txn(|t| delete_in(t, &key, &opts, now))?;
+    let dry = super::rest::dry_run(req)?;
+    let outcome = store.txn(|t| {
+        t.set_dry_run(dry);
+        delete_in(t, &key, &opts, now)
+    })?;
     if returns_object(info) {
-        Ok(object_response(200, outcome.obj()))
+        Ok(object_response(info, 200, outcome.obj()))
     } else {
         Ok(success_status(info, outcome.obj()))
     }
@@ -121,21 +128,34 @@ pub fn delete_in(
     if opts.orphan {
         orphan_dependents(t, &cur);
     }
-    let pending = cur.value.pointer("/metadata/deletionTimestamp").is_some();
+    let pending = cur.deleting();
+    let cur_value = cur.value();
     if info.resource == "namespaces" {
         if pending {
             return Err(conflict_msg(info, &key.name, "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."));
         }
-        let mut v = cur.value.clone();
+        let mut v = cur_value.clone();
         mark_deleted(&mut v, now);
+        if !v.get("status").is_some_and(Value::is_object) {
+            v["status"] = json!({});
+        }
         v["status"]["phase"] = json!("Terminating");
         let obj = t.put(key, "delete", v);
-        t.store()
-            .gc(super::store::GcWork::Namespace(key.name.clone()));
+        t.gc(GcWork::Namespace(key.name.clone()));
         return Ok(Outcome::Pending(obj));
     }
-    let has_finalizers = cur
-        .value
+    let uid = cur.uid().unwrap_or("").to_string();
+    if opts.foreground && !t.dependents(&uid).is_empty() {
+        let mut v = cur_value.clone();
+        if !pending {
+            mark_deleted(&mut v, now);
+        }
+        add_finalizer(&mut v, FOREGROUND);
+        let obj = t.put(key, "delete", v);
+        t.gc(GcWork::Foreground(uid));
+        return Ok(Outcome::Pending(obj));
+    }
+    let has_finalizers = cur_value
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty());
@@ -143,13 +163,28 @@ pub fn delete_in(
         if pending {
             return Ok(Outcome::Pending(cur));
         }
-        let mut v = cur.value.clone();
+        let mut v = cur_value.clone();
         mark_deleted(&mut v, now);
         return Ok(Outcome::Pending(t.put(key, "delete", v)));
     }
     t.delete(key, "delete")
         .map(Outcome::Deleted)
         .ok_or_else(|| not_found(info, &key.name))
+}
+
+/// The finalizer that holds an owner until its dependents are gone.
+pub const FOREGROUND: &str = "foregroundDeletion";
+
+fn add_finalizer(v: &mut Value, f: &str) {
+    let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let list = m.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(a) = list.as_array_mut() {
+        if !a.iter().any(|x| x == f) {
+            a.push(json!(f));
+        }
+    }
 }
 
 fn mark_deleted(v: &mut Value, now: SystemTime) {
@@ -204,7 +239,7 @@ pub fn orphan_dependents(t: &mut Txn<'_>, owner: &Obj) {
 /// Drop the ownerReferences whose uid satisfies `gone` (one write).
 pub fn remove_owner_refs(t: &mut Txn<'_>, key: &Key, gone: &dyn Fn(&str) -> bool) {
     let Some(obj) = t.get(key) else { return };
-    let mut v = obj.value.clone();
+    let mut v = obj.value();
     if let Some(refs) = v
         .pointer_mut("/metadata/ownerReferences")
         .and_then(Value::as_array_mut)
@@ -227,12 +262,16 @@ pub fn delete_collection(
     namespace: Option<&str>,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let sel = Selectors::parse(req.query("labelSelector"), req.query("fieldSelector"))
-        .map_err(|e| bad_request(e.0))?;
+    let sel = Selectors::parse_for(
+        info.resource,
+        req.query("labelSelector"),
+        req.query("fieldSelector"),
+    )
+    .map_err(|e| bad_request(e.0))?;
     let opts = DeleteOptions::parse(req)?;
     let now = store.clock().wall();
     let (rv, done) = store.txn(|t| {
-        let keep = |o: &Obj| sel.matches(&o.value);
+        let keep = |o: &Obj| sel.matches_obj(o);
         let page = t.page(
             res_index(info),
             namespace,
@@ -254,6 +293,6 @@ pub fn delete_collection(
     Ok(list_response(
         info,
         &meta,
-        done.iter().map(|o| o.item.as_slice()),
+        done.iter().map(|o| o.item_as(info)),
     ))
 }

@@ -1,12 +1,14 @@
 //! The background collector: ownerReference garbage collection (objects
 //! whose owners are all gone are deleted; references to gone owners are
-//! dropped when another owner remains) and namespace finalization (delete
-//! the contents of a Terminating namespace, then the namespace).
+//! dropped when another owner remains), foreground deletion (dependents
+//! first, then the owner; every dependent blocks, not only those with
+//! `blockOwnerDeletion`), and namespace finalization (delete the contents
+//! of a Terminating namespace, then the namespace).
 //!
 //! Runs on its own thread, fed by the store through a channel; each unit
 //! of work is one store transaction. Never answers requests.
 
-use super::deletion::{delete_in, remove_owner_refs, DeleteOptions};
+use super::deletion::{delete_in, remove_owner_refs, DeleteOptions, FOREGROUND};
 use super::objects::namespace_info;
 use super::store::{GcWork, Key, Store, Txn};
 use crossbeam_channel::Receiver;
@@ -25,6 +27,13 @@ pub fn run(store: Weak<Store>, rx: Receiver<GcWork>) {
         store.txn(|t| match work {
             GcWork::OwnerGone(uid) => collect_dependents(t, &uid, now),
             GcWork::Namespace(ns) => finalize_namespace(t, &ns, now),
+            GcWork::Foreground(uid) => {
+                for key in t.dependents(&uid) {
+                    let _ = delete_in(t, &key, &DeleteOptions::default(), now);
+                }
+                finish_foreground(t, &uid);
+            }
+            GcWork::DependentGone(uid) => finish_foreground(t, &uid),
         });
     }
 }
@@ -35,11 +44,42 @@ pub fn collect_dependents(t: &mut Txn<'_>, owner_uid: &str, now: SystemTime) {
         let Some(obj) = t.get(&key) else { continue };
         let owners = obj.owner_uids();
         if owners.iter().any(|u| t.uid_alive(u)) {
-            let alive: Vec<String> = owners.into_iter().filter(|u| t.uid_alive(u)).collect();
+            let alive: Vec<String> = owners.iter().filter(|u| t.uid_alive(u)).cloned().collect();
             remove_owner_refs(t, &key, &|u| !alive.iter().any(|a| a == u));
-        } else if obj.value.pointer("/metadata/deletionTimestamp").is_none() {
+        } else if !obj.deleting() {
             let _ = delete_in(t, &key, &DeleteOptions::default(), now);
         }
+    }
+}
+
+/// Remove the `foregroundDeletion` finalizer of an owner being deleted once
+/// no dependents are left (deleting it when that was the last finalizer).
+pub fn finish_foreground(t: &mut Txn<'_>, owner_uid: &str) {
+    let Some(key) = t.key_of_uid(owner_uid) else {
+        return;
+    };
+    let Some(obj) = t.get(&key) else { return };
+    let value = obj.value();
+    let waiting = obj.deleting()
+        && value
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| f.iter().any(|x| x == FOREGROUND));
+    if !waiting || !t.dependents(owner_uid).is_empty() {
+        return;
+    }
+    let mut v = value;
+    let mut left = 0;
+    if let Some(f) = v
+        .pointer_mut("/metadata/finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        f.retain(|x| x != FOREGROUND);
+        left = f.len();
+    }
+    t.put(&key, "update", v);
+    if left == 0 {
+        t.delete(&key, "delete");
     }
 }
 
@@ -47,13 +87,11 @@ pub fn collect_dependents(t: &mut Txn<'_>, owner_uid: &str, now: SystemTime) {
 pub fn finalize_namespace(t: &mut Txn<'_>, ns: &str, now: SystemTime) {
     let nskey = Key::new(namespace_info(), "", ns);
     let Some(nsobj) = t.get(&nskey) else { return };
-    if nsobj.value.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") {
+    if nsobj.field("status.phase") != Some("Terminating") {
         return;
     }
     for key in t.keys_in_namespace(ns) {
-        let pending = t
-            .get(&key)
-            .is_some_and(|o| o.value.pointer("/metadata/deletionTimestamp").is_some());
+        let pending = t.get(&key).is_some_and(|o| o.deleting());
         if !pending {
             let _ = delete_in(t, &key, &DeleteOptions::default(), now);
         }
@@ -62,12 +100,12 @@ pub fn finalize_namespace(t: &mut Txn<'_>, ns: &str, now: SystemTime) {
         return;
     }
     let metadata_finalizers = nsobj
-        .value
+        .value()
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty());
     if metadata_finalizers {
-        let mut v = nsobj.value.clone();
+        let mut v = nsobj.value();
         if v.pointer("/spec/finalizers").is_some() {
             v["spec"]["finalizers"] = json!([]);
             t.put(&nskey, "update", v);

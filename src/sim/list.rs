@@ -7,10 +7,11 @@
 //! `{"v":"meta.k8s.io/v1","rv":N,"start":"<ns>/<name>\u0000"}`. Never writes.
 
 use super::objects::bad_request;
+use super::objects::Obj;
 use super::resources::ResourceInfo;
 use super::selector::Selectors;
 use super::status::ApiError;
-use super::store::{res_index, Key, Store};
+use super::store::{res_index, Key, Store, Txn};
 use crate::httpd::{Request, Response};
 use base64::Engine;
 use serde_json::{json, Value};
@@ -80,6 +81,82 @@ pub fn too_large(rv: u64, current: u64) -> ApiError {
     .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}))
 }
 
+/// The list options that choose what to read.
+struct ListQuery<'a> {
+    limit: i64,
+    rv: &'a str,
+    rv_match: &'a str,
+    cont: Option<&'a str>,
+}
+
+/// Where a list reads: at a resourceVersion, after a key, at most `limit`
+/// items; or the 410 answer for an expired continue token.
+enum ReadPoint {
+    At {
+        at: u64,
+        after: Option<Key>,
+        limit: usize,
+    },
+    Expired(Response),
+}
+
+/// Upstream's rules: a continue token pins its RV; "" reads the newest
+/// state; "0" is served from the (watch) cache and ignores `limit`; an
+/// explicit RV is Exact (also when paginating without a match) or
+/// NotOlderThan; too old → 410, newer than the store → 504.
+fn read_point(t: &Txn<'_>, info: &ResourceInfo, q: &ListQuery<'_>) -> Result<ReadPoint, ApiError> {
+    let limit = |n: i64| {
+        usize::try_from(n)
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or(usize::MAX)
+    };
+    if let Some(tok) = q.cont {
+        if !q.rv.is_empty() && q.rv != "0" {
+            return Err(bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let (rv, key) = decode_continue(info, tok)?;
+        if rv < t.compacted() {
+            return Ok(ReadPoint::Expired(expired_continue(t.rv(), &key)));
+        }
+        return Ok(ReadPoint::At {
+            at: rv,
+            after: Some(key),
+            limit: limit(q.limit),
+        });
+    }
+    if q.rv.is_empty() {
+        return Ok(ReadPoint::At {
+            at: t.rv(),
+            after: None,
+            limit: limit(q.limit),
+        });
+    }
+    if q.rv == "0" && q.rv_match != "Exact" {
+        return Ok(ReadPoint::At {
+            at: t.rv(),
+            after: None,
+            limit: usize::MAX,
+        });
+    }
+    let rv = parse_rv(q.rv)?;
+    let exact = q.rv_match == "Exact" || (q.rv_match.is_empty() && q.limit > 0);
+    if rv > t.rv() {
+        return Err(too_large(rv, t.rv()));
+    }
+    if exact && rv < t.compacted() {
+        return Err(too_old(rv, t.compacted()));
+    }
+    let at = if exact { rv } else { t.rv() };
+    Ok(ReadPoint::At {
+        at,
+        after: None,
+        limit: limit(q.limit),
+    })
+}
+
 /// Serve a LIST.
 pub fn list(
     store: &Store,
@@ -87,59 +164,39 @@ pub fn list(
     namespace: Option<&str>,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let sel = Selectors::parse(req.query("labelSelector"), req.query("fieldSelector"))
-        .map_err(|e| bad_request(e.0))?;
+    let sel = Selectors::parse_for(
+        info.resource,
+        req.query("labelSelector"),
+        req.query("fieldSelector"),
+    )
+    .map_err(|e| bad_request(e.0))?;
     let limit = match req.query("limit").filter(|s| !s.is_empty()) {
         Some(s) => s
             .parse::<i64>()
             .map_err(|_| bad_request(format!("invalid limit \"{s}\"")))?,
         None => 0,
     };
-    let rv_param = req.query("resourceVersion").unwrap_or("");
-    let rv_match = req.query("resourceVersionMatch").unwrap_or("");
-    let cont = req.query("continue").filter(|s| !s.is_empty());
-    let res = res_index(info);
+    let q = ListQuery {
+        limit,
+        rv: req.query("resourceVersion").unwrap_or(""),
+        rv_match: req.query("resourceVersionMatch").unwrap_or(""),
+        cont: req.query("continue").filter(|s| !s.is_empty()),
+    };
     store.txn(|t| {
-        let (at, after, limit) = if let Some(tok) = cont {
-            if !rv_param.is_empty() && rv_param != "0" {
-                return Err(bad_request(
-                    "specifying resource version is not allowed when using continue",
-                ));
-            }
-            let (rv, key) = decode_continue(info, tok)?;
-            if rv < t.compacted() {
-                return Ok(expired_continue(t.rv(), &key));
-            }
-            (rv, Some(key), limit)
-        } else if rv_param.is_empty() {
-            (t.rv(), None, limit)
-        } else if rv_param == "0" && rv_match != "Exact" {
-            (t.rv(), None, 0)
-        } else {
-            let rv = parse_rv(rv_param)?;
-            let exact = rv_match == "Exact" || (rv_match.is_empty() && limit > 0);
-            if rv > t.rv() {
-                return Err(too_large(rv, t.rv()));
-            }
-            if exact && rv < t.compacted() {
-                return Err(too_old(rv, t.compacted()));
-            }
-            (if exact { rv } else { t.rv() }, None, limit)
+        let (at, after, limit) = match read_point(t, info, &q)? {
+            ReadPoint::At { at, after, limit } => (at, after, limit),
+            ReadPoint::Expired(r) => return Ok(r),
         };
-        let limit = if limit <= 0 {
-            usize::MAX
-        } else {
-            limit as usize
-        };
-        let keep = |o: &super::objects::Obj| sel.matches(&o.value);
+        let keep = |o: &Obj| sel.matches_obj(o);
+        let count_rest = sel.is_empty();
         let page = t.page(
-            res,
+            res_index(info),
             namespace,
             at,
             after.as_ref(),
             limit,
             &keep,
-            sel.is_empty(),
+            count_rest,
         );
         let mut meta = json!({"resourceVersion": at.to_string()});
         if let Some(last) = &page.next {
@@ -148,11 +205,8 @@ pub fn list(
                 meta["remainingItemCount"] = json!(n);
             }
         }
-        Ok(list_response(
-            info,
-            &meta,
-            page.items.iter().map(|o| o.item.as_slice()),
-        ))
+        let items = page.items.iter().map(|o| o.item_as(info));
+        Ok(list_response(info, &meta, items))
     })
 }
 
@@ -165,10 +219,10 @@ fn expired_continue(current: u64, key: &Key) -> Response {
 }
 
 /// Assemble a list body from serialized items (no per-item re-encoding).
-pub fn list_response<'a>(
+pub fn list_response(
     info: &ResourceInfo,
     meta: &Value,
-    items: impl Iterator<Item = &'a [u8]>,
+    items: impl Iterator<Item = impl AsRef<[u8]>>,
 ) -> Response {
     let mut out = format!(
         "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
@@ -181,7 +235,7 @@ pub fn list_response<'a>(
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(item);
+        out.extend_from_slice(item.as_ref());
     }
     out.extend_from_slice(b"]}");
     Response::json(200, out)

@@ -6,11 +6,18 @@
 //! resource, namespace, name) → [`rest`] (resource semantics) → [`store`]
 //! (objects, resourceVersions, history, watch fan-out).
 
+pub mod apierrors;
+pub mod defaults;
 pub mod deletion;
 pub mod discovery;
+pub mod event;
+pub mod eventsapi;
 pub mod faults;
 pub mod gc;
 pub mod list;
+pub mod load;
+pub mod mvcc;
+pub mod obj;
 pub mod objects;
 pub mod patch;
 pub mod requestinfo;
@@ -21,6 +28,7 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod tls;
+pub mod txn;
 pub mod validate;
 pub mod validate_rules;
 pub mod watch;

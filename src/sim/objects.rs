@@ -3,70 +3,18 @@
 //! generateName), what update keeps (status vs. spec, immutable metadata),
 //! and when `metadata.generation` moves.
 //!
-//! Pure functions of (resource, old, new, now); never locks the store
-//! except in the two store-level helpers at the bottom (default namespaces,
-//! `load_list`).
+//! Pure functions of (resource, old, new, now); never locks the store.
 
-use super::resources::{lookup_kind, ResourceInfo};
-use super::status::ApiError;
-use super::store::{Key, Store};
+pub use super::apierrors::{
+    already_exists, bad_request, conflict, conflict_msg, details, not_found, qualified_resource,
+};
+use super::resources::ResourceInfo;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 use std::time::SystemTime;
 
-/// One stored object version: the JSON without `kind`/`apiVersion` (the
-/// form of list items) and its serialization, made once per write.
-#[derive(Debug)]
-pub struct Obj {
-    /// Resource of the object.
-    pub info: &'static ResourceInfo,
-    /// The object, without `kind` and `apiVersion`.
-    pub value: Value,
-    /// `value` serialized (list item form).
-    pub item: Vec<u8>,
-}
+pub use super::obj::Obj;
 
 impl Obj {
-    /// Wrap (and serialize) a value.
-    pub fn new(info: &'static ResourceInfo, value: Value) -> Obj {
-        let item = serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec());
-        Obj { info, value, item }
-    }
-
-    /// `metadata.name`.
-    pub fn name(&self) -> &str {
-        self.meta_str("name").unwrap_or("")
-    }
-
-    /// `metadata.namespace` ("" when cluster-scoped).
-    pub fn namespace(&self) -> &str {
-        self.meta_str("namespace").unwrap_or("")
-    }
-
-    /// `metadata.uid`.
-    pub fn uid(&self) -> Option<&str> {
-        self.meta_str("uid")
-    }
-
-    /// `metadata.resourceVersion`.
-    pub fn rv(&self) -> &str {
-        self.meta_str("resourceVersion").unwrap_or("")
-    }
-
-    fn meta_str(&self, field: &str) -> Option<&str> {
-        self.value.get("metadata")?.get(field)?.as_str()
-    }
-
-    /// The store key.
-    pub fn key(&self) -> Key {
-        Key::new(self.info, self.namespace(), self.name())
-    }
-
-    /// uids named in `metadata.ownerReferences`.
-    pub fn owner_uids(&self) -> Vec<String> {
-        owner_uids(&self.value)
-    }
-
     /// The full JSON (with `kind` and `apiVersion`), as GET returns it.
     pub fn full_json(&self) -> Vec<u8> {
         with_type_meta(self.info, &self.item)
@@ -74,10 +22,45 @@ impl Obj {
 
     /// The full object as a value.
     pub fn full_value(&self) -> Value {
-        let mut v = self.value.clone();
+        let mut v = self.value();
         set_type_meta(self.info, &mut v);
         v
     }
+
+    /// The object (without type meta) as the API `view` shows it: itself,
+    /// or converted when `view` is the events.k8s.io view of core Events.
+    pub fn value_as(&self, view: &ResourceInfo) -> Value {
+        if is_converted(self.info, view) {
+            super::eventsapi::from_core(&self.value())
+        } else {
+            self.value()
+        }
+    }
+
+    /// The full JSON as `view` returns it (GET, watch events).
+    pub fn json_as(&self, view: &ResourceInfo) -> Vec<u8> {
+        if is_converted(self.info, view) {
+            let item = serde_json::to_vec(&self.value_as(view)).unwrap_or_else(|_| b"{}".to_vec());
+            with_type_meta(view, &item)
+        } else {
+            self.full_json()
+        }
+    }
+
+    /// The list-item JSON as `view` returns it.
+    pub fn item_as(&self, view: &ResourceInfo) -> std::borrow::Cow<'_, [u8]> {
+        if is_converted(self.info, view) {
+            let item = serde_json::to_vec(&self.value_as(view)).unwrap_or_else(|_| b"{}".to_vec());
+            std::borrow::Cow::Owned(item)
+        } else {
+            std::borrow::Cow::Borrowed(&self.item)
+        }
+    }
+}
+
+/// Whether objects stored as `stored` must be converted for `view`.
+pub fn is_converted(stored: &ResourceInfo, view: &ResourceInfo) -> bool {
+    stored != view && super::eventsapi::is_events_api(view)
 }
 
 /// Prefix `apiVersion`/`kind` to a serialized object (`{...}`).
@@ -148,6 +131,42 @@ pub fn name_suffix() -> String {
         .collect()
 }
 
+/// A pod's QoS class (upstream `GetPodQOS`, cpu and memory only):
+/// BestEffort without any request or limit; Guaranteed when every
+/// container limits cpu and memory and requests (if given) equal limits;
+/// Burstable otherwise.
+pub fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let get =
+        |c: &Value, kind: &str, r: &str| c.pointer(&format!("/resources/{kind}/{r}")).cloned();
+    let any = containers.iter().any(|c| {
+        ["requests", "limits"]
+            .iter()
+            .any(|k| ["cpu", "memory"].iter().any(|r| get(c, k, r).is_some()))
+    });
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        ["cpu", "memory"]
+            .iter()
+            .all(|r| match (get(c, "limits", r), get(c, "requests", r)) {
+                (Some(l), Some(q)) => l == q,
+                (Some(_), None) => true,
+                _ => false,
+            })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
 /// Whether the resource's strategy tracks `metadata.generation`.
 pub fn tracks_generation(info: &ResourceInfo) -> bool {
     matches!(info.resource, "endpointslices" | "pods")
@@ -170,7 +189,10 @@ fn meta_mut(v: &mut Value) -> Option<&mut Map<String, Value>> {
 }
 
 /// Create-time defaults: uid, creationTimestamp, generation, cleared
-/// server-owned fields, namespace phase/finalizer. `name` is final.
+/// server-owned fields, namespace phase/finalizer, pod phase Pending.
+/// `name` is final. Deliberate deviation: a pod's given status is kept on
+/// create (upstream resets it), so fixtures can create ready pods in one
+/// request; the `/status` path behaves as upstream.
 pub fn prepare_create(info: &ResourceInfo, v: &mut Value, name: &str, ns: &str, now: SystemTime) {
     if let Some(m) = meta_mut(v) {
         m.insert("name".into(), json!(name));
@@ -198,6 +220,16 @@ pub fn prepare_create(info: &ResourceInfo, v: &mut Value, name: &str, ns: &str, 
     if info.resource == "namespaces" {
         v["spec"] = json!({"finalizers": ["kubernetes"]});
         v["status"] = json!({"phase": "Active"});
+    }
+    if info.resource == "pods" {
+        if !v.get("status").is_some_and(Value::is_object) {
+            v["status"] = json!({});
+        }
+        if v.pointer("/status/phase").is_none() {
+            v["status"]["phase"] = json!("Pending");
+        }
+        let qos = qos_class(v.get("spec").unwrap_or(&Value::Null));
+        v["status"]["qosClass"] = json!(qos);
     }
 }
 
@@ -262,6 +294,34 @@ pub fn prepare_update(info: &ResourceInfo, old: &Value, new: &mut Value, status_
     }
 }
 
+/// Whether `v` holds nothing but nulls, empty lists and empty maps.
+fn blank(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.values().all(blank),
+        _ => false,
+    }
+}
+
+/// Equality that, like `apiequality.Semantic.DeepEqual` after a Go struct
+/// round trip, does not tell null, absent, empty lists and empty maps
+/// apart. Allocation-free.
+pub fn semantic_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.iter().all(|(k, xv)| match y.get(k) {
+                Some(yv) => semantic_eq(xv, yv),
+                None => blank(xv),
+            }) && y.iter().all(|(k, yv)| x.contains_key(k) || blank(yv))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| semantic_eq(p, q))
+        }
+        _ => a == b || (blank(a) && blank(b)),
+    }
+}
+
 /// Upstream PrepareForUpdate rules: EndpointSlice — anything outside
 /// metadata, or the labels; Pod — the spec.
 pub fn generation_changes(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
@@ -276,74 +336,20 @@ pub fn generation_changes(info: &ResourceInfo, old: &Value, new: &Value) -> bool
     };
     match info.resource {
         "endpointslices" => {
-            without_meta(old) != without_meta(new)
-                || old.pointer("/metadata/labels") != new.pointer("/metadata/labels")
+            let labels = |v: &Value| {
+                v.pointer("/metadata/labels")
+                    .cloned()
+                    .unwrap_or(Value::Null)
+            };
+            !semantic_eq(&without_meta(old), &without_meta(new))
+                || !semantic_eq(&labels(old), &labels(new))
         }
-        "pods" => old.get("spec") != new.get("spec"),
+        "pods" => !semantic_eq(
+            old.get("spec").unwrap_or(&Value::Null),
+            new.get("spec").unwrap_or(&Value::Null),
+        ),
         _ => false,
     }
-}
-
-/// Create the four namespaces every cluster starts with.
-pub fn create_default_namespaces(store: &Store) {
-    let Some(info) = lookup_kind("v1", "Namespace") else {
-        return;
-    };
-    let now = store.clock().wall();
-    store.txn(|t| {
-        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let mut v = json!({"metadata": {}});
-            prepare_create(info, &mut v, name, "", now);
-            t.put(&Key::new(info, "", name), "create", v);
-        }
-    });
-}
-
-/// Create the items of a `v1 List` as given (status kept), namespaces first.
-pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
-    let items = list
-        .get("items")
-        .and_then(Value::as_array)
-        .ok_or("the List has no items array")?;
-    let mut parsed = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let api_version = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
-        let info = lookup_kind(api_version, kind)
-            .ok_or_else(|| format!("items[{i}]: kind {kind:?} of {api_version:?} is not served"))?;
-        let name = item
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("items[{i}]: metadata.name is missing"))?;
-        let ns = item
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("default");
-        parsed.push((info, ns.to_string(), name.to_string(), item.clone()));
-    }
-    parsed.sort_by_key(|(info, ..)| info.resource != "namespaces");
-    let now = store.clock().wall();
-    store.txn(|t| {
-        for (info, ns, name, mut v) in parsed {
-            let key = Key::new(info, &ns, &name);
-            if t.get(&key).is_some() {
-                return Err(format!("{} {name:?} already exists", info.resource));
-            }
-            if info.namespaced && t.get(&Key::new(namespace_info(), "", &ns)).is_none() {
-                return Err(format!(
-                    "namespaces {ns:?} not found (for {} {name:?})",
-                    info.resource
-                ));
-            }
-            let status = v.get("status").cloned();
-            prepare_create(info, &mut v, &name, &ns, now);
-            if let (Some(s), false) = (status, info.resource == "namespaces") {
-                v["status"] = s;
-            }
-            t.put(&key, "create", v);
-        }
-        Ok(items.len())
-    })
 }
 
 /// The namespaces resource.
@@ -357,149 +363,6 @@ pub fn namespace_info() -> &'static ResourceInfo {
     })
 }
 
-/// Qualified resource as errors print it: "pods", "endpointslices.discovery.k8s.io".
-pub fn qualified_resource(info: &ResourceInfo) -> String {
-    if info.group.is_empty() {
-        info.resource.to_string()
-    } else {
-        format!("{}.{}", info.resource, info.group)
-    }
-}
-
-/// `Status.details` for an error about one object.
-pub fn details(info: &ResourceInfo, name: &str) -> Value {
-    let mut d = json!({"name": name, "kind": info.resource});
-    if !info.group.is_empty() {
-        d["group"] = json!(info.group);
-    }
-    d
-}
-
-/// 404 NotFound for one object.
-pub fn not_found(info: &ResourceInfo, name: &str) -> ApiError {
-    ApiError::new(
-        404,
-        "NotFound",
-        format!("{} \"{name}\" not found", qualified_resource(info)),
-    )
-    .with_details(details(info, name))
-}
-
-/// 409 AlreadyExists.
-pub fn already_exists(info: &ResourceInfo, name: &str) -> ApiError {
-    ApiError::new(
-        409,
-        "AlreadyExists",
-        format!("{} \"{name}\" already exists", qualified_resource(info)),
-    )
-    .with_details(details(info, name))
-}
-
-/// 409 Conflict with the real server's optimistic-concurrency message.
-pub fn conflict(info: &ResourceInfo, name: &str) -> ApiError {
-    conflict_msg(
-        info,
-        name,
-        "the object has been modified; please apply your changes to the latest version and try again",
-    )
-}
-
-/// 409 Conflict with a custom reason text.
-pub fn conflict_msg(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
-    ApiError::new(
-        409,
-        "Conflict",
-        format!(
-            "Operation cannot be fulfilled on {} \"{name}\": {why}",
-            qualified_resource(info)
-        ),
-    )
-    .with_details(details(info, name))
-}
-
-/// 400 BadRequest.
-pub fn bad_request(msg: impl Into<String>) -> ApiError {
-    ApiError::new(400, "BadRequest", msg)
-}
-
-/// The object as an `Arc` handle (convenience for callers holding values).
-pub fn arc(info: &'static ResourceInfo, value: Value) -> Arc<Obj> {
-    Arc::new(Obj::new(info, value))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sim::resources::lookup;
-
-    #[test]
-    fn generation_rules_table() {
-        let es = lookup("discovery.k8s.io", "v1", "endpointslices").unwrap_or(namespace_info());
-        let pod = lookup("", "v1", "pods").unwrap_or(namespace_info());
-        let svc = lookup("", "v1", "services").unwrap_or(namespace_info());
-        let base = json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {}},
-                          "addressType": "IPv4", "endpoints": [], "spec": {"a": 1}});
-        let cases: &[(&ResourceInfo, &str, Value, bool)] = &[
-            (
-                es,
-                "annotation only",
-                json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {"k": "v"}}, "addressType": "IPv4", "endpoints": [], "spec": {"a": 1}}),
-                false,
-            ),
-            (
-                es,
-                "label change",
-                json!({"metadata": {"name": "a", "labels": {"x": "2"}, "annotations": {}}, "addressType": "IPv4", "endpoints": [], "spec": {"a": 1}}),
-                true,
-            ),
-            (
-                es,
-                "endpoints change",
-                json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {}}, "addressType": "IPv4", "endpoints": [{"addresses": ["1.1.1.1"]}], "spec": {"a": 1}}),
-                true,
-            ),
-            (
-                pod,
-                "spec change",
-                json!({"metadata": {"name": "a"}, "addressType": "IPv4", "endpoints": [], "spec": {"a": 2}}),
-                true,
-            ),
-            (
-                pod,
-                "label change",
-                json!({"metadata": {"name": "a", "labels": {"x": "2"}}, "addressType": "IPv4", "endpoints": [], "spec": {"a": 1}}),
-                false,
-            ),
-            (
-                svc,
-                "spec change",
-                json!({"metadata": {"name": "a"}, "spec": {"a": 2}}),
-                false,
-            ),
-        ];
-        for (info, what, new, want) in cases {
-            assert_eq!(
-                generation_changes(info, &base, new),
-                *want,
-                "{} {what}",
-                info.resource
-            );
-        }
-    }
-
-    #[test]
-    fn type_meta_and_uid_shapes() {
-        let pod = lookup("", "v1", "pods").unwrap_or(namespace_info());
-        let o = Obj::new(pod, json!({"metadata": {"name": "p"}}));
-        let full: Value = serde_json::from_slice(&o.full_json()).unwrap_or(Value::Null);
-        assert_eq!(
-            full,
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
-        );
-        let uid = new_uid();
-        assert_eq!(uid.len(), 36);
-        assert_eq!(&uid[14..15], "4");
-        assert_eq!(name_suffix().len(), 5);
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
-    }
-}
+#[path = "objects_tests.rs"]
+mod tests;

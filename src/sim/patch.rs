@@ -241,6 +241,7 @@ pub fn list_strategy(path: &[String]) -> ListStrategy {
         }
         ("spec", "ports") => ListStrategy::MergeKey("port"),
         ("status", "addresses") => ListStrategy::MergeKey("type"),
+        ("status", "podIPs" | "hostIPs") | ("spec", "podIPs") => ListStrategy::MergeKey("ip"),
         _ => ListStrategy::Replace,
     }
 }

@@ -201,6 +201,27 @@ fn strategic_merge_table() {
             .unwrap_or_else(|e| panic!("{what}: {e:?}"));
         assert_eq!(got.pointer(ptr), Some(&want), "{what}");
     }
+    let st = json!({"status": {"podIPs": [{"ip": "10.0.0.1"}]}});
+    let got = strategic(
+        &st,
+        &json!({"status": {"podIPs": [{"ip": "fd00::1"}]}}),
+        &mut Vec::new(),
+    );
+    assert_eq!(
+        got["status"]["podIPs"],
+        json!([{"ip": "10.0.0.1"}, {"ip": "fd00::1"}])
+    );
+    let eps = json!({"endpoints": [{"addresses": ["10.0.0.1"]}], "subsets": [{"addresses": [{"ip": "a"}]}]});
+    let got = strategic(
+        &eps,
+        &json!({"endpoints": [{"addresses": ["10.0.0.2"]}], "subsets": []}),
+        &mut Vec::new(),
+    );
+    assert_eq!(
+        got,
+        json!({"endpoints": [{"addresses": ["10.0.0.2"]}], "subsets": []}),
+        "atomic lists are replaced"
+    );
     let svc = json!({"spec": {"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "b"}]}});
     let got = strategic(
         &svc,

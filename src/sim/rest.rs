@@ -13,7 +13,7 @@ use super::requestinfo::{RequestInfo, Verb};
 use super::resources::{lookup, ResourceInfo};
 use super::status::ApiError;
 use super::store::{GcWork, Key, Store, Txn};
-use super::{deletion, list, patch, validate, watch};
+use super::{defaults, deletion, eventsapi, list, patch, validate, watch};
 use crate::httpd::{Request, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -45,35 +45,36 @@ fn serve(store: &Arc<Store>, ri: &RequestInfo, req: &Request) -> Result<Response
             ))
         }
     };
+    if status_only && !matches!(ri.verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ));
+    }
     let ns = if info.namespaced {
         ri.namespace.clone().unwrap_or_default()
     } else {
         String::new()
     };
     let name = ri.name.clone().unwrap_or_default();
+    // Collections: one namespace, or all (always all when cluster-scoped).
+    let scope = ri.namespace.as_deref().filter(|_| info.namespaced);
     match ri.verb {
         Verb::Get => get(store, info, &ns, &name),
-        Verb::List => list::list(store, info, ri.namespace.as_deref(), req),
-        Verb::Watch => watch::watch(
-            store,
-            info,
-            ri.namespace.as_deref(),
-            ri.name.as_deref(),
-            req,
-        ),
+        Verb::List => list::list(store, info, scope, req),
+        Verb::Watch => watch::watch(store, info, scope, ri.name.as_deref(), req),
         Verb::Create => create(store, info, &ns, req),
         Verb::Update => update(store, info, &ns, &name, status_only, req),
         Verb::Patch => patch_object(store, info, &ns, &name, status_only, req),
         Verb::Delete => deletion::delete(store, info, &ns, &name, req),
-        Verb::DeleteCollection => {
-            deletion::delete_collection(store, info, ri.namespace.as_deref(), req)
-        }
+        Verb::DeleteCollection => deletion::delete_collection(store, info, scope, req),
     }
 }
 
-/// A JSON response with an object's full form.
-pub fn object_response(code: u16, obj: &Obj) -> Response {
-    Response::json(code, obj.full_json())
+/// A JSON response with an object's full form, as the API `view` shows it.
+pub fn object_response(view: &ResourceInfo, code: u16, obj: &Obj) -> Response {
+    Response::json(code, obj.json_as(view))
 }
 
 fn get(
@@ -86,7 +87,7 @@ fn get(
     let obj = store
         .txn(|t| t.get(&key))
         .ok_or_else(|| not_found(info, name))?;
-    Ok(object_response(200, &obj))
+    Ok(object_response(info, 200, &obj))
 }
 
 /// Decode a request body as a JSON object of this resource's kind.
@@ -97,11 +98,25 @@ pub fn decode_body(info: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> 
             info.kind, info.version, info.kind
         ))
     })?;
-    if !v.is_object() {
-        return Err(bad_request(format!(
-            "{} in version \"{}\" cannot be handled as a {}: the body is not a JSON object",
+    let v = check_shape(info, v)?;
+    Ok(if eventsapi::is_events_api(info) {
+        eventsapi::to_core(&v)
+    } else {
+        v
+    })
+}
+
+/// A body (or a patch result) must be an object of this kind whose
+/// `metadata`, `spec` and `status` (when present) are objects.
+pub fn check_shape(info: &ResourceInfo, mut v: Value) -> Result<Value, ApiError> {
+    let undecodable = |why: &str| {
+        bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {why}",
             info.kind, info.version, info.kind
-        )));
+        ))
+    };
+    if !v.is_object() {
+        return Err(undecodable("the body is not a JSON object"));
     }
     let kind = v.get("kind").and_then(Value::as_str);
     let api_version = v.get("apiVersion").and_then(Value::as_str);
@@ -113,17 +128,26 @@ pub fn decode_body(info: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> 
             info.api_version()
         )));
     }
-    let mut v = v;
     if v.get("metadata").is_none_or(Value::is_null) {
         v["metadata"] = json!({});
     }
-    if !v["metadata"].is_object() {
-        return Err(bad_request(format!(
-            "{} in version \"{}\" cannot be handled as a {}: metadata must be an object",
-            info.kind, info.version, info.kind
-        )));
+    for f in ["metadata", "spec", "status"] {
+        if v.get(f).is_some_and(|x| !x.is_null() && !x.is_object()) {
+            return Err(undecodable(&format!("{f} must be an object")));
+        }
     }
     Ok(v)
+}
+
+/// Whether the request is a dry run (`dryRun=All`; other values are 400).
+pub fn dry_run(req: &Request) -> Result<bool, ApiError> {
+    match req.query("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(v) => Err(bad_request(format!(
+            "dryRun: Unsupported value: \"{v}\": supported values: \"All\""
+        ))),
+    }
 }
 
 fn meta_str<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
@@ -144,7 +168,7 @@ pub fn check_namespace(
     let obj = t
         .get(&Key::new(nsi, "", ns))
         .ok_or_else(|| not_found(nsi, ns))?;
-    if obj.value.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+    if obj.field("status.phase") == Some("Terminating") {
         let mut d = objects::details(info, name);
         d["causes"] = json!([{
             "reason": "NamespaceTerminating",
@@ -181,9 +205,18 @@ fn create(
 ) -> Result<Response, ApiError> {
     let v = decode_body(info, &req.body)?;
     check_body_namespace(info, &v, ns)?;
+    if meta_str(&v, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+        return Err(bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
     let now = store.clock().wall();
-    let obj = store.txn(|t| create_in(t, info, ns, v, now, "create"))?;
-    Ok(object_response(201, &obj))
+    let dry = dry_run(req)?;
+    let obj = store.txn(|t| {
+        t.set_dry_run(dry);
+        create_in(t, info, ns, v, now, "create")
+    })?;
+    Ok(object_response(info, 201, &obj))
 }
 
 /// Create `v` in `ns` (namespace checks, generateName, validation).
@@ -225,6 +258,7 @@ pub fn create_in(
         return Err(already_exists(info, &name));
     }
     prepare_create(info, &mut v, &name, ns, now);
+    defaults::apply(t, info, &mut v, None);
     validate::validate(info, None, &v)?;
     Ok(t.put(&key, verb, v))
 }
@@ -259,7 +293,9 @@ fn update(
     }
     let now = store.clock().wall();
     let key = Key::new(info, ns, name);
+    let dry = dry_run(req)?;
     let (code, obj) = store.txn(|t| {
+        t.set_dry_run(dry);
         if t.get(&key).is_none() && objects::allow_create_on_update(info) && !status_only {
             let mut v = v;
             if let Some(m) = v["metadata"].as_object_mut() {
@@ -269,7 +305,7 @@ fn update(
         }
         apply_update(t, info, &key, v, status_only, "update").map(|o| (200, o))
     })?;
-    Ok(object_response(code, &obj))
+    Ok(object_response(info, code, &obj))
 }
 
 /// The update path shared by PUT and PATCH: optimistic concurrency, update
@@ -287,16 +323,27 @@ pub fn apply_update(
     if !want_rv.is_empty() && want_rv != cur.rv() {
         return Err(conflict(info, &key.name));
     }
+    let want_uid = meta_str(&new, "uid").unwrap_or("");
+    let have_uid = cur.uid().unwrap_or("");
+    if !want_uid.is_empty() && want_uid != have_uid {
+        return Err(objects::conflict_msg(
+            info,
+            &key.name,
+            &format!("Precondition failed: UID in precondition: {want_uid}, UID in object meta: {have_uid}"),
+        ));
+    }
     if let Some(m) = new.as_object_mut() {
         m.remove("kind");
         m.remove("apiVersion");
     }
-    prepare_update(info, &cur.value, &mut new, status_only);
-    validate::validate(info, Some(&cur.value), &new)?;
+    let old = cur.value();
+    prepare_update(info, &old, &mut new, status_only);
+    defaults::apply(t, info, &mut new, Some(&old));
+    validate::validate(info, Some(&old), &new)?;
     if let Some(m) = new["metadata"].as_object_mut() {
         m.insert("resourceVersion".into(), json!(cur.rv()));
     }
-    if new == cur.value {
+    if objects::semantic_eq(&new, &old) {
         return Ok(cur);
     }
     let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
@@ -306,7 +353,7 @@ pub fn apply_update(
             .is_none_or(Vec::is_empty);
     if info.resource == "namespaces" && new.pointer("/metadata/deletionTimestamp").is_some() {
         let obj = t.put(key, verb, new);
-        t.store().gc(GcWork::Namespace(key.name.clone()));
+        t.gc(GcWork::Namespace(key.name.clone()));
         return Ok(obj);
     }
     if finalized {
@@ -329,9 +376,16 @@ fn patch_object(
     let ctype = req.header("content-type").unwrap_or("");
     let kind = patch::PatchType::from_content_type(ctype)?;
     let key = Key::new(info, ns, name);
+    let dry = dry_run(req)?;
     let obj = store.txn(|t| {
+        t.set_dry_run(dry);
         let cur = t.get(&key).ok_or_else(|| not_found(info, name))?;
-        let patched = patch::apply(kind, &cur.full_value(), &req.body)?;
+        let mut view = cur.value_as(info);
+        objects::set_type_meta(info, &mut view);
+        let mut patched = check_shape(info, patch::apply(kind, &view, &req.body)?)?;
+        if eventsapi::is_events_api(info) {
+            patched = eventsapi::to_core(&patched);
+        }
         if meta_str(&patched, "name").is_some_and(|n| n != name) {
             return Err(bad_request(format!(
                 "the name of the object ({}) does not match the name on the URL ({name})",
@@ -340,5 +394,5 @@ fn patch_object(
         }
         apply_update(t, info, &key, patched, status_only, "patch")
     })?;
-    Ok(object_response(200, &obj))
+    Ok(object_response(info, 200, &obj))
 }

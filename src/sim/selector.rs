@@ -5,6 +5,7 @@
 //! Pure: parsing returns typed errors naming the bad part; matching reads an
 //! object's JSON and never touches the store.
 
+use super::obj::Obj;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -149,7 +150,11 @@ impl LabelSelector {
 
     /// Whether `labels` (an object's `metadata.labels`, possibly absent) match.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        self.matches_with(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str))
+    }
+
+    /// Whether the labels `get` looks up match.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.0.iter().all(|r| match r {
             Requirement::Eq(k, v) => get(k) == Some(v.as_str()),
             Requirement::NotEq(k, v) => get(k) != Some(v.as_str()),
@@ -166,21 +171,57 @@ impl LabelSelector {
     }
 }
 
-/// The fields kube-sim can select on.
-pub const FIELDS: &[(&str, &str)] = &[
-    ("metadata.name", "/metadata/name"),
-    ("metadata.namespace", "/metadata/namespace"),
-    ("spec.nodeName", "/spec/nodeName"),
-    ("status.phase", "/status/phase"),
-];
+/// Fields every resource can select on.
+pub const COMMON_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
+
+/// Extra selectable fields per resource (upstream `GetAttrs` / field label
+/// conversion functions of each registry).
+pub fn resource_fields(resource: &str) -> &'static [&'static str] {
+    match resource {
+        "pods" => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        "events" => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        "namespaces" => &["status.phase"],
+        "nodes" => &["spec.unschedulable"],
+        _ => &[],
+    }
+}
+
+/// JSON pointer of a selectable field ("source" is `source.component`).
+fn pointer_of(field: &str) -> String {
+    match field {
+        "source" => "/source/component".into(),
+        f => format!("/{}", f.replace('.', "/")),
+    }
+}
 
 /// One field requirement: field path (JSON pointer), value, negated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldRequirement {
     /// The field as named in the query ("spec.nodeName").
     pub field: String,
-    /// Where it lives in the object.
-    pub pointer: &'static str,
+    /// Where it lives in the object (JSON pointer).
+    pub pointer: String,
     /// The value compared against ("" matches an absent field).
     pub value: String,
     /// `!=` instead of `=`.
@@ -192,9 +233,15 @@ pub struct FieldRequirement {
 pub struct FieldSelector(pub Vec<FieldRequirement>);
 
 impl FieldSelector {
-    /// Parse the `fieldSelector` query syntax; unknown fields are an error
-    /// (`field label not supported: x`), as on the real server.
+    /// Parse with the pod fields (the most permissive common case).
     pub fn parse(s: &str) -> Result<FieldSelector, SelectorError> {
+        FieldSelector::parse_for("pods", s)
+    }
+
+    /// Parse the `fieldSelector` query syntax for `resource`; fields it
+    /// does not support are an error (`field label not supported: x`), as
+    /// on the real server.
+    pub fn parse_for(resource: &str, s: &str) -> Result<FieldSelector, SelectorError> {
         if s.trim().is_empty() {
             return Ok(FieldSelector::default());
         }
@@ -213,11 +260,10 @@ impl FieldSelector {
                 )));
             };
             let field = field.trim();
-            let pointer = FIELDS
-                .iter()
-                .find(|(f, _)| *f == field)
-                .map(|(_, p)| *p)
-                .ok_or_else(|| SelectorError(format!("field label not supported: {field}")))?;
+            if !COMMON_FIELDS.contains(&field) && !resource_fields(resource).contains(&field) {
+                return Err(SelectorError(format!("field label not supported: {field}")));
+            }
+            let pointer = pointer_of(field);
             out.push(FieldRequirement {
                 field: field.to_string(),
                 pointer,
@@ -241,13 +287,43 @@ impl FieldSelector {
             .map(|r| r.value.as_str())
     }
 
-    /// Whether an object matches.
+    /// Whether an object (its JSON) matches.
     pub fn matches_object(&self, obj: &Value) -> bool {
-        self.0.iter().all(|r| {
-            let got = obj.pointer(r.pointer).and_then(Value::as_str).unwrap_or("");
-            (got == r.value) != r.negated
-        })
+        self.0
+            .iter()
+            .all(|r| (field_string(obj, &r.field) == r.value) != r.negated)
     }
+
+    /// Whether a stored object (its indexed fields) matches.
+    pub fn matches_obj(&self, obj: &Obj) -> bool {
+        self.0
+            .iter()
+            .all(|r| (obj.field(&r.field).unwrap_or("") == r.value) != r.negated)
+    }
+}
+
+/// Every field `resource` can be selected on.
+pub fn selectable_fields(resource: &str) -> impl Iterator<Item = &'static str> {
+    COMMON_FIELDS
+        .iter()
+        .chain(resource_fields(resource))
+        .copied()
+}
+
+/// A field's value as field selectors compare it: strings as is, booleans
+/// and numbers printed, absent boolean fields "false", anything else "".
+pub fn field_string(obj: &Value, field: &str) -> String {
+    match obj.pointer(&pointer_of(field)) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        None if is_bool_field(field) => "false".into(),
+        _ => String::new(),
+    }
+}
+
+fn is_bool_field(field: &str) -> bool {
+    matches!(field, "spec.hostNetwork" | "spec.unschedulable")
 }
 
 /// Both selectors of a request.
@@ -260,11 +336,15 @@ pub struct Selectors {
 }
 
 impl Selectors {
-    /// Parse both (either may be absent).
-    pub fn parse(labels: Option<&str>, fields: Option<&str>) -> Result<Selectors, SelectorError> {
+    /// Parse both (either may be absent) for `resource`.
+    pub fn parse_for(
+        resource: &str,
+        labels: Option<&str>,
+        fields: Option<&str>,
+    ) -> Result<Selectors, SelectorError> {
         Ok(Selectors {
             labels: LabelSelector::parse(labels.unwrap_or(""))?,
-            fields: FieldSelector::parse(fields.unwrap_or(""))?,
+            fields: FieldSelector::parse_for(resource, fields.unwrap_or(""))?,
         })
     }
 
@@ -273,85 +353,17 @@ impl Selectors {
         self.labels.is_empty() && self.fields.is_empty()
     }
 
-    /// Whether an object matches both.
+    /// Whether an object (its JSON) matches both.
     pub fn matches(&self, obj: &Value) -> bool {
         self.labels.matches_object(obj) && self.fields.matches_object(obj)
+    }
+
+    /// Whether a stored object matches both (from its index, no parsing).
+    pub fn matches_obj(&self, obj: &Obj) -> bool {
+        self.labels.matches_with(|k| obj.label(k)) && self.fields.matches_obj(obj)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn label_selector_table() {
-        let obj = json!({"metadata": {"labels": {"app": "web", "tier": "fe", "v": "1"}}});
-        let none = json!({"metadata": {}});
-        let cases: &[(&str, bool, bool)] = &[
-            // selector, matches obj, matches an object without labels
-            ("", true, true),
-            ("app=web", true, false),
-            ("app==web", true, false),
-            ("app=db", false, false),
-            ("app!=db", true, true),
-            ("app!=web", false, true),
-            ("app in (web,db)", true, false),
-            ("app in (db)", false, false),
-            ("app notin (db)", true, true),
-            ("app notin (web, db)", false, true),
-            ("app", true, false),
-            ("!app", false, true),
-            ("missing", false, false),
-            ("!missing", true, true),
-            ("app=web,tier=fe", true, false),
-            ("app=web,tier=be", false, false),
-            ("app in (web,db),!missing, v=1", true, false),
-        ];
-        for (sel, want, want_none) in cases {
-            let s = LabelSelector::parse(sel).unwrap_or_else(|e| panic!("{sel}: {e}"));
-            assert_eq!(s.matches_object(&obj), *want, "{sel}");
-            assert_eq!(s.matches_object(&none), *want_none, "{sel} (no labels)");
-        }
-    }
-
-    #[test]
-    fn label_selector_errors() {
-        for bad in ["app in web", "a b", "app=we b", "=x", "app in (a", "!"] {
-            assert!(LabelSelector::parse(bad).is_err(), "{bad} must not parse");
-        }
-    }
-
-    #[test]
-    fn field_selector_table() {
-        let pod = json!({"metadata": {"name": "p", "namespace": "ns"},
-                         "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
-        let cases: &[(&str, bool)] = &[
-            ("metadata.name=p", true),
-            ("metadata.name==p", true),
-            ("metadata.name=q", false),
-            ("metadata.name!=q", true),
-            ("metadata.namespace=ns,spec.nodeName=n1", true),
-            ("spec.nodeName!=n1", false),
-            ("status.phase=Running", true),
-            ("status.phase!=Succeeded,status.phase!=Failed", true),
-        ];
-        for (sel, want) in cases {
-            let s = FieldSelector::parse(sel).unwrap_or_else(|e| panic!("{sel}: {e}"));
-            assert_eq!(s.matches_object(&pod), *want, "{sel}");
-        }
-        let unscheduled = json!({"metadata": {"name": "p"}});
-        let s = FieldSelector::parse("spec.nodeName=").unwrap_or_default();
-        assert!(s.matches_object(&unscheduled));
-        assert_eq!(
-            FieldSelector::parse("spec.foo=x"),
-            Err(SelectorError("field label not supported: spec.foo".into()))
-        );
-        assert_eq!(
-            FieldSelector::parse("metadata.name=x")
-                .unwrap_or_default()
-                .pinned_name(),
-            Some("x")
-        );
-    }
-}
+#[path = "selector_tests.rs"]
+mod tests;

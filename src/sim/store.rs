@@ -2,32 +2,30 @@
 //! history, watch fan-out, and the background threads (bookmark ticker,
 //! garbage collector).
 //!
-//! Invariants (all under the one `inner` mutex):
-//! - every write takes `rv + 1`; `objects` keeps, per key, the versions still
-//!   needed to serve a list at any resourceVersion ≥ `compacted` (MVCC, so
-//!   paginated lists are consistent snapshots); a deleted key keeps a
-//!   tombstone version until compaction passes it;
-//! - `history` holds the events with resourceVersions `compacted+1 ..= rv`,
-//!   contiguous; watches from an older resourceVersion get 410;
-//! - watchers get each event as an `Arc` through a bounded channel with
-//!   `try_send`: a full or closed channel drops the watcher, so a slow
-//!   client never blocks writers.
+//! All state sits in one [`super::mvcc::Inner`] behind one mutex, touched
+//! only through [`Txn`]s:
+//! - every write takes `rv + 1`; per-key version chains (MVCC) make
+//!   paginated lists consistent snapshots;
+//! - a bounded history serves watch replay; older resourceVersions get 410;
+//! - each event is serialized once (`Event::line`); every matching watcher
+//!   gets a copy of the frame on its stream channel without blocking: a
+//!   watcher whose client left or fell too far behind is dropped, so a
+//!   slow client never blocks writers.
 //!
 //! This module never interprets request semantics (validation, generation,
 //! preconditions): callers decide inside a [`Txn`]; the store only records.
 
-use super::resources::{ResourceInfo, RESOURCES};
-use super::status::ApiError;
+use super::mvcc::Inner;
 use crate::clock::SharedClock;
-use crossbeam_channel::{Receiver, Sender, TrySendError};
-use serde::Serialize;
+use crossbeam_channel::Sender;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
-pub use super::objects::Obj;
+pub use super::event::{res_index, Event, EventType, Key, WriteRecord};
+pub use super::mvcc::Page;
+pub use super::txn::{Backlog, Txn, WatchFrom};
 
 /// Store settings.
 #[derive(Debug, Clone)]
@@ -47,146 +45,6 @@ impl Default for StoreConfig {
     }
 }
 
-/// One write, for inspection by tests and benchmarks.
-#[derive(Debug, Clone, Serialize)]
-pub struct WriteRecord {
-    /// "create", "update", "patch", "delete".
-    pub verb: String,
-    /// Plural resource ("endpointslices").
-    pub resource: String,
-    /// Namespace, if namespaced.
-    pub namespace: Option<String>,
-    /// Object name.
-    pub name: String,
-    /// resourceVersion the write produced.
-    pub resource_version: u64,
-    /// Wall time of the write.
-    #[serde(with = "system_time_secs")]
-    pub time: SystemTime,
-}
-
-mod system_time_secs {
-    use serde::Serializer;
-    use std::time::SystemTime;
-    pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-        let secs = t
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        s.serialize_f64(secs)
-    }
-}
-
-/// Where an object lives: resource (index into [`RESOURCES`]), namespace
-/// ("" for cluster-scoped), name. Ordered so one resource is one range.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Key {
-    /// Index into [`RESOURCES`].
-    pub res: usize,
-    /// Namespace, "" when cluster-scoped.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-}
-
-impl Key {
-    /// The key of `name` in `namespace` of resource `info`.
-    pub fn new(info: &ResourceInfo, namespace: &str, name: &str) -> Key {
-        Key {
-            res: res_index(info),
-            namespace: if info.namespaced {
-                namespace.to_string()
-            } else {
-                String::new()
-            },
-            name: name.to_string(),
-        }
-    }
-    /// The resource.
-    pub fn info(&self) -> &'static ResourceInfo {
-        &RESOURCES[self.res]
-    }
-}
-
-/// Index of a resource in [`RESOURCES`].
-pub fn res_index(info: &ResourceInfo) -> usize {
-    RESOURCES.iter().position(|r| r == info).unwrap_or(0)
-}
-
-/// Watch event type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    /// Created.
-    Added,
-    /// Updated.
-    Modified,
-    /// Deleted (`obj` is the last state, stamped with the delete's RV).
-    Deleted,
-}
-
-impl EventType {
-    /// Wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
-/// One write as watchers see it.
-#[derive(Debug)]
-pub struct Event {
-    /// The write's resourceVersion.
-    pub rv: u64,
-    /// Which object.
-    pub key: Key,
-    /// What happened.
-    pub kind: EventType,
-    /// The object after the write (for DELETED: its last state).
-    pub obj: Arc<Obj>,
-    /// The object before the write, if any.
-    pub prev: Option<Arc<Obj>>,
-    /// The wire frame, made once on first use and shared by all watchers.
-    line: OnceLock<Vec<u8>>,
-}
-
-impl Event {
-    /// `{"type":…,"object":…}` + "\n" for this event, serialized once.
-    pub fn line(&self) -> &[u8] {
-        self.line
-            .get_or_init(|| super::watch::frame(self.kind.as_str(), &self.obj.full_json()))
-    }
-}
-
-/// What a watcher's channel carries.
-#[derive(Debug, Clone)]
-pub enum Msg {
-    /// A write.
-    Event(Arc<Event>),
-    /// Periodic tick with the store's resourceVersion at that moment (every
-    /// event up to it has been delivered before the tick).
-    Tick(u64),
-}
-
-/// Capacity of a watcher's channel; a watcher this far behind is dropped.
-pub const WATCH_BUFFER: usize = 8192;
-
-#[derive(Debug)]
-struct Watcher {
-    id: u64,
-    res: usize,
-    namespace: Option<String>,
-    tx: Sender<Msg>,
-}
-
-#[derive(Debug, Clone)]
-struct Version {
-    rv: u64,
-    obj: Option<Arc<Obj>>,
-}
-
 /// Background work for the garbage collector thread.
 #[derive(Debug, Clone)]
 pub enum GcWork {
@@ -194,21 +52,11 @@ pub enum GcWork {
     OwnerGone(String),
     /// This namespace is terminating (or something in it was deleted).
     Namespace(String),
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Inner {
-    rv: u64,
-    objects: BTreeMap<Key, Vec<Version>>,
-    history: VecDeque<Arc<Event>>,
-    compacted: u64,
-    watchers: Vec<Watcher>,
-    next_watch: u64,
-    log: Vec<WriteRecord>,
-    /// uid → key of every live object.
-    uids: HashMap<String, Key>,
-    /// owner uid → keys of objects naming it in ownerReferences.
-    dependents: HashMap<String, HashSet<Key>>,
+    /// This owner is being deleted in the foreground: delete its dependents.
+    Foreground(String),
+    /// A dependent of this owner went away: finish the owner's foreground
+    /// deletion once it has no dependents left.
+    DependentGone(String),
 }
 
 /// The store.
@@ -233,14 +81,17 @@ impl Store {
             gc_tx,
             stopped: AtomicBool::new(false),
         });
-        super::objects::create_default_namespaces(&store);
+        super::load::create_default_namespaces(&store);
         let weak = Arc::downgrade(&store);
         std::thread::Builder::new()
             .name("sim-gc".into())
             .spawn(move || super::gc::run(weak, gc_rx))
             .ok();
         let weak = Arc::downgrade(&store);
-        let tick = store.cfg.bookmark_interval.min(Duration::from_secs(1));
+        let tick = store
+            .cfg
+            .bookmark_interval
+            .clamp(Duration::from_millis(10), Duration::from_secs(1));
         let clock = store.clock.clone();
         std::thread::Builder::new()
             .name("sim-ticker".into())
@@ -269,6 +120,7 @@ impl Store {
         let mut t = Txn {
             store: self,
             inner: &mut inner,
+            dry_run: false,
         };
         f(&mut t)
     }
@@ -299,7 +151,7 @@ impl Store {
     /// Create the objects of a `v1 List` (items with apiVersion/kind).
     /// Returns how many were created.
     pub fn load_list(&self, list: &Value) -> Result<usize, String> {
-        super::objects::load_list(self, list)
+        super::load::load_list(self, list)
     }
 
     /// Stop background threads and close all watches.
@@ -323,20 +175,11 @@ impl Store {
         let _ = self.gc_tx.send(work);
     }
 
-    /// Remove a watcher (its stream ended).
-    pub fn unwatch(&self, id: u64) {
-        self.lock().watchers.retain(|w| w.id != id);
-    }
-
     fn tick_all(&self) {
+        let now = self.clock.now();
         let mut inner = self.lock();
         let rv = inner.rv;
-        inner.watchers.retain(|w| {
-            !matches!(
-                w.tx.try_send(Msg::Tick(rv)),
-                Err(TrySendError::Disconnected(_))
-            )
-        });
+        inner.watchers.retain_mut(|w| w.tick(now, rv));
     }
 }
 
@@ -346,404 +189,6 @@ fn ticker(store: Weak<Store>, clock: SharedClock, tick: Duration) {
         match store.upgrade() {
             Some(s) if !s.is_stopped() => s.tick_all(),
             _ => return,
-        }
-    }
-}
-
-/// Where a watch starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchFrom {
-    /// Synthetic ADDED events for the current state, then live events.
-    CurrentState,
-    /// Events after this resourceVersion (replayed from history).
-    Rv(u64),
-}
-
-/// A registered watch: its channel and what to send before live events.
-#[derive(Debug)]
-pub struct WatchStart {
-    /// Watcher id (for [`Store::unwatch`]).
-    pub id: u64,
-    /// Live events and ticks.
-    pub rx: Receiver<Msg>,
-    /// Current objects (for [`WatchFrom::CurrentState`]).
-    pub initial: Vec<Arc<Obj>>,
-    /// History events after the start resourceVersion.
-    pub replay: Vec<Arc<Event>>,
-    /// The resourceVersion the watch starts at.
-    pub start_rv: u64,
-}
-
-/// One page of a list.
-#[derive(Debug)]
-pub struct Page {
-    /// Matching objects in key order.
-    pub items: Vec<Arc<Obj>>,
-    /// Key of the last returned item when more remain.
-    pub next: Option<Key>,
-    /// Count of objects after this page (only when `count_rest`).
-    pub remaining: Option<usize>,
-}
-
-/// A transaction: reads and writes under the store lock.
-pub struct Txn<'a> {
-    store: &'a Store,
-    inner: &'a mut Inner,
-}
-
-impl Txn<'_> {
-    /// The store.
-    pub fn store(&self) -> &Store {
-        self.store
-    }
-
-    /// Current resourceVersion.
-    pub fn rv(&self) -> u64 {
-        self.inner.rv
-    }
-
-    /// Oldest resourceVersion still served consistently.
-    pub fn compacted(&self) -> u64 {
-        self.inner.compacted
-    }
-
-    /// The live object at `key`.
-    pub fn get(&self, key: &Key) -> Option<Arc<Obj>> {
-        self.inner
-            .objects
-            .get(key)
-            .and_then(|v| v.last())
-            .and_then(|v| v.obj.clone())
-    }
-
-    /// Whether an object with this uid is alive.
-    pub fn uid_alive(&self, uid: &str) -> bool {
-        self.inner.uids.contains_key(uid)
-    }
-
-    /// Keys of live objects that name `owner_uid` in their ownerReferences.
-    pub fn dependents(&self, owner_uid: &str) -> Vec<Key> {
-        let mut v: Vec<Key> = self
-            .inner
-            .dependents
-            .get(owner_uid)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
-        v.sort();
-        v
-    }
-
-    /// Keys of live objects in a namespace, across all namespaced resources.
-    pub fn keys_in_namespace(&self, ns: &str) -> Vec<Key> {
-        let mut out = Vec::new();
-        for (i, r) in RESOURCES.iter().enumerate() {
-            if !r.namespaced {
-                continue;
-            }
-            let lo = Key {
-                res: i,
-                namespace: ns.to_string(),
-                name: String::new(),
-            };
-            for (k, v) in self.inner.objects.range(lo..) {
-                if k.res != i || k.namespace != ns {
-                    break;
-                }
-                if v.last().is_some_and(|v| v.obj.is_some()) {
-                    out.push(k.clone());
-                }
-            }
-        }
-        out
-    }
-
-    /// Store `value` at `key` (create or replace), taking the next
-    /// resourceVersion. Strips `kind`/`apiVersion` and stamps
-    /// `metadata.resourceVersion`.
-    pub fn put(&mut self, key: &Key, verb: &str, mut value: Value) -> Arc<Obj> {
-        let rv = self.inner.rv + 1;
-        if let Some(m) = value.as_object_mut() {
-            m.remove("kind");
-            m.remove("apiVersion");
-        }
-        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-        }
-        let obj = Arc::new(Obj::new(key.info(), value));
-        let prev = self.get(key);
-        let kind = if prev.is_some() {
-            EventType::Modified
-        } else {
-            EventType::Added
-        };
-        if let Some(p) = &prev {
-            self.unindex(key, p);
-        }
-        self.index(key, &obj);
-        self.record(key, verb, kind, obj.clone(), prev);
-        obj
-    }
-
-    /// Delete the object at `key` (if any), taking the next resourceVersion.
-    /// Returns its last state (stamped with the delete's resourceVersion).
-    pub fn delete(&mut self, key: &Key, verb: &str) -> Option<Arc<Obj>> {
-        let prev = self.get(key)?;
-        let rv = self.inner.rv + 1;
-        let mut value = prev.value.clone();
-        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-        }
-        let last = Arc::new(Obj::new(key.info(), value));
-        self.unindex(key, &prev);
-        self.record(key, verb, EventType::Deleted, last.clone(), Some(prev));
-        if let Some(uid) = last.uid() {
-            self.store.gc(GcWork::OwnerGone(uid.to_string()));
-        }
-        if key.info().namespaced {
-            self.store.gc(GcWork::Namespace(key.namespace.clone()));
-        }
-        Some(last)
-    }
-
-    fn index(&mut self, key: &Key, obj: &Obj) {
-        if let Some(uid) = obj.uid() {
-            self.inner.uids.insert(uid.to_string(), key.clone());
-        }
-        for owner in obj.owner_uids() {
-            self.inner
-                .dependents
-                .entry(owner)
-                .or_default()
-                .insert(key.clone());
-        }
-    }
-
-    fn unindex(&mut self, key: &Key, obj: &Obj) {
-        if let Some(uid) = obj.uid() {
-            self.inner.uids.remove(uid);
-        }
-        for owner in obj.owner_uids() {
-            if let Some(set) = self.inner.dependents.get_mut(&owner) {
-                set.remove(key);
-                if set.is_empty() {
-                    self.inner.dependents.remove(&owner);
-                }
-            }
-        }
-    }
-
-    fn record(
-        &mut self,
-        key: &Key,
-        verb: &str,
-        kind: EventType,
-        obj: Arc<Obj>,
-        prev: Option<Arc<Obj>>,
-    ) {
-        let inner = &mut *self.inner;
-        inner.rv += 1;
-        let rv = inner.rv;
-        let stored = (kind != EventType::Deleted).then(|| obj.clone());
-        inner
-            .objects
-            .entry(key.clone())
-            .or_default()
-            .push(Version { rv, obj: stored });
-        inner.prune(key);
-        inner.log.push(WriteRecord {
-            verb: verb.to_string(),
-            resource: key.info().resource.to_string(),
-            namespace: key.info().namespaced.then(|| key.namespace.clone()),
-            name: key.name.clone(),
-            resource_version: rv,
-            time: self.store.clock.wall(),
-        });
-        let ev = Arc::new(Event {
-            rv,
-            key: key.clone(),
-            kind,
-            obj,
-            prev,
-            line: OnceLock::new(),
-        });
-        inner.history.push_back(ev.clone());
-        while inner.history.len() > self.store.cfg.history.max(1) {
-            inner.pop_history();
-        }
-        inner.fan_out(&ev);
-    }
-
-    /// Register a watch on `res` (optionally one namespace).
-    pub fn watch(
-        &mut self,
-        res: usize,
-        namespace: Option<&str>,
-        from: WatchFrom,
-    ) -> Result<WatchStart, ApiError> {
-        let inner = &mut *self.inner;
-        let (initial, replay, start_rv) = match from {
-            WatchFrom::CurrentState => {
-                let page = inner.page(res, namespace, inner.rv, None, usize::MAX, &|_| true, false);
-                (page.items, Vec::new(), inner.rv)
-            }
-            WatchFrom::Rv(rv) if rv < inner.compacted => {
-                return Err(ApiError::new(
-                    410,
-                    "Expired",
-                    format!("too old resource version: {rv} ({})", inner.compacted + 1),
-                ))
-            }
-            WatchFrom::Rv(rv) => {
-                let replay = inner
-                    .history
-                    .iter()
-                    .filter(|e| e.rv > rv && e.key.res == res)
-                    .filter(|e| namespace.is_none_or(|ns| e.key.namespace == ns))
-                    .cloned()
-                    .collect();
-                (Vec::new(), replay, rv.max(inner.rv))
-            }
-        };
-        let (tx, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
-        inner.next_watch += 1;
-        let id = inner.next_watch;
-        inner.watchers.push(Watcher {
-            id,
-            res,
-            namespace: namespace.map(str::to_string),
-            tx,
-        });
-        Ok(WatchStart {
-            id,
-            rx,
-            initial,
-            replay,
-            start_rv,
-        })
-    }
-
-    /// One page of `res` objects as of resourceVersion `at` (which must be
-    /// ≥ [`Txn::compacted`]), starting after `after`, at most `limit` items
-    /// passing `keep`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn page(
-        &self,
-        res: usize,
-        namespace: Option<&str>,
-        at: u64,
-        after: Option<&Key>,
-        limit: usize,
-        keep: &dyn Fn(&Obj) -> bool,
-        count_rest: bool,
-    ) -> Page {
-        self.inner
-            .page(res, namespace, at, after, limit, keep, count_rest)
-    }
-}
-
-impl Inner {
-    /// Drop the oldest history event; prune the versions it made obsolete.
-    fn pop_history(&mut self) -> bool {
-        let Some(ev) = self.history.pop_front() else {
-            return false;
-        };
-        self.compacted = self.compacted.max(ev.rv);
-        self.prune(&ev.key);
-        true
-    }
-
-    /// Keep only versions visible at some resourceVersion ≥ `compacted`.
-    fn prune(&mut self, key: &Key) {
-        let compacted = self.compacted;
-        let Some(versions) = self.objects.get_mut(key) else {
-            return;
-        };
-        let keep_from = versions
-            .iter()
-            .rposition(|v| v.rv <= compacted)
-            .unwrap_or(0);
-        if keep_from > 0 {
-            versions.drain(..keep_from);
-        }
-        if versions.len() == 1 && versions[0].obj.is_none() && versions[0].rv <= compacted {
-            self.objects.remove(key);
-        }
-    }
-
-    fn fan_out(&mut self, ev: &Arc<Event>) {
-        self.watchers.retain(|w| {
-            if w.res != ev.key.res
-                || w.namespace
-                    .as_ref()
-                    .is_some_and(|ns| *ns != ev.key.namespace)
-            {
-                return true;
-            }
-            // Full (slow client) or closed (client gone): drop the watcher;
-            // its stream ends when this sender is dropped.
-            w.tx.try_send(Msg::Event(ev.clone())).is_ok()
-        });
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn page(
-        &self,
-        res: usize,
-        namespace: Option<&str>,
-        at: u64,
-        after: Option<&Key>,
-        limit: usize,
-        keep: &dyn Fn(&Obj) -> bool,
-        count_rest: bool,
-    ) -> Page {
-        use std::ops::Bound;
-        let lo = match after {
-            Some(k) => Bound::Excluded(k.clone()),
-            None => Bound::Included(Key {
-                res,
-                namespace: namespace.unwrap_or("").to_string(),
-                name: String::new(),
-            }),
-        };
-        let mut items = Vec::new();
-        let mut next = None;
-        let mut remaining = 0usize;
-        for (k, versions) in self.objects.range((lo, Bound::Unbounded)) {
-            if k.res != res || namespace.is_some_and(|ns| ns != k.namespace) {
-                break;
-            }
-            let Some(obj) = versions
-                .iter()
-                .rev()
-                .find(|v| v.rv <= at)
-                .and_then(|v| v.obj.as_ref())
-            else {
-                continue;
-            };
-            if !keep(obj) {
-                continue;
-            }
-            if items.len() < limit {
-                items.push(obj.clone());
-                continue;
-            }
-            if next.is_none() {
-                next = items.last().map(|_| ());
-                if !count_rest {
-                    break;
-                }
-            }
-            remaining += 1;
-        }
-        let more = next.is_some();
-        Page {
-            next: if more {
-                items.last().map(|o| o.key())
-            } else {
-                None
-            },
-            items,
-            remaining: (more && count_rest).then_some(remaining),
         }
     }
 }

@@ -173,6 +173,89 @@ fn name_cause(info: &ResourceInfo, name: &str) -> Option<Cause> {
     (!ok).then(|| Cause::invalid("metadata.name", &json!(name), msg))
 }
 
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+const NAME_PART_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`, at most 63 characters.
+fn is_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+}
+
+/// A label/annotation key: `[prefix/]name`, prefix a DNS subdomain.
+pub fn is_qualified_name(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((prefix, name)) => is_dns1123_subdomain(prefix) && is_name_part(name),
+        None => is_name_part(s),
+    }
+}
+
+/// A label value: empty or a name part.
+pub fn is_label_value(s: &str) -> bool {
+    s.is_empty() || is_name_part(s)
+}
+
+/// Label keys and values, annotation keys (upstream `ValidateObjectMeta`).
+fn metadata_maps(v: &Value, out: &mut Vec<Cause>) {
+    for (field, check_values) in [("labels", true), ("annotations", false)] {
+        let Some(m) = v
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        let path = format!("metadata.{field}");
+        for (k, val) in m {
+            if !is_qualified_name(k) {
+                out.push(Cause::invalid(&path, &json!(k), NAME_PART_MSG));
+            }
+            let text = val.as_str().unwrap_or("");
+            if check_values && !is_label_value(text) {
+                out.push(Cause::invalid(&path, val, LABEL_VALUE_MSG));
+            }
+        }
+    }
+}
+
+/// Upstream `ValidateObjectMetaUpdate`: once `deletionTimestamp` is set no
+/// finalizer may be added.
+fn no_new_finalizers_while_deleting(old: &Value, new: &Value, out: &mut Vec<Cause>) {
+    if old.pointer("/metadata/deletionTimestamp").is_none() {
+        return;
+    }
+    let list = |v: &Value| -> Vec<String> {
+        v.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = list(old);
+    let added: Vec<String> = list(new)
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    if !added.is_empty() {
+        let shown: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+        out.push(Cause {
+            reason: "FieldValueForbidden",
+            message: format!(
+                "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                shown.join(", ")
+            ),
+            field: "metadata.finalizers".into(),
+        });
+    }
+}
+
 /// Validate a create (`old` = None) or an update.
 pub fn validate(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result<(), ApiError> {
     check_types(info, new)?;
@@ -181,10 +264,21 @@ pub fn validate(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result
         .and_then(Value::as_str)
         .unwrap_or("");
     let mut causes: Vec<Cause> = name_cause(info, name).into_iter().collect();
+    metadata_maps(new, &mut causes);
+    if let Some(old) = old {
+        no_new_finalizers_while_deleting(old, new, &mut causes);
+    }
     match info.resource {
         "endpointslices" => super::validate_rules::endpoint_slice(old, new, &mut causes),
         "endpoints" => super::validate_rules::endpoints(new, &mut causes),
         "leases" => super::validate_rules::lease(new, &mut causes),
+        "services" => super::validate_rules::service(old, new, &mut causes),
+        // Strict rules on events.k8s.io creates only (upstream
+        // ValidateEventUpdate checks legacy rules plus immutability).
+        "events" => {
+            let strict = !info.group.is_empty() && old.is_none();
+            super::validate_rules::event(new, strict, &mut causes)
+        }
         _ => {}
     }
     if causes.is_empty() {
@@ -269,8 +363,22 @@ fn check_types(info: &ResourceInfo, v: &Value) -> Result<(), ApiError> {
             ("/ports", "array", "EndpointSlice.ports"),
         ],
         "endpoints" => &[("/subsets", "array", "Endpoints.subsets")],
+        "events" => &[("/eventTime", "time", "Event.eventTime")],
         _ => &[],
     };
+    for field in ["labels", "annotations"] {
+        let m = v.pointer(&format!("/metadata/{field}"));
+        let go_field = format!("ObjectMeta.metadata.{field}");
+        match m {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                if let Some(bad) = m.values().find(|x| !x.is_string()) {
+                    return Err(type_error(info, &go_field, "string", bad));
+                }
+            }
+            Some(other) => return Err(type_error(info, &go_field, "map[string]string", other)),
+        }
+    }
     for (ptr, ty, field) in rules {
         match v.pointer(ptr) {
             None | Some(Value::Null) => {}

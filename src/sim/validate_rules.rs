@@ -214,6 +214,182 @@ pub fn lease(new: &Value, out: &mut Vec<Cause>) {
     }
 }
 
+const SERVICE_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+
+/// IANA service name (a string `targetPort`): ≤ 15 characters, lower-case
+/// alphanumerics and '-', at least one letter, no leading/trailing or
+/// double '-'.
+pub fn is_port_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 15
+        && s.bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && s.bytes().any(|c| c.is_ascii_lowercase())
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+}
+
+/// Service rules (upstream `ValidateService`, the parts endpointd relies on;
+/// on update a set ClusterIP is immutable).
+pub fn service(old: Option<&Value>, new: &Value, out: &mut Vec<Cause>) {
+    let spec = new.get("spec").unwrap_or(&Value::Null);
+    let old_ip = old
+        .and_then(|o| o.pointer("/spec/clusterIP"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let new_ip = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("");
+    if !old_ip.is_empty() && old_ip != new_ip {
+        out.push(Cause::invalid(
+            "spec.clusterIPs[0]",
+            &json!(new_ip),
+            "may not change once set",
+        ));
+    }
+    let ty = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if !SERVICE_TYPES.contains(&ty) {
+        out.push(Cause::not_supported("spec.type", &json!(ty), SERVICE_TYPES));
+    }
+    let ip = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("");
+    if !ip.is_empty() && ip != "None" && !ip_ok(ip) {
+        out.push(Cause::invalid(
+            "spec.clusterIP",
+            &json!(ip),
+            "must be empty, 'None', or a valid IP address",
+        ));
+    }
+    let ports = arr(spec, "ports");
+    if ports.is_empty() && ip != "None" && ty != "ExternalName" {
+        out.push(Cause::required("spec.ports", ""));
+    }
+    let mut names = HashSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let path = format!("spec.ports[{i}]");
+        let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+        if ports.len() > 1 && name.is_empty() {
+            out.push(Cause::required(&format!("{path}.name"), ""));
+        } else if !name.is_empty() && !is_dns1123_label(name) {
+            out.push(Cause::invalid(
+                &format!("{path}.name"),
+                &json!(name),
+                "must be a valid DNS label",
+            ));
+        }
+        if !name.is_empty() && !names.insert(name.to_string()) {
+            out.push(Cause::duplicate(&format!("{path}.name"), &json!(name)));
+        }
+        port_number(
+            &format!("{path}.port"),
+            p.get("port").unwrap_or(&Value::Null),
+            out,
+        );
+        protocol(&path, p, true, out);
+        match p.get("targetPort") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if is_port_name(s) => {}
+            Some(Value::String(s)) => out.push(Cause::invalid(
+                &format!("{path}.targetPort"),
+                &json!(s),
+                "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+            )),
+            Some(n) => port_number(&format!("{path}.targetPort"), n, out),
+        }
+    }
+}
+
+/// Upstream limits for events (`pkg/apis/core/validation/events.go`).
+const EVENT_LIMITS: &[(&str, usize)] = &[
+    ("reportingInstance", 128),
+    ("action", 128),
+    ("reason", 128),
+    ("message", 1024),
+];
+
+/// An event field (core/v1 names: events.k8s.io bodies are converted to
+/// the core form before validation, as upstream validates `core.Event`).
+fn event_field<'a>(v: &'a Value, _strict: bool, name: &str) -> Option<&'a Value> {
+    v.get(name).filter(|x| !x.is_null())
+}
+
+fn text<'a>(v: &'a Value, strict: bool, f: &str) -> &'a str {
+    event_field(v, strict, f)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Event rules: the legacy checks for every version; the strict ones for
+/// events.k8s.io (`strict`), as upstream `ValidateEventCreate`.
+pub fn event(new: &Value, strict: bool, out: &mut Vec<Cause>) {
+    let ns = new
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let involved_ns = event_field(new, strict, "involvedObject")
+        .and_then(|o| o.get("namespace"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let has_time = !text(new, strict, "eventTime").is_empty();
+    let ns_ok = match (has_time, involved_ns.is_empty()) {
+        (false, true) => ns.is_empty() || ns == "default",
+        (false, false) => ns == involved_ns,
+        (true, true) => ns == "default" || ns == "kube-system",
+        (true, false) => true,
+    };
+    if !ns_ok {
+        out.push(Cause::invalid(
+            "involvedObject.namespace",
+            &json!(involved_ns),
+            "does not match event.namespace",
+        ));
+    }
+    if has_time {
+        // (core/v1 JSON name, upstream error field)
+        for (f, field) in [
+            ("reportingComponent", "reportingController"),
+            ("reportingInstance", "reportingInstance"),
+            ("action", "action"),
+            ("reason", "reason"),
+        ] {
+            if text(new, strict, f).is_empty() {
+                out.push(Cause::required(field, ""));
+            }
+        }
+        for (f, max) in EVENT_LIMITS {
+            if text(new, strict, f).len() > *max {
+                out.push(Cause::invalid(
+                    f,
+                    &json!(""),
+                    &format!("can have at most {max} characters"),
+                ));
+            }
+        }
+    }
+    if !strict {
+        return;
+    }
+    if !has_time {
+        out.push(Cause::required("eventTime", ""));
+    }
+    let ty = text(new, strict, "type");
+    if ty != "Normal" && ty != "Warning" {
+        out.push(Cause::invalid(
+            "type",
+            &json!(""),
+            &format!("has invalid value: {ty}"),
+        ));
+    }
+    for f in ["firstTimestamp", "lastTimestamp", "count", "source"] {
+        let set = event_field(new, strict, f)
+            .is_some_and(|x| x != &json!(0) && x != &json!({}) && x != "");
+        if set {
+            out.push(Cause::invalid(f, &json!(""), "needs to be unset"));
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;

@@ -360,7 +360,166 @@ fn object_name_rules() {
         ("", "pods", &"a".repeat(254), false),
     ];
     for (g, r, name, ok) in cases {
-        let got = causes(g, r, None, json!({"metadata": {"name": name}}));
+        let got: Vec<_> = causes(g, r, None, json!({"metadata": {"name": name}}))
+            .into_iter()
+            .filter(|c| c.1 == "metadata.name")
+            .collect();
         assert_eq!(got.is_empty(), ok, "{r} {name}: {got:?}");
     }
+}
+
+#[test]
+fn event_rules() {
+    let core = |v: Value| causes("", "events", None, v);
+    let strict = |v: Value| {
+        causes(
+            "events.k8s.io",
+            "events",
+            None,
+            crate::sim::eventsapi::to_core(&v),
+        )
+    };
+    let fields =
+        |c: Vec<(String, String, String)>| c.into_iter().map(|(_, f, _)| f).collect::<Vec<_>>();
+    let legacy = json!({"metadata": {"name": "e.1", "namespace": "default"},
+        "involvedObject": {"kind": "Service", "namespace": "default", "name": "s"}, "reason": "X", "type": "Normal"});
+    assert!(core(legacy.clone()).is_empty());
+    let mut other_ns = legacy.clone();
+    other_ns["involvedObject"]["namespace"] = json!("shop");
+    assert_eq!(fields(core(other_ns)), ["involvedObject.namespace"]);
+    let good = json!({"metadata": {"name": "e.2", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "endpointd", "reportingInstance": "endpointd-1",
+        "action": "Sync", "reason": "FailedToUpdateEndpointSlices", "type": "Warning", "note": "boom",
+        "regarding": {"kind": "Service", "namespace": "default", "name": "s"}});
+    assert!(
+        strict(good.clone()).is_empty(),
+        "{:?}",
+        strict(good.clone())
+    );
+    let mut bad = good.clone();
+    for f in ["eventTime", "reportingController", "action"] {
+        bad.as_object_mut().map(|m| m.remove(f));
+    }
+    bad["type"] = json!("Info");
+    bad["deprecatedCount"] = json!(3);
+    bad["note"] = json!("x".repeat(1025));
+    assert_eq!(fields(strict(bad)), ["eventTime", "type", "count"]);
+    let mut long_note = good;
+    long_note["note"] = json!("x".repeat(1025));
+    assert_eq!(fields(strict(long_note)), ["message"]);
+}
+
+#[test]
+fn service_rules() {
+    let svc = |spec: Value| json!({"metadata": {"name": "s"}, "spec": spec});
+    let fields = |c: Vec<(String, String, String)>| {
+        c.into_iter().map(|(r, f, _)| (r, f)).collect::<Vec<_>>()
+    };
+    let f = |r: &str, p: &str| (r.to_string(), p.to_string());
+    let cases = [
+        (
+            svc(json!({"ports": [{"port": 80, "protocol": "TCP"}]})),
+            vec![],
+        ),
+        (svc(json!({"clusterIP": "None"})), vec![]),
+        (
+            svc(json!({"type": "ExternalName", "externalName": "a.b"})),
+            vec![],
+        ),
+        (svc(json!({})), vec![f("FieldValueRequired", "spec.ports")]),
+        (
+            svc(json!({"ports": [{"port": 70000, "protocol": "TCP"}]})),
+            vec![f("FieldValueInvalid", "spec.ports[0].port")],
+        ),
+        (
+            svc(json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": 0}]})),
+            vec![f("FieldValueInvalid", "spec.ports[0].targetPort")],
+        ),
+        (
+            svc(json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": "http"}]})),
+            vec![],
+        ),
+        (
+            svc(json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": "Not_Valid"}]})),
+            vec![f("FieldValueInvalid", "spec.ports[0].targetPort")],
+        ),
+        (
+            svc(
+                json!({"ports": [{"port": 80, "protocol": "TCP"}, {"port": 81, "protocol": "TCP"}]}),
+            ),
+            vec![
+                f("FieldValueRequired", "spec.ports[0].name"),
+                f("FieldValueRequired", "spec.ports[1].name"),
+            ],
+        ),
+        (
+            svc(
+                json!({"ports": [{"name": "a", "port": 80, "protocol": "TCP"}, {"name": "a", "port": 81, "protocol": "TCP"}]}),
+            ),
+            vec![f("FieldValueDuplicate", "spec.ports[1].name")],
+        ),
+        (
+            svc(json!({"type": "Magic", "ports": [{"port": 80, "protocol": "TCP"}]})),
+            vec![f("FieldValueNotSupported", "spec.type")],
+        ),
+        (
+            svc(json!({"clusterIP": "10.0.0.300", "ports": [{"port": 80, "protocol": "TCP"}]})),
+            vec![f("FieldValueInvalid", "spec.clusterIP")],
+        ),
+    ];
+    for (obj, want) in cases {
+        assert_eq!(
+            fields(causes("", "services", None, obj.clone())),
+            want,
+            "{obj}"
+        );
+    }
+}
+
+#[test]
+fn label_and_annotation_rules() {
+    let obj = |labels: Value, annotations: Value| json!({"metadata": {"name": "p", "labels": labels, "annotations": annotations}});
+    let cases = [
+        (
+            obj(
+                json!({"app": "web", "endpointslice.kubernetes.io/managed-by": "endpointd", "empty": ""}),
+                json!({"a.b/c": "any value at all!"}),
+            ),
+            vec![],
+        ),
+        (
+            obj(json!({"bad key!": "x"}), json!({})),
+            vec!["metadata.labels"],
+        ),
+        (
+            obj(json!({"app": "bad value!"}), json!({})),
+            vec!["metadata.labels"],
+        ),
+        (
+            obj(json!({"app": "x".repeat(64)}), json!({})),
+            vec!["metadata.labels"],
+        ),
+        (
+            obj(json!({"Bad_Prefix/app": "x"}), json!({})),
+            vec!["metadata.labels"],
+        ),
+        (
+            obj(json!({}), json!({"bad key!": "x"})),
+            vec!["metadata.annotations"],
+        ),
+    ];
+    for (o, want) in cases {
+        let got: Vec<String> = causes("", "pods", None, o.clone())
+            .into_iter()
+            .map(|c| c.1)
+            .collect();
+        assert_eq!(got, want, "{o}");
+    }
+    let Some(info) = lookup("", "v1", "pods") else {
+        panic!("pods not served")
+    };
+    let e = validate(info, None, &obj(json!({"app": 5}), json!({})))
+        .err()
+        .map(|e| e.code);
+    assert_eq!(e, Some(400), "a non-string label value is a decode error");
 }

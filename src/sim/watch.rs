@@ -1,40 +1,83 @@
-//! WATCH: one thread per open watch turns store events into the wire
-//! stream (one JSON event + "\n" per chunk): synthetic ADDED for the
-//! initial state, replay from history, selector filtering (an object that
-//! leaves the selection is sent as DELETED, one that enters as ADDED),
-//! BOOKMARKs, the watch-list end marker, `timeoutSeconds`, and 410 as an
-//! ERROR event.
+//! WATCH: turns store events into the wire stream (one JSON event + "\n"
+//! per chunk): synthetic ADDED for the initial state, replay from history,
+//! selector filtering (an object that leaves the selection is sent as
+//! DELETED, one that enters as ADDED), BOOKMARKs, the watch-list end
+//! marker, `timeoutSeconds`, and 410 as an ERROR event.
 //!
-//! Per-watcher work (filtering, framing) happens here, off the store lock;
-//! the store only hands out `Arc`ed events. Time comes from the store's
-//! clock through its ticks; this module never sleeps.
+//! A [`Watcher`] lives in the store and is driven under its lock by writes
+//! (`deliver`) and by the ticker (`tick`); it never blocks: frames go to an
+//! unbounded channel whose backlog is capped, and a watcher over the cap
+//! (slow client) or whose client left is dropped, which ends its stream.
+//! No thread per watch; this module never sleeps or reads time itself.
 
 use super::list::{parse_rv, too_large};
-use super::objects::{bad_request, Obj};
+use super::objects::{bad_request, is_converted, Obj};
 use super::resources::ResourceInfo;
 use super::selector::{FieldRequirement, Selectors};
 use super::status::ApiError;
-use super::store::{res_index, Event, EventType, Msg, Store, WatchFrom, WatchStart};
+use super::store::{res_index, Backlog, Event, EventType, Store, WatchFrom};
 use super::validate;
 use crate::httpd::Request;
 use crate::httpd::{Body, Response};
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Capacity of the channel to the HTTP writer.
-const OUT_BUFFER: usize = 256;
+/// Frames a watcher may have queued (beyond its initial backlog) before it
+/// counts as too slow and is dropped, as the real server drops watchers
+/// whose buffer fills.
+pub const WATCH_BACKLOG: usize = 8192;
 
-/// What one watch sends, decided from the query.
+/// One open watch, as the store holds it.
 #[derive(Debug)]
-struct Spec {
+pub struct Watcher {
+    res: usize,
+    namespace: Option<String>,
     info: &'static ResourceInfo,
     sel: Selectors,
+    out: Sender<Vec<u8>>,
+    limit: usize,
     bookmarks: bool,
-    initial_end: bool,
     deadline: Option<Instant>,
-    bookmark_interval: Duration,
+    next_bookmark: Instant,
+    interval: Duration,
+}
+
+impl Watcher {
+    /// Offer a write; false when the watcher must be dropped.
+    pub fn deliver(&mut self, ev: &Event) -> bool {
+        if ev.key.res != self.res
+            || self
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| *ns != ev.key.namespace)
+        {
+            return true;
+        }
+        match convert(ev, &self.sel, self.info) {
+            Some(frame) => self.send(frame),
+            None => true,
+        }
+    }
+
+    /// Periodic tick (`rv` = the store's resourceVersion, every event up to
+    /// it already delivered): timeout, bookmark, or a liveness probe (an
+    /// empty chunk, which the HTTP layer turns into a peer check).
+    pub fn tick(&mut self, now: Instant, rv: u64) -> bool {
+        if self.deadline.is_some_and(|d| now >= d) {
+            return false;
+        }
+        if self.bookmarks && now >= self.next_bookmark {
+            self.next_bookmark = now + self.interval;
+            return self.send(bookmark(self.info, rv, false));
+        }
+        self.out.send(Vec::new()).is_ok()
+    }
+
+    fn send(&self, frame: Vec<u8>) -> bool {
+        self.out.len() < self.limit && self.out.send(frame).is_ok()
+    }
 }
 
 /// Serve a WATCH: start the stream or answer with an error.
@@ -45,12 +88,58 @@ pub fn watch(
     name: Option<&str>,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let mut sel = Selectors::parse(req.query("labelSelector"), req.query("fieldSelector"))
-        .map_err(|e| bad_request(e.0))?;
+    let (w, from, initial_events, rx) = prepare(store, info, namespace, name, req)?;
+    store.txn(|t| {
+        if let WatchFrom::Rv(n) = from {
+            if n > t.rv() {
+                return Err(too_large(n, t.rv()));
+            }
+        }
+        match t.watch_backlog(w.res, namespace, from) {
+            Ok(backlog) => {
+                let mut w = w;
+                w.limit += w.send_backlog(&backlog, initial_events.then_some(t.rv()));
+                t.add_watcher(w);
+            }
+            // Like the real server: 200, then one ERROR event, then the end.
+            Err(e) if e.code == 410 => {
+                let _ = w
+                    .out
+                    .send(frame("ERROR", e.to_status().to_string().as_bytes()));
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    })?;
+    Ok(Response {
+        status: 200,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: Body::Stream(rx),
+    })
+}
+
+/// The watcher a request asks for, where it starts, whether it is a
+/// watch-list (`sendInitialEvents`), and its stream's receiving end.
+type Prepared = (Watcher, WatchFrom, bool, Receiver<Vec<u8>>);
+
+/// Build the [`Prepared`] watch of a request.
+fn prepare(
+    store: &Store,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    name: Option<&str>,
+    req: &Request,
+) -> Result<Prepared, ApiError> {
+    let mut sel = Selectors::parse_for(
+        info.resource,
+        req.query("labelSelector"),
+        req.query("fieldSelector"),
+    )
+    .map_err(|e| bad_request(e.0))?;
     if let Some(n) = name {
         sel.fields.0.push(FieldRequirement {
             field: "metadata.name".into(),
-            pointer: "/metadata/name",
+            pointer: "/metadata/name".into(),
             value: n.to_string(),
             negated: false,
         });
@@ -70,50 +159,52 @@ pub fn watch(
     } else {
         WatchFrom::Rv(parse_rv(rv)?)
     };
-    let clock = store.clock().clone();
     let timeout = req
         .query("timeoutSeconds")
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|s| *s > 0);
-    let spec = Spec {
+    let now = store.clock().now();
+    let interval = store.config().bookmark_interval;
+    let (out, rx) = crossbeam_channel::unbounded();
+    let w = Watcher {
+        res: res_index(info),
+        namespace: namespace.map(str::to_string),
         info,
         sel,
+        out,
+        limit: WATCH_BACKLOG,
         bookmarks: req.query("allowWatchBookmarks") == Some("true"),
-        initial_end: initial_events,
-        deadline: timeout.map(|s| clock.now() + Duration::from_secs(s)),
-        bookmark_interval: store.config().bookmark_interval,
+        deadline: timeout.map(|s| now + Duration::from_secs(s)),
+        next_bookmark: now + interval,
+        interval,
     };
-    let start = store.txn(|t| {
-        if let WatchFrom::Rv(n) = from {
-            if n > t.rv() {
-                return Err(too_large(n, t.rv()));
-            }
+    Ok((w, from, initial_events, rx))
+}
+
+impl Watcher {
+    /// Queue the initial objects (or replayed events), then the watch-list
+    /// end bookmark at `initial_end_rv`; returns how many frames were queued.
+    fn send_backlog(&self, backlog: &Backlog, initial_end_rv: Option<u64>) -> usize {
+        let mut frames: Vec<Vec<u8>> = match backlog {
+            Backlog::Objects(objs) => objs
+                .iter()
+                .filter(|o| self.sel.matches_obj(o))
+                .map(|o| frame("ADDED", &o.json_as(self.info)))
+                .collect(),
+            Backlog::Events(evs) => evs
+                .iter()
+                .filter_map(|e| convert(e, &self.sel, self.info))
+                .collect(),
+        };
+        if let Some(rv) = initial_end_rv {
+            frames.push(bookmark(self.info, rv, true));
         }
-        t.watch(res_index(info), namespace, from)
-    });
-    let (out_tx, out_rx) = crossbeam_channel::bounded(OUT_BUFFER);
-    match start {
-        Ok(start) => {
-            let store = store.clone();
-            std::thread::Builder::new()
-                .name("sim-watch".into())
-                .spawn(move || {
-                    let id = start.id;
-                    run(&store, spec, start, &out_tx);
-                    store.unwatch(id);
-                })
-                .map_err(|e| ApiError::new(500, "InternalError", format!("watch thread: {e}")))?;
+        let n = frames.len();
+        for f in frames {
+            let _ = self.out.send(f);
         }
-        Err(e) if e.code == 410 => {
-            let _ = out_tx.send(frame("ERROR", &e.to_status().to_string().into_bytes()));
-        }
-        Err(e) => return Err(e),
+        n
     }
-    Ok(Response {
-        status: 200,
-        headers: vec![("Content-Type".into(), "application/json".into())],
-        body: Body::Stream(out_rx),
-    })
 }
 
 /// One wire event: `{"type":T,"object":OBJ}` + "\n".
@@ -138,66 +229,34 @@ pub fn bookmark(info: &ResourceInfo, rv: u64, initial_end: bool) -> Vec<u8> {
 }
 
 /// The frame to send for `ev` under `sel`, or None when filtered out.
-fn convert(ev: &Event, sel: &Selectors) -> Option<Vec<u8>> {
+fn convert(ev: &Event, sel: &Selectors, view: &ResourceInfo) -> Option<Vec<u8>> {
+    // The shared frame when the watcher sees the stored form.
+    let same = !is_converted(ev.obj.info, view);
+    let as_is = |kind: &str| {
+        if same {
+            ev.line().to_vec()
+        } else {
+            frame(kind, &ev.obj.json_as(view))
+        }
+    };
     if sel.is_empty() {
-        return Some(ev.line().to_vec());
+        return Some(as_is(ev.kind.as_str()));
     }
-    let now = sel.matches(&ev.obj.value);
-    let was = ev.prev.as_ref().is_some_and(|p| sel.matches(&p.value));
+    let now = sel.matches_obj(&ev.obj);
+    let was = ev.prev.as_ref().is_some_and(|p| sel.matches_obj(p));
     match (ev.kind, was, now) {
-        (EventType::Added, _, true) | (EventType::Deleted, _, true) => Some(ev.line().to_vec()),
-        (EventType::Modified, true, true) => Some(ev.line().to_vec()),
-        (EventType::Modified, false, true) => Some(frame("ADDED", &ev.obj.full_json())),
+        (EventType::Added, _, true) | (EventType::Deleted, _, true) => {
+            Some(as_is(ev.kind.as_str()))
+        }
+        (EventType::Modified, true, true) => Some(as_is("MODIFIED")),
+        (EventType::Modified, false, true) => Some(frame("ADDED", &ev.obj.json_as(view))),
         (EventType::Modified, true, false) => {
             // Leaves the selection: its previous state, stamped with this RV.
             let prev = ev.prev.as_ref()?;
-            let mut v = prev.value.clone();
+            let mut v = prev.value();
             v["metadata"]["resourceVersion"] = Value::String(ev.rv.to_string());
-            Some(frame("DELETED", &Obj::new(prev.info, v).full_json()))
+            Some(frame("DELETED", &Obj::new(prev.info, v).json_as(view)))
         }
         _ => None,
-    }
-}
-
-fn run(store: &Store, spec: Spec, start: WatchStart, out: &Sender<Vec<u8>>) {
-    let clock = store.clock().clone();
-    for obj in &start.initial {
-        if spec.sel.matches(&obj.value) && out.send(frame("ADDED", &obj.full_json())).is_err() {
-            return;
-        }
-    }
-    if spec.initial_end && out.send(bookmark(spec.info, start.start_rv, true)).is_err() {
-        return;
-    }
-    for ev in &start.replay {
-        if let Some(f) = convert(ev, &spec.sel) {
-            if out.send(f).is_err() {
-                return;
-            }
-        }
-    }
-    let mut next_bookmark = clock.now() + spec.bookmark_interval;
-    while let Ok(msg) = start.rx.recv() {
-        match msg {
-            Msg::Event(ev) => {
-                if let Some(f) = convert(&ev, &spec.sel) {
-                    if out.send(f).is_err() {
-                        return;
-                    }
-                }
-            }
-            Msg::Tick(rv) => {
-                let now = clock.now();
-                if spec.deadline.is_some_and(|d| now >= d) || store.is_stopped() {
-                    return;
-                }
-                if spec.bookmarks && now >= next_bookmark {
-                    next_bookmark = now + spec.bookmark_interval;
-                    if out.send(bookmark(spec.info, rv, false)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
     }
 }

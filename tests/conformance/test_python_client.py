@@ -216,8 +216,6 @@ def test_api_errors_are_status_objects(core, ns):
     expect_error(lambda: core.create_namespaced_pod(ns, pod("Not_A_Valid_Name", ns)), 422, "Invalid")
 
 
-@pytest.mark.xfail(strict=True, reason="kube-sim semantics: Service port range (1-65535) is "
-                   "not validated yet; kube-apiserver answers 422 Invalid")
 def test_service_port_out_of_range_is_invalid(core, ns):
     bad_svc = service(uid("svc"), ns)
     bad_svc["spec"]["ports"][0]["port"] = 70000
@@ -432,10 +430,8 @@ def test_injected_429_carries_retry_after(sim, core, ns):
     assert any(c["verb"] == "get" and c["resource"] == "pods" for c in counts)
 
 
-# ---- known semantics gaps, pinned as strict xfails (remove when fixed) ----
+# ---- formerly known semantics gaps (fixed on branch simcore) ----
 
-@pytest.mark.xfail(strict=True, reason="kube-sim semantics: Service create-time defaulting "
-                   "(type, protocol, targetPort, clusterIP, sessionAffinity) is not done")
 def test_service_defaults(core, ns):
     name = uid("svc")
     s = core.create_namespaced_service(ns, {"apiVersion": "v1", "kind": "Service",
@@ -448,15 +444,11 @@ def test_service_defaults(core, ns):
     assert s.spec.cluster_ip and s.spec.cluster_ip != "None"
 
 
-@pytest.mark.xfail(strict=True, reason="kube-sim semantics: a new Pod gets no status "
-                   "(kube-apiserver sets status.phase=Pending and qosClass)")
 def test_new_pod_is_pending(core, ns):
     p = core.create_namespaced_pod(ns, pod(uid("pend"), ns))
     assert p.status is not None and p.status.phase == "Pending"
 
 
-@pytest.mark.xfail(strict=True, reason="kube-sim semantics: dryRun=All is ignored; the object "
-                   "is stored (kubectl apply --dry-run=server creates it)")
 def test_dry_run_does_not_persist(core, ns):
     name = uid("dry")
     created = core.create_namespaced_pod(ns, pod(name, ns), dry_run="All")

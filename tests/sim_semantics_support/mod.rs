@@ -190,8 +190,9 @@ pub struct Watch {
 
 impl Watch {
     /// Next event as (type, object); None when the stream ended or stalled.
+    /// Empty chunks (liveness probes the HTTP layer never writes) are skipped.
     pub fn next(&self) -> Option<(String, Value)> {
-        let chunk = self.rx.recv_timeout(Duration::from_secs(3)).ok()?;
+        let chunk = self.chunk(3000)?;
         assert_eq!(
             chunk.last(),
             Some(&b'\n'),
@@ -204,6 +205,18 @@ impl Watch {
         ))
     }
 
+    fn chunk(&self, ms: u64) -> Option<Vec<u8>> {
+        let deadline = std::time::Instant::now() + Duration::from_millis(ms);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(c) if c.is_empty() => continue,
+                Ok(c) => return Some(c),
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Next event's (type, name).
     pub fn next_name(&self) -> Option<(String, String)> {
         self.next()
@@ -212,7 +225,7 @@ impl Watch {
 
     /// Whether nothing arrives within `ms`.
     pub fn quiet(&self, ms: u64) -> bool {
-        self.rx.recv_timeout(Duration::from_millis(ms)).is_err()
+        self.chunk(ms).is_none()
     }
 
     /// Whether the stream ends (all senders dropped) within 3 s.

@@ -1,0 +1,89 @@
+//! Store population outside the REST path: the four namespaces every
+//! cluster starts with, and `load_list` (kube-sim `--load`), which creates
+//! the items of a v1 List through the same create strategy, defaulting and
+//! validation as POST.
+
+use super::objects::{namespace_info, prepare_create};
+use super::resources::lookup_kind;
+use super::store::{Key, Store};
+use serde_json::{json, Value};
+
+/// Create the four namespaces every cluster starts with.
+pub fn create_default_namespaces(store: &Store) {
+    let Some(info) = lookup_kind("v1", "Namespace") else {
+        return;
+    };
+    let now = store.clock().wall();
+    store.txn(|t| {
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let mut v = json!({"metadata": {}});
+            prepare_create(info, &mut v, name, "", now);
+            t.put(&Key::new(info, "", name), "create", v);
+        }
+    });
+}
+
+/// Create the items of a `v1 List` as given (status, uid and
+/// creationTimestamp kept, so ownerReferences inside the file resolve),
+/// namespaces first, with defaulting and validation. Stops at the first bad
+/// item; the items before it stay created.
+pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
+    let items = list
+        .get("items")
+        .and_then(Value::as_array)
+        .ok_or("the List has no items array")?;
+    let mut parsed = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let api_version = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
+        let info = lookup_kind(api_version, kind)
+            .ok_or_else(|| format!("items[{i}]: kind {kind:?} of {api_version:?} is not served"))?;
+        let name = item
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("items[{i}]: metadata.name is missing"))?;
+        let ns = item
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        let body = if super::eventsapi::is_events_api(info) {
+            super::eventsapi::to_core(item)
+        } else {
+            item.clone()
+        };
+        parsed.push((info, ns.to_string(), name.to_string(), body));
+    }
+    parsed.sort_by_key(|(info, ..)| info.resource != "namespaces");
+    let now = store.clock().wall();
+    store.txn(|t| {
+        for (info, ns, name, mut v) in parsed {
+            let key = Key::new(info, &ns, &name);
+            if t.get(&key).is_some() {
+                return Err(format!("{} {name:?} already exists", info.resource));
+            }
+            if info.namespaced && t.get(&Key::new(namespace_info(), "", &ns)).is_none() {
+                return Err(format!(
+                    "namespaces {ns:?} not found (for {} {name:?})",
+                    info.resource
+                ));
+            }
+            let status = v.get("status").cloned();
+            let kept: Vec<(&str, Value)> = ["uid", "creationTimestamp"]
+                .into_iter()
+                .filter_map(|f| v.pointer(&format!("/metadata/{f}")).map(|x| (f, x.clone())))
+                .collect();
+            prepare_create(info, &mut v, &name, &ns, now);
+            for (f, x) in kept {
+                v["metadata"][f] = x;
+            }
+            if let (Some(s), false) = (status, info.resource == "namespaces") {
+                v["status"] = s;
+            }
+            super::defaults::apply(t, info, &mut v, None);
+            super::validate::validate(info, None, &v)
+                .map_err(|e| format!("{} {name:?}: {}", info.resource, e.message))?;
+            t.put(&key, "create", v);
+        }
+        Ok(items.len())
+    })
+}
