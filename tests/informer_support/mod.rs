@@ -55,7 +55,7 @@ pub fn pod_key(ns: &str, name: &str) -> Key {
 pub fn set_gen(sim: &SimServer, ns: &str, name: &str, gen: u32) {
     let key = pod_key(ns, name);
     sim.store().txn(|t| {
-        let mut v = t.get(&key).expect("pod exists").value.clone();
+        let mut v = t.get(&key).expect("pod exists").value();
         v["metadata"]["labels"]["gen"] = json!(gen.to_string());
         t.put(&key, "update", v);
     });
