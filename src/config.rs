@@ -15,6 +15,7 @@ mod effective;
 mod raw;
 mod validate;
 
+pub use crate::names::{is_dns1123_label, is_dns1123_subdomain};
 pub use duration::{format_duration, parse_duration};
 
 use effective::{flatten, Effective};
@@ -265,22 +266,6 @@ pub fn random_uuid() -> String {
         0x8000 | ((b >> 48) & 0x3fff),
         b & 0xffff_ffff_ffff
     )
-}
-
-/// RFC 1123 label: 1–63 lower-case alphanumerics or '-', alphanumeric at both ends.
-pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
-/// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
 #[cfg(test)]

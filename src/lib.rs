@@ -23,6 +23,7 @@ pub mod kube;
 pub mod logging;
 pub mod metrics;
 pub mod model;
+pub mod names;
 pub mod sdnotify;
 pub mod shutdown;
 pub mod signals;

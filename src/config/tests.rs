@@ -250,25 +250,6 @@ fn restart_changes_exclude_log_level_and_generated_identity() {
 }
 
 #[test]
-fn dns_names() {
-    let cases = [
-        ("kube-system", true, true),
-        ("a", true, true),
-        ("endpointd.example.com", false, true),
-        ("-a", false, false),
-        ("a-", false, false),
-        ("A", false, false),
-        ("", false, false),
-        ("a..b", false, false),
-    ];
-    for (s, label, sub) in cases {
-        assert_eq!(is_dns1123_label(s), label, "label {s:?}");
-        assert_eq!(is_dns1123_subdomain(s), sub, "subdomain {s:?}");
-    }
-    assert!(!is_dns1123_label(&"a".repeat(64)));
-}
-
-#[test]
 fn uuid_shape() {
     let u = random_uuid();
     let parts: Vec<&str> = u.split('-').collect();

@@ -262,12 +262,7 @@ pub fn delete_collection(
     namespace: Option<&str>,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let sel = Selectors::parse_for(
-        info.resource,
-        req.query("labelSelector"),
-        req.query("fieldSelector"),
-    )
-    .map_err(|e| bad_request(e.0))?;
+    let sel = Selectors::from_request(info.resource, req)?;
     let opts = DeleteOptions::parse(req)?;
     let now = store.clock().wall();
     let (rv, done) = store.txn(|t| {

@@ -164,12 +164,7 @@ pub fn list(
     namespace: Option<&str>,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let sel = Selectors::parse_for(
-        info.resource,
-        req.query("labelSelector"),
-        req.query("fieldSelector"),
-    )
-    .map_err(|e| bad_request(e.0))?;
+    let sel = Selectors::from_request(info.resource, req)?;
     let limit = match req.query("limit").filter(|s| !s.is_empty()) {
         Some(s) => s
             .parse::<i64>()

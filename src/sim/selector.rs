@@ -348,6 +348,20 @@ impl Selectors {
         })
     }
 
+    /// The `labelSelector` and `fieldSelector` query parameters of a
+    /// request; a malformed one is a 400 BadRequest.
+    pub fn from_request(
+        resource: &str,
+        req: &crate::httpd::Request,
+    ) -> Result<Selectors, super::status::ApiError> {
+        Selectors::parse_for(
+            resource,
+            req.query("labelSelector"),
+            req.query("fieldSelector"),
+        )
+        .map_err(|e| super::apierrors::bad_request(e.0))
+    }
+
     /// Whether both are empty.
     pub fn is_empty(&self) -> bool {
         self.labels.is_empty() && self.fields.is_empty()

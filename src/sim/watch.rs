@@ -11,7 +11,7 @@
 //! No thread per watch; this module never sleeps or reads time itself.
 
 use super::list::{parse_rv, too_large};
-use super::objects::{bad_request, is_converted, Obj};
+use super::objects::{is_converted, Obj};
 use super::resources::ResourceInfo;
 use super::selector::{FieldRequirement, Selectors};
 use super::status::ApiError;
@@ -130,12 +130,7 @@ fn prepare(
     name: Option<&str>,
     req: &Request,
 ) -> Result<Prepared, ApiError> {
-    let mut sel = Selectors::parse_for(
-        info.resource,
-        req.query("labelSelector"),
-        req.query("fieldSelector"),
-    )
-    .map_err(|e| bad_request(e.0))?;
+    let mut sel = Selectors::from_request(info.resource, req)?;
     if let Some(n) = name {
         sel.fields.0.push(FieldRequirement {
             field: "metadata.name".into(),
