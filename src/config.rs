@@ -64,6 +64,9 @@ pub struct Kubernetes {
     pub burst: u32,
     /// Timeout of ordinary (non-watch) requests.
     pub request_timeout: Duration,
+    /// Informers sync through watch-list (`sendInitialEvents`) instead of
+    /// paginated LISTs.
+    pub watch_list: bool,
 }
 
 /// Lease-based leader election (coordination.k8s.io/v1).

@@ -1,13 +1,19 @@
 //! The daemon's life cycle: load the configuration, set up logging, signals
-//! and systemd notification, run until told to stop, stop cleanly.
+//! and systemd notification, connect to the API server, keep the caches in
+//! sync, run until told to stop, stop cleanly.
 //!
-//! Owns wiring and supervision only. This build has no controllers wired
-//! yet (later issues add watchers, workers and leader election); `run` says
-//! so plainly in its log and in its systemd STATUS instead of pretending to
-//! work. It never writes to the API server.
+//! Owns wiring and supervision only. This build syncs the caches the
+//! controllers will read but has no controller wired yet (later issues add
+//! the workers and leader election); `run` says so plainly in its log, its
+//! `/readyz` and its systemd STATUS instead of pretending to work. It never
+//! writes to the API server.
 
+use crate::caches::{self, Caches};
+use crate::clock::{RealClock, SharedClock};
 use crate::config::{Config, ConfigErrors};
 use crate::health::{self, Readiness};
+use crate::kube::{self, Client, ClientConfig};
+use crate::metrics::Registry;
 use crate::sdnotify::{self, Notifier};
 use crate::shutdown::Shutdown;
 use crate::{logging, signals};
@@ -15,28 +21,53 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Why the daemon could not run.
+/// Why the daemon could not run, or stopped with a failure.
 #[derive(Debug)]
 pub enum DaemonError {
     /// The configuration file is missing or invalid.
     Config(ConfigErrors),
-    /// Setting up the process failed (signals, threads).
+    /// No usable API client (kubeconfig, credentials, TLS material).
+    Client(kube::Error),
+    /// Setting up the process failed (signals, threads, listen address).
     Setup(String),
+    /// Something the daemon depends on stopped while running.
+    Failed(String),
 }
 
 impl std::fmt::Display for DaemonError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DaemonError::Config(e) => write!(f, "{e}"),
+            DaemonError::Client(e) => write!(f, "cannot set up the API client: {e}"),
             DaemonError::Setup(e) => write!(f, "cannot start: {e}"),
+            DaemonError::Failed(e) => write!(f, "stopped: {e}"),
         }
     }
 }
 
 impl std::error::Error for DaemonError {}
 
-/// What this build does not do yet; logged at start and shown in STATUS.
-pub const NOT_YET: &str = "controllers are not wired in this build: nothing is watched and no Endpoints or EndpointSlices are written";
+/// What this build does not do yet; logged at start and shown in STATUS
+/// and `/readyz`.
+pub const NOT_YET: &str = "controllers are not wired in this build: the caches sync, but no Endpoints or EndpointSlices are written";
+
+/// How often the supervisor looks at the caches when systemd asks for no
+/// faster watchdog pings.
+const SUPERVISE_EVERY: Duration = Duration::from_secs(1);
+
+/// The API client the configuration describes.
+pub fn client(
+    cfg: &Config,
+    clock: SharedClock,
+    registry: &Registry,
+) -> Result<Client, kube::Error> {
+    let k = &cfg.kubernetes;
+    let mut cc = ClientConfig::infer(k.kubeconfig.as_deref(), k.context.as_deref())?;
+    cc.qps = k.qps as f32;
+    cc.burst = k.burst;
+    cc.request_timeout = k.request_timeout;
+    Client::new(cc, clock, Some(registry))
+}
 
 /// Run until SIGTERM/SIGINT. Returns after a graceful stop.
 pub fn run(path: &Path) -> Result<(), DaemonError> {
@@ -48,18 +79,20 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         path.display(),
         cfg.leader_election.identity
     );
+    let clock = RealClock::shared();
+    let registry = Registry::new();
+    build_info(&registry);
+    let client = client(&cfg, Arc::clone(&clock), &registry).map_err(DaemonError::Client)?;
+    log::info!("API server {}", client.server());
     log::warn!("{NOT_YET}");
-    let listen = cfg.server.listen;
     let shutdown = Shutdown::new();
-    let current = Arc::new(Mutex::new(cfg));
+    let current = Arc::new(Mutex::new(cfg.clone()));
     let reload_path: PathBuf = path.to_path_buf();
     let reload_cfg = Arc::clone(&current);
     let sig = signals::install(shutdown.clone(), move || reload(&reload_path, &reload_cfg))
         .map_err(|e| DaemonError::Setup(format!("signal handlers: {e}")))?;
-    let registry = crate::metrics::Registry::new();
-    build_info(&registry);
-    let readiness = Readiness::not_ready(NOT_YET);
-    let server = match listen {
+    let readiness = Readiness::not_ready("caches not synced");
+    let server = match cfg.server.listen {
         Some(addr) => Some(
             health::start(addr, Arc::clone(&registry), readiness.clone())
                 .map_err(|e| DaemonError::Setup(format!("server.listen = \"{addr}\": {e}")))?,
@@ -72,22 +105,60 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
             s.local_addr()
         );
     }
+    let env = caches::Env {
+        clock,
+        registry: Arc::clone(&registry),
+        shutdown: shutdown.clone(),
+    };
+    let caches = Caches::start(&client, &cfg, &env)
+        .map_err(|e| DaemonError::Setup(format!("informer threads: {e}")))?;
     let notifier = Notifier::from_env();
-    notify(notifier.ready(&format!("idle: {NOT_YET}")));
-    let tick = sdnotify::watchdog_interval()
-        .map(|w| w / 2)
-        .unwrap_or(Duration::from_secs(3600));
-    while !shutdown.wait_timeout(tick) {
-        // No workers or watchers exist yet, so there is nothing whose
-        // liveness to check before the ping.
-        notify(notifier.watchdog());
-    }
+    notify(notifier.ready(&format!("syncing caches; {NOT_YET}")));
+    let outcome = supervise(&caches, &shutdown, &readiness, &notifier);
     notify(notifier.stopping("shutting down"));
+    shutdown.trigger();
+    caches.stop();
     if let Some(s) = server {
         s.shutdown();
     }
     sig.close();
     log::info!("stopped");
+    outcome
+}
+
+/// Watch the caches until shutdown: mark readiness and STATUS once they
+/// synced, ping the watchdog only while every watcher thread runs, and fail
+/// (so systemd restarts us) if one stopped.
+fn supervise(
+    caches: &Caches,
+    shutdown: &Shutdown,
+    readiness: &Readiness,
+    notifier: &Notifier,
+) -> Result<(), DaemonError> {
+    let tick = sdnotify::watchdog_interval()
+        .map(|w| (w / 2).min(SUPERVISE_EVERY))
+        .unwrap_or(SUPERVISE_EVERY);
+    let mut synced = false;
+    while !shutdown.wait_timeout(tick) {
+        if !caches.alive() {
+            log::error!("a cache stopped updating; exiting so that systemd restarts endpointd");
+            return Err(DaemonError::Failed("a cache stopped updating".into()));
+        }
+        if !synced {
+            let missing = caches.unsynced();
+            if missing.is_empty() {
+                synced = true;
+                log::info!("caches synced: {}", caches.summary());
+                readiness.set(Some(NOT_YET));
+                notify(
+                    notifier.status(&format!("caches synced ({}); {NOT_YET}", caches.summary())),
+                );
+            } else {
+                readiness.set(Some(&format!("caches not synced: {}", missing.join(", "))));
+            }
+        }
+        notify(notifier.watchdog());
+    }
     Ok(())
 }
 

@@ -125,7 +125,7 @@ fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the parenthesised command name; utime and stime are the
     // 14th and 15th fields of the whole line.
-    let rest = &stat[stat.rfind(')')? + 2..];
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
     let f: Vec<&str> = rest.split_whitespace().collect();
     let utime: f64 = f.get(11)?.parse().ok()?;
     let stime: f64 = f.get(12)?.parse().ok()?;

@@ -12,6 +12,7 @@
 //!
 //! A lease thread decides whether this process may write at all.
 
+pub mod caches;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use endpointd::sim::server::{SimOptions, SimServer};
+
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_endpointd"));
     c.env_remove("ENDPOINTD_CONFIG")
@@ -28,6 +30,40 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write file");
     p
+}
+
+/// A kube-sim on loopback with `pods` pods in `default`, and a kubeconfig for it.
+fn sim_with_pods(dir: &Path, listen: &str, pods: usize) -> (SimServer, PathBuf) {
+    let opts = SimOptions {
+        listen: listen.parse().expect("listen address"),
+        ..SimOptions::default()
+    };
+    let sim = SimServer::start(opts).expect("start kube-sim");
+    let items: Vec<serde_json::Value> = (0..pods)
+        .map(|i| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("web-{i}"), "namespace": "default", "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "img"}]}})
+        })
+        .collect();
+    sim.store()
+        .load_list(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}))
+        .expect("load pods");
+    let kc = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kc).expect("kubeconfig");
+    (sim, kc)
+}
+
+/// A config file using `kubeconfig` plus `extra` TOML.
+fn config_with(dir: &Path, kubeconfig: &Path, extra: &str) -> PathBuf {
+    write(
+        dir,
+        "c.toml",
+        &format!(
+            "[kubernetes]\nkubeconfig = {:?}\n{extra}",
+            kubeconfig.display().to_string()
+        ),
+    )
 }
 
 fn out(c: &mut Command) -> (i32, String, String) {
@@ -185,7 +221,12 @@ fn wait_for_file(p: &Path, needle: &str) -> String {
 #[test]
 fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
     let d = tmpdir("run");
-    let cfg = write(&d, "c.toml", "[log]\nlevel = \"info\"\n");
+    let (_sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 3);
+    let cfg = config_with(
+        &d,
+        &kc,
+        "[server]\nlisten = \"\"\n[log]\nlevel = \"info\"\n",
+    );
     let sock_path = d.join("notify.sock");
     let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
     sock.set_read_timeout(Some(Duration::from_millis(200)))
@@ -210,12 +251,26 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
         .expect("spawn");
     let ready = recv_until(&sock, "READY=1");
     assert!(
-        ready.contains("STATUS=idle: controllers are not wired"),
+        ready.contains("STATUS=syncing caches; controllers are not wired"),
         "{ready}"
+    );
+    let synced = recv_until(&sock, "STATUS=caches synced");
+    assert!(
+        synced
+            .contains("(3 pods, 0 services, 0 nodes, 4 namespaces, 0 endpoints, 0 endpointslices)"),
+        "{synced}"
     );
     recv_until(&sock, "WATCHDOG=1");
 
-    std::fs::write(&cfg, "[log]\nlevel = \"debug\"\n[endpoints]\nworkers = 2\n").expect("rewrite");
+    let base = format!(
+        "[kubernetes]\nkubeconfig = {:?}\n[server]\nlisten = \"\"\n",
+        kc.display().to_string()
+    );
+    std::fs::write(
+        &cfg,
+        format!("{base}[log]\nlevel = \"debug\"\n[endpoints]\nworkers = 2\n"),
+    )
+    .expect("rewrite");
     kill(child.id(), "-HUP");
     let log = wait_for_file(&log_path, "take effect only after a restart");
     assert!(
@@ -224,7 +279,7 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
     );
     assert!(log.contains("<4>endpointd::daemon: reload: these changed settings take effect only after a restart: endpoints.workers"), "{log}");
 
-    std::fs::write(&cfg, "[log]\nlevel = \"nope\"\n").expect("rewrite");
+    std::fs::write(&cfg, format!("{base}[log]\nlevel = \"nope\"\n")).expect("rewrite");
     kill(child.id(), "-HUP");
     let log = wait_for_file(&log_path, "keeping the running configuration");
     assert!(
@@ -296,8 +351,9 @@ fn free_port() -> u16 {
 #[test]
 fn run_serves_health_and_metrics_and_is_honestly_not_ready() {
     let d = tmpdir("serve");
+    let (_sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 7);
     let addr = format!("127.0.0.1:{}", free_port());
-    let cfg = write(&d, "c.toml", &format!("[server]\nlisten = \"{addr}\"\n"));
+    let cfg = config_with(&d, &kc, &format!("[server]\nlisten = \"{addr}\"\n"));
     let mut child = bin()
         .args(["run", "--config"])
         .arg(&cfg)
@@ -311,12 +367,8 @@ fn run_serves_health_and_metrics_and_is_honestly_not_ready() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(http_get(&addr, "/healthz"), (200, "ok\n".to_string()));
-    let (code, body) = http_get(&addr, "/readyz");
-    assert_eq!(code, 503);
-    assert!(
-        body.starts_with("not ready: controllers are not wired"),
-        "{body}"
-    );
+    let body = wait_for_readyz(&addr, "not ready: controllers are not wired");
+    assert!(body.contains("the caches sync"), "{body}");
     let (code, body) = http_get(&addr, "/metrics");
     assert_eq!(code, 200);
     assert!(
@@ -327,6 +379,18 @@ fn run_serves_health_and_metrics_and_is_honestly_not_ready() {
         "{body}"
     );
     assert!(body.contains("process_resident_memory_bytes"), "{body}");
+    assert!(
+        body.contains("endpointd_informer_objects{resource=\"pods\"} 7"),
+        "{body}"
+    );
+    assert!(
+        body.contains("endpointd_informer_synced{resource=\"endpointslices.discovery.k8s.io\"} 1"),
+        "{body}"
+    );
+    assert!(
+        body.contains("rest_client_requests_total{verb=\"list\",resource=\"pods\",code=\"200\"}"),
+        "{body}"
+    );
     kill(child.id(), "-TERM");
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(0));
@@ -335,13 +399,86 @@ fn run_serves_health_and_metrics_and_is_honestly_not_ready() {
 #[test]
 fn run_fails_clearly_when_the_listen_address_is_taken() {
     let d = tmpdir("taken");
+    let (_sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 0);
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = taken.local_addr().expect("addr");
-    let cfg = write(&d, "c.toml", &format!("[server]\nlisten = \"{addr}\"\n"));
+    let cfg = config_with(&d, &kc, &format!("[server]\nlisten = \"{addr}\"\n"));
     let (code, _, stderr) = out(bin().args(["run", "-c"]).arg(&cfg));
     assert_eq!(code, 1);
     assert!(
         stderr.contains(&format!("server.listen = \"{addr}\"")),
         "{stderr}"
     );
+}
+
+fn wait_for_readyz(addr: &str, prefix: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (code, body) = http_get(addr, "/readyz");
+        if body.starts_with(prefix) {
+            assert_eq!(code, 503, "{body}");
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz never said {prefix:?}; last: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn run_without_a_usable_kubeconfig_exits_1_naming_it() {
+    let d = tmpdir("no-kubeconfig");
+    let missing = d.join("absent.kubeconfig");
+    let cfg = config_with(&d, &missing, "[server]\nlisten = \"\"\n");
+    let (code, _, stderr) = out(bin().args(["run", "-c"]).arg(&cfg));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("cannot set up the API client"), "{stderr}");
+    assert!(stderr.contains("absent.kubeconfig"), "{stderr}");
+    let bad = write(&d, "bad.kubeconfig", "apiVersion: v1\nclusters: [\n");
+    let cfg = config_with(&d, &bad, "[server]\nlisten = \"\"\n");
+    let (code, _, stderr) = out(bin().args(["run", "-c"]).arg(&cfg));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("bad.kubeconfig"), "{stderr}");
+}
+
+#[test]
+fn run_keeps_going_while_the_api_server_is_down_and_syncs_once_it_is_up() {
+    let d = tmpdir("late-apiserver");
+    let api = format!("127.0.0.1:{}", free_port());
+    // Write the kubeconfig of a kube-sim on `api`, then stop it: the daemon
+    // starts with nothing listening there.
+    let (sim, kc) = sim_with_pods(&d, &api, 0);
+    sim.stop();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let cfg = config_with(&d, &kc, &format!("[server]\nlisten = \"{addr}\"\n"));
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < deadline, "endpoint never came up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let body = wait_for_readyz(&addr, "not ready: caches not synced: ");
+    assert!(body.contains("pods"), "{body}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "must keep running while the API server is down"
+    );
+    let (_sim, _) = sim_with_pods(&d, &api, 2);
+    wait_for_readyz(&addr, "not ready: controllers are not wired");
+    let (_, metrics) = http_get(&addr, "/metrics");
+    assert!(
+        metrics.contains("endpointd_informer_objects{resource=\"pods\"} 2"),
+        "{metrics}"
+    );
+    kill(child.id(), "-TERM");
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
 }

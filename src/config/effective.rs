@@ -19,6 +19,7 @@ impl Effective {
                 qps: k.qps,
                 burst: k.burst,
                 request_timeout: format_duration(k.request_timeout),
+                watch_list: k.watch_list,
             },
             leader_election: EffLeaderElection {
                 enabled: le.enabled,
@@ -84,6 +85,7 @@ struct EffKubernetes {
     qps: f64,
     burst: u32,
     request_timeout: String,
+    watch_list: bool,
 }
 
 #[derive(Serialize)]

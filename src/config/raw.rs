@@ -28,6 +28,7 @@ pub struct Kubernetes {
     pub qps: Field<f64>,
     pub burst: Field<i64>,
     pub request_timeout: Field<String>,
+    pub watch_list: Field<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

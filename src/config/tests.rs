@@ -17,6 +17,7 @@ fn empty_file_gives_documented_defaults() {
     assert_eq!(c.kubernetes.qps, 20.0);
     assert_eq!(c.kubernetes.burst, 30);
     assert_eq!(c.kubernetes.request_timeout, Duration::from_secs(30));
+    assert!(!c.kubernetes.watch_list);
     let le = &c.leader_election;
     assert!(le.enabled);
     assert_eq!(le.lease_namespace, "kube-system");
@@ -59,6 +60,7 @@ fn shipped_config_toml_is_the_defaults() {
         "qps",
         "burst",
         "request_timeout",
+        "watch_list",
         "enabled",
         "lease_namespace",
         "lease_name",
@@ -90,6 +92,7 @@ context = "edge"
 qps = 5.5
 burst = 7
 request_timeout = "10s"
+watch_list = true
 [leader_election]
 enabled = false
 lease_namespace = "endpointd-system"
@@ -119,6 +122,7 @@ level = "debug"
     );
     assert_eq!(c.kubernetes.context.as_deref(), Some("edge"));
     assert_eq!((c.kubernetes.qps, c.kubernetes.burst), (5.5, 7));
+    assert!(c.kubernetes.watch_list);
     assert!(!c.leader_election.enabled);
     assert_eq!(c.leader_election.identity, "node-a");
     assert!(!c.leader_election.identity_generated);

@@ -145,6 +145,7 @@ impl Validator<'_> {
             qps,
             burst,
             request_timeout,
+            watch_list: r.watch_list.map(|s| s.into_inner()).unwrap_or(false),
         }
     }
 

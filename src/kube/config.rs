@@ -79,9 +79,7 @@ impl ClientConfig {
             message: format!("cannot read kubeconfig: {e}"),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        let mut cfg = ClientConfig::from_kubeconfig_str(&yaml, base, context)?;
-        cfg.source = path.display().to_string();
-        Ok(cfg)
+        ClientConfig::from_kubeconfig_source(&yaml, &path.display().to_string(), base, context)
     }
 
     /// Parse kubeconfig YAML; relative paths resolve against `base_dir`.
@@ -91,14 +89,24 @@ impl ClientConfig {
         context: Option<&str>,
     ) -> Result<ClientConfig, Error> {
         let source = base_dir.join("(kubeconfig)").display().to_string();
-        let r = kubeconfig::resolve(yaml, &source, base_dir, context)?;
+        ClientConfig::from_kubeconfig_source(yaml, &source, base_dir, context)
+    }
+
+    /// Parse kubeconfig YAML read from `source` (named in every error).
+    fn from_kubeconfig_source(
+        yaml: &str,
+        source: &str,
+        base_dir: &Path,
+        context: Option<&str>,
+    ) -> Result<ClientConfig, Error> {
+        let r = kubeconfig::resolve(yaml, source, base_dir, context)?;
         let load = |p: Option<PemSource>, field: &str| -> Result<Option<Vec<u8>>, Error> {
             match p {
                 None => Ok(None),
                 Some(PemSource::Data(d)) => Ok(Some(d)),
                 Some(PemSource::File(f)) => {
                     std::fs::read(&f).map(Some).map_err(|e| Error::Config {
-                        source: source.clone(),
+                        source: source.to_string(),
                         field: field.into(),
                         message: format!("cannot read {}: {e}", f.display()),
                     })
@@ -106,7 +114,7 @@ impl ClientConfig {
             }
         };
         let mut cfg = ClientConfig::new(&r.server);
-        cfg.source = source.clone();
+        cfg.source = source.to_string();
         cfg.tls = TlsMaterial {
             ca_pem: load(r.ca, "certificate-authority")?,
             client_cert_pem: load(r.client_cert, "client-certificate")?,
