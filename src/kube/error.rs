@@ -39,7 +39,7 @@ pub struct Status {
     /// `Status.details.causes`.
     pub causes: Vec<Cause>,
     /// `Status.details.retryAfterSeconds`, or the `Retry-After` header,
-    /// capped at [`MAX_RETRY_AFTER`].
+    /// capped at `MAX_RETRY_AFTER` (10 minutes).
     pub retry_after: Option<Duration>,
 }
 
