@@ -2,6 +2,9 @@
 //! cluster starts with, and `load_list` (kube-sim `--load`), which creates
 //! the items of a v1 List through the same create strategy, defaulting and
 //! validation as POST.
+//!
+//! It must never bypass the shape check, defaulting or validation a POST
+//! gets, and never overwrite an object that already exists.
 
 use super::objects::{namespace_info, prepare_create};
 use super::resources::lookup_kind;
