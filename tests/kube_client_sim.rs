@@ -280,8 +280,13 @@ fn huge_retry_after_from_the_server_is_capped() {
     let mut cfg = config(&s);
     cfg.max_retries = 0;
     let c = Client::new(cfg, RealClock::shared(), None).expect("client");
-    s.faults()
-        .fail_next(1, Some(Verb::List), Some("pods".into()), 429, Some(u64::MAX));
+    s.faults().fail_next(
+        1,
+        Some(Verb::List),
+        Some("pods".into()),
+        429,
+        Some(u64::MAX),
+    );
     let e = c
         .list::<Pod>(&PODS, Some("default"), &ListParams::default())
         .expect_err("429");

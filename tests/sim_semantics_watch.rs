@@ -358,5 +358,8 @@ fn huge_timeout_seconds_and_bookmark_interval_do_not_overflow() {
     assert_eq!(w.next_name(), ev("ADDED", "a"));
     assert!(sim.clock.wait_for_sleepers(1, Duration::from_secs(3)));
     sim.clock.step(Duration::from_secs(3600));
-    assert!(w.quiet(50), "no deadline and no bookmark: the stream stays open");
+    assert!(
+        w.quiet(50),
+        "no deadline and no bookmark: the stream stays open"
+    );
 }

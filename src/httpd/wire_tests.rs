@@ -190,7 +190,8 @@ fn response_framing() {
 fn chunk_size_overflow_is_rejected_without_panic() {
     // A 1-byte chunk, then a chunk size of usize::MAX: `body.len() + size`
     // used to overflow (debug panic; release wrap then a slice panic).
-    let raw = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\nffffffffffffffff\r\n";
+    let raw =
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\nffffffffffffffff\r\n";
     for max_body in [1024, usize::MAX] {
         let mut r = RequestReader::new(max_body);
         let got = r.next(&mut Pipe::new(raw, 64), peer());

@@ -375,7 +375,10 @@ mod tests {
         assert_eq!(s.retry_after, Some(MAX_RETRY_AFTER));
         let s = Status::from_body(503, b"", Some(Duration::MAX));
         assert_eq!(s.retry_after, Some(MAX_RETRY_AFTER));
-        assert_eq!(parse_retry_after("18446744073709551615"), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after("18446744073709551615"),
+            Some(MAX_RETRY_AFTER)
+        );
         assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         // Still usable as an Instant offset.

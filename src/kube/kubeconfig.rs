@@ -206,8 +206,12 @@ pub fn resolve(
         base: base_dir,
     };
     let options = serde_saphyr::options! { with_snippet: false };
-    let kc: Kubeconfig = serde_saphyr::from_str_with_options(yaml, options)
-        .map_err(|e| cx.err("(file)", format!("not a valid kubeconfig: {}", yaml_error(&e))))?;
+    let kc: Kubeconfig = serde_saphyr::from_str_with_options(yaml, options).map_err(|e| {
+        cx.err(
+            "(file)",
+            format!("not a valid kubeconfig: {}", yaml_error(&e)),
+        )
+    })?;
     let sel = select(&cx, &kc, context)?;
     let (cluster, user) = (sel.cluster, sel.user);
     let server = cluster

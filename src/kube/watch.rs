@@ -258,9 +258,7 @@ impl<T: DeserializeOwned> Iterator for WatchStream<T> {
                 self.done = true;
                 return Some(Err(Error::Decode {
                     what: "watch event".into(),
-                    detail: format!(
-                        "event line longer than the limit of {MAX_EVENT_LINE} bytes"
-                    ),
+                    detail: format!("event line longer than the limit of {MAX_EVENT_LINE} bytes"),
                 }));
             }
             let complete = self.line.last() == Some(&b'\n');
@@ -384,10 +382,13 @@ mod tests {
             Err(e @ Error::Decode { detail, .. }) => {
                 assert!(detail.contains(&MAX_EVENT_LINE.to_string()), "{e}");
             }
-            other => panic!("expected a decode error, got {:?}", other.as_ref().map(|_| "event")),
+            other => panic!(
+                "expected a decode error, got {:?}",
+                other.as_ref().map(|_| "event")
+            ),
         }
         // An ordinary event still decodes.
-        let ok = format!(r#"{{"type":"ADDED","object":{{"metadata":{{"name":"a"}}}}}}"#);
+        let ok = r#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#.to_string();
         assert!(matches!(stream(&(ok + "\n"))[..], [Ok(_)]));
     }
 }

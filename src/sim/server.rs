@@ -498,10 +498,8 @@ mod tests {
     #[test]
     fn write_kubeconfig_makes_an_existing_0644_file_0600() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!(
-            "endpointd-kubeconfig-mode-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("endpointd-kubeconfig-mode-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("kubeconfig");
         std::fs::write(&path, "old").expect("pre-create");

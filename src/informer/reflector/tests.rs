@@ -227,7 +227,11 @@ fn list_failure_backs_off_honours_retry_after_and_restarts_paging() {
 #[test]
 fn huge_retry_after_does_not_overflow_the_backoff_deadline() {
     let now = t0();
-    for ra in [Duration::MAX, Duration::from_secs(u64::MAX), MAX_BACKOFF_WAIT * 2] {
+    for ra in [
+        Duration::MAX,
+        Duration::from_secs(u64::MAX),
+        MAX_BACKOFF_WAIT * 2,
+    ] {
         let mut r: Reflector<Obj> = Reflector::new(cfg());
         r.next_action(now);
         let e = SourceError::transient("429").with_retry_after(Some(ra));
