@@ -273,6 +273,30 @@ fn retries_on_503_and_429_are_bounded_and_counted_by_the_sim() {
 }
 
 #[test]
+fn huge_retry_after_from_the_server_is_capped() {
+    // Header and details.retryAfterSeconds of u64::MAX seconds: kept
+    // uncapped, the informer's `now + retry_after` overflowed and panicked.
+    let s = sim(false, None);
+    let mut cfg = config(&s);
+    cfg.max_retries = 0;
+    let c = Client::new(cfg, RealClock::shared(), None).expect("client");
+    s.faults().fail_next(
+        1,
+        Some(Verb::List),
+        Some("pods".into()),
+        429,
+        Some(u64::MAX),
+    );
+    let e = c
+        .list::<Pod>(&PODS, Some("default"), &ListParams::default())
+        .expect_err("429");
+    let ra = e.retry_after().expect("retry-after kept");
+    assert_eq!(ra, Duration::from_secs(600), "capped at 10 minutes");
+    assert!(std::time::Instant::now().checked_add(ra).is_some());
+    s.stop();
+}
+
+#[test]
 fn paginated_list_watch_bookmarks_and_410() {
     let s = sim(false, None);
     let c = client(&s, RealClock::shared());

@@ -179,13 +179,24 @@ fn wrong_ca_names_the_server_and_the_verification_failure() {
     }
     let msg = e.to_string();
     assert!(msg.contains(&url) && msg.contains("UnknownIssuer"), "{msg}");
-    // insecure-skip-tls-verify gets through (and is logged as a warning).
-    let insecure = kubeconfig(
+    // insecure-skip-tls-verify together with a CA is refused, like
+    // client-go does (the CA would be silently ignored).
+    let both = kubeconfig(
         &url,
         &other.ca_pem,
         "    insecure-skip-tls-verify: true\n",
         "    token: t\n",
     );
+    match connect(&both) {
+        Err(Error::Config { field, .. }) => assert_eq!(field, "insecure-skip-tls-verify"),
+        other => panic!("insecure + CA: expected a config error, got {other:?}"),
+    }
+    // insecure-skip-tls-verify alone gets through (and is logged as a warning).
+    let insecure = kubeconfig(&url, &other.ca_pem, "", "    token: t\n").replace(
+        &format!("    certificate-authority-data: {}\n", b64(&other.ca_pem)),
+        "    insecure-skip-tls-verify: true\n",
+    );
+    assert!(!insecure.contains("certificate-authority"), "{insecure}");
     connect(&insecure).expect("insecure connect");
 }
 

@@ -223,3 +223,38 @@ fn validation_bodies() {
         "metadata.name"
     );
 }
+
+#[test]
+fn continue_token_from_the_future_or_another_namespace_is_rejected() {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let sim = Sim::new();
+    for i in 0..3 {
+        sim.create(PODS, NS, pod(&format!("p{i}")));
+    }
+    let now = sim.store.current_rv();
+    let tok = |rv: u64, start: &str| {
+        b64.encode(json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start}).to_string())
+    };
+    for (what, ns, token) in [
+        ("future rv", NS, tok(now + 100, "default/p0\u{0}")),
+        ("other namespace", NS, tok(now, "kube-system/p0\u{0}")),
+    ] {
+        let r = sim.list(PODS, ns, &[("limit", "1"), ("continue", &token)]);
+        assert_eq!(r.status, 400, "{what}: {}", r.body);
+        assert_eq!(r.body["reason"], "BadRequest", "{what}");
+        assert!(
+            r.body["message"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("continue key is not valid"),
+            "{what}: {}",
+            r.body
+        );
+    }
+    let ok = sim.list(PODS, NS, &[("continue", &tok(now, "default/p0\u{0}"))]);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(names(&ok.body), ["p1", "p2"]);
+    let all = sim.list(PODS, None, &[("continue", &tok(now, "a-ns/x\u{0}"))]);
+    assert_eq!(all.status, 200, "any namespace fits a cluster-wide list");
+}

@@ -337,3 +337,29 @@ fn concurrent_writers_every_watcher_sees_every_event_in_order() {
         assert_eq!(state, want, "replaying the stream gives the final state");
     }
 }
+
+#[test]
+fn huge_timeout_seconds_and_bookmark_interval_do_not_overflow() {
+    // `now + Duration::from_secs(u64::MAX)` used to panic in the handler.
+    let sim = Sim::with(StoreConfig {
+        history: 100,
+        bookmark_interval: Duration::MAX,
+    });
+    let w = sim.watch(
+        PODS,
+        NS,
+        &[
+            ("timeoutSeconds", "18446744073709551615"),
+            ("allowWatchBookmarks", "true"),
+        ],
+    );
+    assert_eq!(w.status, 200);
+    sim.create(PODS, NS, pod("a"));
+    assert_eq!(w.next_name(), ev("ADDED", "a"));
+    assert!(sim.clock.wait_for_sleepers(1, Duration::from_secs(3)));
+    sim.clock.step(Duration::from_secs(3600));
+    assert!(
+        w.quiet(50),
+        "no deadline and no bookmark: the stream stays open"
+    );
+}

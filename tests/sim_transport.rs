@@ -217,6 +217,49 @@ fn stream_producer_sees_client_going_away() {
 }
 
 #[test]
+fn streaming_peer_that_keeps_sending_is_disconnected() {
+    // The liveness probe of a stream buffers what the peer sends (a
+    // pipelined request); a peer that never stops used to grow that buffer
+    // by up to 4 KiB per tick for as long as the stream lasted.
+    let (s, echo) = echo_server(ServerOptions::default());
+    let mut c = TcpStream::connect(s.local_addr()).expect("connect");
+    c.write_all(b"GET /stream HTTP/1.1\r\n\r\n").expect("write");
+    let mut head = [0u8; 64];
+    let _ = c.read(&mut head).expect("head");
+    wait_until("stream sender", || {
+        !echo.senders.lock().expect("l").is_empty()
+    });
+    let tx = echo.senders.lock().expect("lock").pop().expect("sender");
+    let mut w = c.try_clone().expect("clone");
+    w.set_write_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let flood = std::thread::spawn(move || {
+        let junk = [b'x'; 4096];
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            match w.write(&junk) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => return,
+            }
+        }
+    });
+    // Empty chunks are liveness probes (what kube-sim's watch ticks send).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while tx.send(Vec::new()).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "a peer flooding a stream was never disconnected"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(c);
+    flood.join().expect("flood thread");
+    wait_until("connection deregistered", || s.connections() == 0);
+}
+
+#[test]
 fn large_bodies_and_head_requests_keep_framing() {
     let (s, _) = echo_server(ServerOptions::default());
     let a = agent();

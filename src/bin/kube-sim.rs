@@ -26,7 +26,8 @@ protocol.
   --token TOKEN              accept this bearer token (required without TLS)
   --kubeconfig-out PATH      write a kubeconfig for this server (mode 0600)
   --history N                watch events kept before 410 Expired (default 10000)
-  --bookmark-interval DUR    interval of BOOKMARK events, e.g. 1s, 500ms (default 1s)
+  --bookmark-interval DUR    interval of BOOKMARK events, e.g. 1s, 500ms (default 1s,
+                             at most 1h)
   --load FILE                create the items of a v1 List (JSON or YAML) at start
   -h, --help                 this text
 
@@ -50,6 +51,10 @@ enum Parsed {
     Run(Box<Cli>),
     Help,
 }
+
+/// Largest `--bookmark-interval` accepted: a real API server bookmarks about
+/// once a minute, and a larger value only risks `Instant` overflow.
+const MAX_BOOKMARK_INTERVAL: Duration = Duration::from_secs(3600);
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let d: jiff::SignedDuration = s.parse().map_err(|e| format!("bad duration {s:?}: {e}"))?;
@@ -94,7 +99,11 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Pars
             }
             Long("bookmark-interval") => {
                 let v = text(p.value().map_err(|e| e.to_string())?, "--bookmark-interval")?;
-                opts.bookmark_interval = parse_duration(&v)?;
+                let d = parse_duration(&v)?;
+                if d > MAX_BOOKMARK_INTERVAL {
+                    return Err(format!("--bookmark-interval {v:?}: must be at most 1h"));
+                }
+                opts.bookmark_interval = d;
             }
             Long("load") => opts.load = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
             _ => return Err(arg.unexpected().to_string()),
@@ -171,6 +180,7 @@ mod tests {
         ]) else {
             panic!("valid flags rejected");
         };
+        assert!(parse(&["--bookmark-interval", "1h"]).is_ok());
         assert!(cli.opts.tls);
         assert_eq!(cli.opts.token.as_deref(), Some("abc"));
         assert_eq!(cli.opts.history, 5);
@@ -181,6 +191,7 @@ mod tests {
             &["--listen", "nowhere"][..],
             &["--history", "-1"],
             &["--bookmark-interval", "soon"],
+            &["--bookmark-interval", "2h"],
             &["--token", ""],
             &["--bogus"],
             &["--listen"],

@@ -265,7 +265,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
             Ok(x) => x,
             Err(e) => {
                 log::warn!("httpd: accept failed: {e}");
-                std::thread::sleep(Duration::from_millis(10));
+                shared.opts.clock.sleep(Duration::from_millis(10));
                 continue;
             }
         };

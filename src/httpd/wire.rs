@@ -100,8 +100,17 @@ impl RequestReader {
     }
 
     /// Read whatever the peer sent into the buffer (kept for the next
-    /// request). `Ok(0)` means the peer closed its side.
+    /// request). `Ok(0)` means the peer closed its side. Once more than
+    /// [`MAX_HEAD`] bytes are buffered (a peer that keeps sending during a
+    /// stream, which no well-behaved client does) it fails with
+    /// `InvalidData` instead of growing the buffer without bound.
     pub fn fill_raw<S: Read>(&mut self, s: &mut S) -> io::Result<usize> {
+        if self.buf.len() > MAX_HEAD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "peer sent more than the request head limit while streaming",
+            ));
+        }
         let mut chunk = [0u8; 4096];
         let n = s.read(&mut chunk)?;
         self.buf.extend_from_slice(&chunk[..n]);
@@ -196,10 +205,13 @@ impl RequestReader {
                 while !self.take_line(s)?.is_empty() {}
                 return Ok(body);
             }
-            if body.len() + size > self.max_body {
+            // The size is client-controlled: compare without adding so a
+            // huge value cannot overflow.
+            if size > self.max_body.saturating_sub(body.len()) {
                 return Err(ReadError::BodyTooLarge);
             }
-            let data = self.take_exact(s, size + 2)?;
+            let framed = size.checked_add(2).ok_or(ReadError::BodyTooLarge)?;
+            let data = self.take_exact(s, framed)?;
             if &data[size..] != b"\r\n" {
                 return Err(ReadError::Bad("chunk not followed by CRLF".into()));
             }

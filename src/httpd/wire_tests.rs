@@ -1,3 +1,7 @@
+//! Unit tests of the HTTP/1.1 framing in `wire`: request heads and bodies
+//! fed through a scripted pipe in small pieces (partial reads, pipelining,
+//! malformed and oversized input) and the bytes of written responses.
+
 use super::*;
 use std::io::Cursor;
 
@@ -180,4 +184,45 @@ fn response_framing() {
     write_chunk(&mut out, b"").expect("empty chunk");
     write_last_chunk(&mut out).expect("last");
     assert_eq!(out, b"11\r\nhello world, 17 b\r\n0\r\n\r\n");
+}
+
+#[test]
+fn chunk_size_overflow_is_rejected_without_panic() {
+    // A 1-byte chunk, then a chunk size of usize::MAX: `body.len() + size`
+    // used to overflow (debug panic; release wrap then a slice panic).
+    let raw =
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\nffffffffffffffff\r\n";
+    for max_body in [1024, usize::MAX] {
+        let mut r = RequestReader::new(max_body);
+        let got = r.next(&mut Pipe::new(raw, 64), peer());
+        assert!(
+            matches!(got, Err(ReadError::BodyTooLarge)),
+            "max_body {max_body}: {got:?}"
+        );
+    }
+}
+
+/// Endless bytes, as from a peer that keeps sending during a watch.
+struct Flood;
+
+impl Read for Flood {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        buf.fill(b'x');
+        Ok(buf.len())
+    }
+}
+
+#[test]
+fn fill_raw_refuses_unbounded_growth_while_streaming() {
+    let mut r = RequestReader::new(1024);
+    let mut failed = None;
+    for i in 0..10_000 {
+        if let Err(e) = r.fill_raw(&mut Flood) {
+            failed = Some((i, e));
+            break;
+        }
+    }
+    let (_, e) = failed.expect("fill_raw kept buffering an endless peer");
+    assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    assert!(r.buf.len() <= MAX_HEAD + 4096, "buffered {}", r.buf.len());
 }

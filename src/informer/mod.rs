@@ -31,6 +31,12 @@
 //!   buckets). A relist holds the old and the new content until the swap,
 //!   so the peak is about twice the steady cache.
 //! - Handlers run on the watcher thread: keep them to "enqueue a key".
+//! - A relist notifies only what changed: adds, updates for objects whose
+//!   resourceVersion differs, deletes. client-go's `Replace` also sends an
+//!   update for every unchanged object; we deliberately do not, because
+//!   the controllers are level-triggered and their handlers only enqueue
+//!   keys, so those updates would re-reconcile state already reconciled
+//!   (there is no resync here; see [`store::Store::replace`]).
 //! - Shutdown: trigger the [`Shutdown`] and wake blocked watch reads (for
 //!   the HTTP client, `Client::shutdown_watches()`), then [`Informer::join`].
 

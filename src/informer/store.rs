@@ -14,7 +14,9 @@
 //!
 //! Only the informer's watcher thread writes (`apply`, `replace`); the store
 //! never talks to the network and never calls handlers itself — it returns
-//! the [`Notification`]s the caller must deliver. One `RwLock` guards the
+//! the [`Notification`]s the caller must deliver (on relist only for
+//! objects whose resourceVersion changed, unlike client-go; see
+//! [`Store::replace`] for why). One `RwLock` guards the
 //! whole map; the cache-memory bench compares it against a sharded map
 //! (see the informer report): reads are short (clone an `Arc`) and writes
 //! are rare, so a single lock is not the bottleneck, and sharding would
@@ -279,6 +281,16 @@ impl<T: Cacheable> Store<T> {
     /// resourceVersion changed, then — sorted by key — a
     /// [`DeletedObject::FinalStateUnknown`] delete for each key that
     /// vanished, carrying its last known state.
+    ///
+    /// Deliberate difference from client-go: client-go's `Replace` notifies
+    /// an update for *every* listed object, unchanged ones included (which
+    /// doubles as a resync). Here an unchanged object (same
+    /// resourceVersion) gets no notification. The controllers this serves
+    /// are level-triggered and their handlers only enqueue keys, so a
+    /// notification for an object whose state did not change would only
+    /// re-run a reconcile that already saw that state; skipping them keeps
+    /// a relist of a large cluster from flooding the work queue. Periodic
+    /// resync, where wanted, belongs in the controller, not the store.
     ///
     /// The new map and indexes are built before the write lock is taken;
     /// the old content is dropped after it is released.

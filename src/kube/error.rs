@@ -10,6 +10,23 @@ use serde::Deserialize;
 use std::fmt;
 use std::time::Duration;
 
+/// Largest server-requested retry delay honoured (`Retry-After` header or
+/// `details.retryAfterSeconds`); larger values are capped to it. The value
+/// comes from the server, and an uncapped one (up to `u64::MAX` seconds)
+/// overflows `Instant + Duration` in callers that schedule a retry.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10 * 60);
+
+/// A server-supplied retry delay in seconds, capped at [`MAX_RETRY_AFTER`].
+pub fn retry_after_secs(secs: u64) -> Duration {
+    Duration::from_secs(secs).min(MAX_RETRY_AFTER)
+}
+
+/// Parse a `Retry-After` header value (delay-seconds form), capped at
+/// [`MAX_RETRY_AFTER`]. The HTTP-date form and garbage yield `None`.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(retry_after_secs)
+}
+
 /// A `metav1.Status` failure as the API server reports it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Status {
@@ -21,7 +38,8 @@ pub struct Status {
     pub message: String,
     /// `Status.details.causes`.
     pub causes: Vec<Cause>,
-    /// `Status.details.retryAfterSeconds`, or the `Retry-After` header.
+    /// `Status.details.retryAfterSeconds`, or the `Retry-After` header,
+    /// capped at `MAX_RETRY_AFTER` (10 minutes).
     pub retry_after: Option<Duration>,
 }
 
@@ -59,6 +77,7 @@ impl Status {
     /// page, empty) still yields a `Status` with the HTTP code, a reason
     /// derived from it and the (truncated) body as the message.
     pub fn from_body(http_code: u16, body: &[u8], retry_after: Option<Duration>) -> Status {
+        let retry_after = retry_after.map(|d| d.min(MAX_RETRY_AFTER));
         match serde_json::from_slice::<StatusWire>(body) {
             Ok(w) if w.kind == "Status" => Status::from_wire(w, http_code, retry_after),
             _ => Status {
@@ -98,7 +117,7 @@ impl Status {
             causes: details.causes.unwrap_or_default(),
             retry_after: details
                 .retry_after_seconds
-                .map(Duration::from_secs)
+                .map(retry_after_secs)
                 .or(retry_after),
         }
     }
@@ -344,6 +363,27 @@ mod tests {
         assert_eq!(ra.retry_after(), Some(Duration::from_secs(3)));
         let hdr = Status::from_body(503, b"", Some(Duration::from_secs(2)));
         assert_eq!(hdr.retry_after, Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn huge_retry_after_is_capped() {
+        let body = format!(
+            r#"{{"kind":"Status","code":429,"details":{{"retryAfterSeconds":{}}}}}"#,
+            u64::MAX
+        );
+        let s = Status::from_body(429, body.as_bytes(), None);
+        assert_eq!(s.retry_after, Some(MAX_RETRY_AFTER));
+        let s = Status::from_body(503, b"", Some(Duration::MAX));
+        assert_eq!(s.retry_after, Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after("18446744073709551615"),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        // Still usable as an Instant offset.
+        let now = std::time::Instant::now();
+        assert!(now.checked_add(MAX_RETRY_AFTER).is_some());
     }
 
     #[test]

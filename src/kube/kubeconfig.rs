@@ -184,6 +184,15 @@ impl Ctx<'_> {
     }
 }
 
+/// The parser's message with its line and column, and never a source
+/// snippet: the lines around an error hold tokens and key data, and this
+/// text ends up in logged `Error::Config` messages. The user formatter
+/// names what was expected, not the offending scalar.
+fn yaml_error(e: &serde_saphyr::Error) -> String {
+    e.without_snippet()
+        .render_with_formatter(&serde_saphyr::UserMessageFormatter)
+}
+
 /// Parse `yaml` (named `source` in errors; relative paths resolve against
 /// `base_dir`) and resolve `context`, or `current-context` if `None`.
 pub fn resolve(
@@ -196,8 +205,13 @@ pub fn resolve(
         source,
         base: base_dir,
     };
-    let kc: Kubeconfig = serde_saphyr::from_str(yaml)
-        .map_err(|e| cx.err("(file)", format!("not a valid kubeconfig: {e}")))?;
+    let options = serde_saphyr::options! { with_snippet: false };
+    let kc: Kubeconfig = serde_saphyr::from_str_with_options(yaml, options).map_err(|e| {
+        cx.err(
+            "(file)",
+            format!("not a valid kubeconfig: {}", yaml_error(&e)),
+        )
+    })?;
     let sel = select(&cx, &kc, context)?;
     let (cluster, user) = (sel.cluster, sel.user);
     let server = cluster

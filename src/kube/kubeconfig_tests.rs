@@ -200,3 +200,28 @@ fn json_kubeconfig_is_accepted() {
     let r = resolve(json, "kc.json", base(), None).expect("json kubeconfig");
     assert_eq!(r.server, "http://127.0.0.1:8080");
 }
+
+#[test]
+fn yaml_errors_do_not_quote_neighbouring_secrets() {
+    // serde-saphyr's default error text carries a source snippet (the
+    // lines around the error), which would put the token into a logged
+    // Error::Config message.
+    let cases = [
+        // duplicate key
+        "users:\n- name: u\n  user:\n    token: SUPERSECRETTOKEN\n    token: x\n",
+        // syntax error
+        "users:\n- name: u\n  user:\n    token: SUPERSECRETTOKEN\n\tbad: [\n",
+        // bad type
+        "users:\n- name: u\n  user:\n    token: SUPERSECRETTOKEN\n    username: [1]\n",
+        "users:\n- name: u\n  user:\n    token: [SUPERSECRETTOKEN]\n",
+        "clusters:\n- name: c\n  cluster:\n    insecure-skip-tls-verify: SUPERSECRETTOKEN\n",
+    ];
+    for yaml in cases {
+        let Err(e) = resolve(yaml, "kc", Path::new("/"), None) else {
+            panic!("{yaml:?} parsed");
+        };
+        let text = format!("{e} {e:?}");
+        assert!(!text.contains("SUPERSECRETTOKEN"), "{yaml:?}: {text}");
+        assert!(text.contains("line "), "{yaml:?}: {text}");
+    }
+}

@@ -29,6 +29,8 @@ pub(crate) struct Bucket {
 }
 
 /// Take one token at `now`; return how long the caller must wait for it.
+/// A wait too long for a `Duration` (a tiny `qps`) saturates to
+/// `Duration::MAX` instead of panicking.
 pub(crate) fn reserve(b: &mut Bucket, now: Instant, qps: f64, burst: f64) -> Duration {
     let elapsed = now.saturating_duration_since(b.last).as_secs_f64();
     b.tokens = (b.tokens + elapsed * qps).min(burst);
@@ -37,7 +39,7 @@ pub(crate) fn reserve(b: &mut Bucket, now: Instant, qps: f64, burst: f64) -> Dur
     if b.tokens >= 0.0 {
         Duration::ZERO
     } else {
-        Duration::from_secs_f64(-b.tokens / qps)
+        Duration::try_from_secs_f64(-b.tokens / qps).unwrap_or(Duration::MAX)
     }
 }
 
@@ -126,6 +128,25 @@ mod tests {
         for (i, (at, want)) in steps.iter().enumerate() {
             let got = reserve(&mut b, t0 + ms(*at), 10.0, 3.0);
             assert_eq!(got.as_millis(), u128::from(*want), "step {i} at {at} ms");
+        }
+    }
+
+    #[test]
+    fn tiny_qps_wait_saturates_instead_of_panicking() {
+        // from_secs_f64 panicked once -tokens/qps exceeded Duration::MAX.
+        let t0 = Instant::now();
+        let rows: &[(f64, Duration)] = &[
+            (10.0, Duration::from_millis(100)),
+            (1e-3, Duration::from_secs(1000)),
+            (1e-30, Duration::MAX),
+            (f64::MIN_POSITIVE, Duration::MAX),
+        ];
+        for (qps, want) in rows {
+            let mut b = Bucket {
+                tokens: 0.0,
+                last: t0,
+            };
+            assert_eq!(reserve(&mut b, t0, *qps, 1.0), *want, "qps {qps}");
         }
     }
 

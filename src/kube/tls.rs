@@ -149,6 +149,16 @@ fn system_roots(source: &str) -> Result<Vec<Certificate<'static>>, Error> {
 /// Build the ureq TLS configuration. `source` names the config in errors.
 pub fn build(m: &TlsMaterial, source: &str) -> Result<TlsConfig, Error> {
     let mut b = TlsConfig::builder().unversioned_rustls_crypto_provider(ring());
+    if m.insecure && m.ca_pem.is_some() {
+        // client-go refuses this too: the CA would be silently ignored.
+        return Err(cfg_err(
+            source,
+            "insecure-skip-tls-verify",
+            "specifying a root certificates file with the insecure flag is not allowed \
+             (certificate-authority(-data) is set)"
+                .into(),
+        ));
+    }
     if m.insecure {
         log::warn!("{source}: insecure-skip-tls-verify is set; the API server's certificate is NOT verified");
         b = b.disable_verification(true);
@@ -243,4 +253,31 @@ pub fn url_with_server_name(server: &Uri, name: &str) -> Result<String, String> 
     };
     let path = server.path().trim_end_matches('/');
     Ok(format!("{scheme}://{host}:{port}{path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insecure_skip_tls_verify_with_a_ca_is_rejected() {
+        let m = TlsMaterial {
+            ca_pem: Some(b"-----BEGIN CERTIFICATE-----".to_vec()),
+            insecure: true,
+            ..TlsMaterial::default()
+        };
+        match build(&m, "kc") {
+            Err(Error::Config { field, message, .. }) => {
+                assert_eq!(field, "insecure-skip-tls-verify");
+                assert!(message.contains("not allowed"), "{message}");
+            }
+            Err(other) => panic!("expected a config error, got {other}"),
+            Ok(_) => panic!("insecure + CA accepted"),
+        }
+        let insecure_only = TlsMaterial {
+            insecure: true,
+            ..TlsMaterial::default()
+        };
+        assert!(build(&insecure_only, "kc").is_ok());
+    }
 }

@@ -249,8 +249,7 @@ impl Transport {
             .headers()
             .get("Retry-After")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .and_then(crate::kube::error::parse_retry_after);
         let body = resp
             .body_mut()
             .with_config()

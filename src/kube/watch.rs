@@ -12,7 +12,7 @@ use super::error::{Error, Status};
 use serde::de::{DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
-use std::io::{BufRead, ErrorKind};
+use std::io::{BufRead, ErrorKind, Read};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -155,6 +155,13 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Wire<T> {
     }
 }
 
+/// Longest single watch event line accepted (16 MiB). The whole line is
+/// buffered before decoding, so without a limit a server (or anything in
+/// between) sending bytes without a newline grows memory without bound.
+/// kube-apiserver objects are limited to about 1.5 MiB (etcd's request
+/// limit), so real events stay far below it.
+pub const MAX_EVENT_LINE: usize = 16 * 1024 * 1024;
+
 /// Decode one event line (without or with its trailing newline).
 pub fn decode_event<T: DeserializeOwned>(line: &[u8]) -> Result<WatchEvent<T>, Error> {
     serde_json::from_slice::<Wire<T>>(line)
@@ -231,7 +238,12 @@ impl<T: DeserializeOwned> Iterator for WatchStream<T> {
     fn next(&mut self) -> Option<Self::Item> {
         while !self.done {
             self.line.clear();
-            let n = match self.reader.read_until(b'\n', &mut self.line) {
+            let n = match self
+                .reader
+                .by_ref()
+                .take(MAX_EVENT_LINE as u64 + 1)
+                .read_until(b'\n', &mut self.line)
+            {
                 Ok(n) => n,
                 Err(e) => {
                     self.done = true;
@@ -241,6 +253,13 @@ impl<T: DeserializeOwned> Iterator for WatchStream<T> {
             if n == 0 {
                 self.done = true;
                 return None;
+            }
+            if self.line.len() > MAX_EVENT_LINE {
+                self.done = true;
+                return Some(Err(Error::Decode {
+                    what: "watch event".into(),
+                    detail: format!("event line longer than the limit of {MAX_EVENT_LINE} bytes"),
+                }));
             }
             let complete = self.line.last() == Some(&b'\n');
             if self.line.iter().all(u8::is_ascii_whitespace) {
@@ -347,5 +366,29 @@ mod tests {
         let evs = stream(&body);
         assert_eq!(evs.len(), 1);
         assert!(matches!(evs[0], Err(Error::Decode { .. })));
+    }
+
+    #[test]
+    fn oversized_event_line_is_a_decode_error_naming_the_limit() {
+        // A decodable event just over the limit: without the cap it was
+        // buffered whole and delivered.
+        let pad = "x".repeat(MAX_EVENT_LINE);
+        let body = format!(
+            r#"{{"type":"ADDED","object":{{"metadata":{{"name":"a","resourceVersion":"1"}},"pad":"{pad}"}}}}"#
+        ) + "\n";
+        let evs = stream(&body);
+        assert_eq!(evs.len(), 1);
+        match &evs[0] {
+            Err(e @ Error::Decode { detail, .. }) => {
+                assert!(detail.contains(&MAX_EVENT_LINE.to_string()), "{e}");
+            }
+            other => panic!(
+                "expected a decode error, got {:?}",
+                other.as_ref().map(|_| "event")
+            ),
+        }
+        // An ordinary event still decodes.
+        let ok = r#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#.to_string();
+        assert!(matches!(stream(&(ok + "\n"))[..], [Ok(_)]));
     }
 }

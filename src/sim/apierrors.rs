@@ -1,6 +1,9 @@
 //! The error objects kube-apiserver returns for single-object operations
 //! (NotFound, AlreadyExists, Conflict, BadRequest), with its exact message
 //! wording and `details {name, group, kind}`. Pure constructors.
+//!
+//! They must never reword upstream's messages (clients match on them) or
+//! read any store state.
 
 use super::resources::ResourceInfo;
 use super::status::ApiError;

@@ -6,6 +6,9 @@
 //! Decides synchronously under the store lock; background cleanup is
 //! [`super::gc`]'s job. Pods are deleted at once (there is no kubelet to
 //! finish a graceful deletion).
+//!
+//! It must never wait or sleep while holding the store lock, and never
+//! remove an object whose finalizers are not all gone.
 
 use super::list::list_response;
 use super::objects::Obj;

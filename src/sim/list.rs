@@ -83,6 +83,8 @@ pub fn too_large(rv: u64, current: u64) -> ApiError {
 
 /// The list options that choose what to read.
 struct ListQuery<'a> {
+    /// The request's namespace (`None` = all namespaces).
+    namespace: Option<&'a str>,
     limit: i64,
     rv: &'a str,
     rv_match: &'a str,
@@ -118,6 +120,19 @@ fn read_point(t: &Txn<'_>, info: &ResourceInfo, q: &ListQuery<'_>) -> Result<Rea
             ));
         }
         let (rv, key) = decode_continue(info, tok)?;
+        // A token this server cannot have issued: a resourceVersion it has
+        // not reached, or a start key outside the requested namespace.
+        if rv > t.rv() {
+            return Err(bad_request(format!(
+                "continue key is not valid: resourceVersion {rv} is newer than the current resourceVersion {}",
+                t.rv()
+            )));
+        }
+        if q.namespace.is_some_and(|ns| ns != key.namespace) {
+            return Err(bad_request(
+                "continue key is not valid: the start key is outside the requested namespace",
+            ));
+        }
         if rv < t.compacted() {
             return Ok(ReadPoint::Expired(expired_continue(t.rv(), &key)));
         }
@@ -172,6 +187,7 @@ pub fn list(
         None => 0,
     };
     let q = ListQuery {
+        namespace,
         limit,
         rv: req.query("resourceVersion").unwrap_or(""),
         rv_match: req.query("resourceVersionMatch").unwrap_or(""),

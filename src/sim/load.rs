@@ -2,6 +2,9 @@
 //! cluster starts with, and `load_list` (kube-sim `--load`), which creates
 //! the items of a v1 List through the same create strategy, defaulting and
 //! validation as POST.
+//!
+//! It must never bypass the shape check, defaulting or validation a POST
+//! gets, and never overwrite an object that already exists.
 
 use super::objects::{namespace_info, prepare_create};
 use super::resources::lookup_kind;
@@ -26,7 +29,8 @@ pub fn create_default_namespaces(store: &Store) {
 /// Create the items of a `v1 List` as given (status, uid and
 /// creationTimestamp kept, so ownerReferences inside the file resolve),
 /// namespaces first, with defaulting and validation. Stops at the first bad
-/// item; the items before it stay created.
+/// item; the items before it stay created. Items get the same shape check
+/// as POST bodies (`rest::check_shape`).
 pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
     let items = list
         .get("items")
@@ -46,10 +50,14 @@ pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("default");
+        // The same shape check as a POST body (metadata, spec and status
+        // must be objects) before the create strategy touches it.
+        let item = super::rest::check_shape(info, item.clone())
+            .map_err(|e| format!("items[{i}] ({kind} {name:?}): {}", e.message))?;
         let body = if super::eventsapi::is_events_api(info) {
-            super::eventsapi::to_core(item)
+            super::eventsapi::to_core(&item)
         } else {
-            item.clone()
+            item
         };
         parsed.push((info, ns.to_string(), name.to_string(), body));
     }
@@ -86,4 +94,26 @@ pub fn load_list(store: &Store, list: &Value) -> Result<usize, String> {
         }
         Ok(items.len())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::sim::store::StoreConfig;
+
+    #[test]
+    fn load_item_with_a_string_spec_is_rejected_naming_the_item() {
+        let store = Store::new(StoreConfig::default(), FakeClock::new());
+        create_default_namespaces(&store);
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ok"},
+             "spec": {"containers": [{"name": "c", "image": "i"}]}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad"}, "spec": "oops"},
+        ]});
+        let err = load_list(&store, &list).expect_err("string spec accepted");
+        assert!(err.contains("items[1]"), "{err}");
+        assert!(err.contains("\"bad\""), "{err}");
+        assert!(err.contains("spec must be an object"), "{err}");
+    }
 }

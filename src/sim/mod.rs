@@ -5,6 +5,9 @@
 //! counters, discovery, admin endpoints) → [`requestinfo`] (path → verb,
 //! resource, namespace, name) → [`rest`] (resource semantics) → [`store`]
 //! (objects, resourceVersions, history, watch fan-out).
+//!
+//! The daemon must never depend on it (only the kube-sim binary, tests and
+//! benches import it), and it never talks to a real cluster.
 
 pub mod apierrors;
 pub mod defaults;

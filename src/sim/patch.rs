@@ -7,6 +7,9 @@
 //! finalizers merged as a set; every other list replaced).
 //!
 //! Pure: (patch type, current object, body) → patched object or error.
+//!
+//! It must never modify the current object in place or panic on a
+//! malformed body: every bad patch is an `ApiError`.
 
 use super::status::ApiError;
 use serde_json::{Map, Value};

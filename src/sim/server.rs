@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// How to start a kube-sim.
-#[derive(Debug, Clone)]
+/// How to start a kube-sim. `Debug` redacts the token.
+#[derive(Clone)]
 pub struct SimOptions {
     /// Listen address (`127.0.0.1:0` picks a free port).
     pub listen: SocketAddr,
@@ -44,6 +44,20 @@ pub struct SimOptions {
     pub load: Option<PathBuf>,
     /// Time source for the store, latency and outages.
     pub clock: SharedClock,
+}
+
+impl std::fmt::Debug for SimOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimOptions")
+            .field("listen", &self.listen)
+            .field("tls", &self.tls)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("history", &self.history)
+            .field("bookmark_interval", &self.bookmark_interval)
+            .field("load", &self.load)
+            .field("clock", &self.clock)
+            .finish()
+    }
 }
 
 impl Default for SimOptions {
@@ -422,7 +436,9 @@ impl SimServer {
         kubeconfig(&self.url, self.pki.as_ref(), self.handler.token.as_deref())
     }
 
-    /// Write [`Self::kubeconfig_yaml`] to `path` (mode 0600: it holds secrets).
+    /// Write [`Self::kubeconfig_yaml`] to `path` (mode 0600: it holds
+    /// secrets). An existing file is truncated and set to 0600 before the
+    /// secrets are written (the open mode only applies on creation).
     pub fn write_kubeconfig(&self, path: &Path) -> Result<(), SimError> {
         use std::io::Write;
         let mut o = std::fs::OpenOptions::new();
@@ -430,6 +446,9 @@ impl SimServer {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
         let mut f = o.open(path).map_err(SimError::Kubeconfig)?;
+        #[cfg(unix)]
+        f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(SimError::Kubeconfig)?;
         f.write_all(self.kubeconfig_yaml().as_bytes())
             .map_err(SimError::Kubeconfig)
     }
@@ -462,6 +481,42 @@ mod tests {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<SimServer>();
         send_sync::<RequestStats>();
+    }
+
+    #[test]
+    fn sim_options_debug_redacts_the_token() {
+        let o = SimOptions {
+            token: Some("SUPERSECRETTOKEN".into()),
+            ..SimOptions::default()
+        };
+        let text = format!("{o:?} {o:#?}");
+        assert!(!text.contains("SUPERSECRETTOKEN"), "{text}");
+        assert!(text.contains("<redacted>"), "{text}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn write_kubeconfig_makes_an_existing_0644_file_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir =
+            std::env::temp_dir().join(format!("endpointd-kubeconfig-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, "old").expect("pre-create");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+            .expect("chmod 0644");
+        let sim = SimServer::start(SimOptions {
+            token: Some("t0ken".into()),
+            ..SimOptions::default()
+        })
+        .expect("start");
+        sim.write_kubeconfig(&path).expect("write");
+        sim.stop();
+        let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+        let text = std::fs::read_to_string(&path).expect("read");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+        assert!(text.contains("t0ken"));
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! `Status` error objects exactly as kube-apiserver writes them
 //! (`kind: Status`, `apiVersion: v1`, `status: Failure`, message, reason,
 //! details, code). Every kube-sim error response goes through here.
+//!
+//! It must never put secrets (tokens, keys, credential headers) into a
+//! message.
 
 use crate::httpd::Response;
 use serde_json::{json, Value};

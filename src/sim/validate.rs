@@ -8,6 +8,9 @@
 //! Pure: a function of (resource, old object, new object). Rules follow
 //! upstream `pkg/apis/discovery/validation`, `pkg/apis/core/validation`
 //! (Endpoints, object names) and `pkg/apis/coordination/validation`.
+//!
+//! It must never modify the object it checks (defaulting is `defaults`'
+//! job).
 
 use super::objects::bad_request;
 use super::resources::ResourceInfo;

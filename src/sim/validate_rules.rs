@@ -2,6 +2,9 @@
 //! (upstream `pkg/apis/discovery/validation/validation.go`), Endpoints
 //! (`ValidateEndpoints` in `pkg/apis/core/validation`) and Lease
 //! (`pkg/apis/coordination/validation`). Pure; each appends field causes.
+//!
+//! They must never modify the object or look at anything but the objects
+//! they are given.
 
 use super::validate::{address_ok, ip_ok, is_dns1123_label, is_dns1123_subdomain, Cause};
 use serde_json::{json, Value};

@@ -40,7 +40,8 @@ pub struct Watcher {
     limit: usize,
     bookmarks: bool,
     deadline: Option<Instant>,
-    next_bookmark: Instant,
+    /// `None` when `now + interval` is not representable (no bookmarks).
+    next_bookmark: Option<Instant>,
     interval: Duration,
 }
 
@@ -68,8 +69,8 @@ impl Watcher {
         if self.deadline.is_some_and(|d| now >= d) {
             return false;
         }
-        if self.bookmarks && now >= self.next_bookmark {
-            self.next_bookmark = now + self.interval;
+        if self.bookmarks && self.next_bookmark.is_some_and(|t| now >= t) {
+            self.next_bookmark = now.checked_add(self.interval);
             return self.send(bookmark(self.info, rv, false));
         }
         self.out.send(Vec::new()).is_ok()
@@ -169,8 +170,10 @@ fn prepare(
         out,
         limit: WATCH_BACKLOG,
         bookmarks: req.query("allowWatchBookmarks") == Some("true"),
-        deadline: timeout.map(|s| now + Duration::from_secs(s)),
-        next_bookmark: now + interval,
+        // timeoutSeconds is client-controlled: a deadline past what Instant
+        // can represent means no deadline (checked, `+` would panic).
+        deadline: timeout.and_then(|s| now.checked_add(Duration::from_secs(s))),
+        next_bookmark: now.checked_add(interval),
         interval,
     };
     Ok((w, from, initial_events, rx))

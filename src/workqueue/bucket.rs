@@ -4,6 +4,9 @@
 //! Pure: callers pass `now`. [`TokenBucket::reserve`] always takes a token,
 //! even one that only exists in the future, and returns how long to wait for
 //! it (`Reserve().Delay()`), so tokens may go negative.
+//!
+//! It must never read the clock or sleep: time comes in as `now`, and
+//! waiting is the caller's job.
 
 use std::time::{Duration, Instant};
 

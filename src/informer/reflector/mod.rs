@@ -39,6 +39,10 @@ pub use types::{Action, Input, Output, ReflectorConfig, Resume, State};
 use super::backoff::Backoff;
 use super::source::{ErrorKind, ListRequest, Page, SourceError, WatchEvent, WatchRequest};
 
+/// Longest backoff the reflector waits, whatever a source's `retry_after`
+/// hint says (the hint comes from the server and may be huge).
+pub const MAX_BACKOFF_WAIT: Duration = Duration::from_secs(10 * 60);
+
 /// The reflector state machine for one resource.
 #[derive(Debug)]
 pub struct Reflector<T> {
@@ -335,11 +339,14 @@ impl<T: super::source::Cacheable> Reflector<T> {
     fn back_off(&mut self, now: Instant, e: &SourceError, then: Resume) {
         let r = self.rng.f64();
         let d = self.backoff.next_delay(now, r);
-        let d = e.retry_after.map_or(d, |ra| d.max(ra));
-        self.state = State::Backoff {
-            until: now + d,
-            then,
-        };
+        let d = e
+            .retry_after
+            .map_or(d, |ra| d.max(ra))
+            .min(MAX_BACKOFF_WAIT);
+        // checked: `now + d` panics on overflow, which would kill the
+        // informer thread; an unrepresentable deadline retries at once.
+        let until = now.checked_add(d).unwrap_or(now);
+        self.state = State::Backoff { until, then };
     }
 }
 

@@ -225,6 +225,26 @@ fn list_failure_backs_off_honours_retry_after_and_restarts_paging() {
 }
 
 #[test]
+fn huge_retry_after_does_not_overflow_the_backoff_deadline() {
+    let now = t0();
+    for ra in [
+        Duration::MAX,
+        Duration::from_secs(u64::MAX),
+        MAX_BACKOFF_WAIT * 2,
+    ] {
+        let mut r: Reflector<Obj> = Reflector::new(cfg());
+        r.next_action(now);
+        let e = SourceError::transient("429").with_retry_after(Some(ra));
+        r.step(Input::Listed(Err(e)), now);
+        assert_eq!(r.next_action(now), Action::Wait(MAX_BACKOFF_WAIT), "{ra:?}");
+        assert!(
+            matches!(r.next_action(now + MAX_BACKOFF_WAIT), Action::List(_)),
+            "{ra:?}"
+        );
+    }
+}
+
+#[test]
 fn events_after_a_failed_watch_are_ignored() {
     let now = t0();
     let mut r = watching(now);
