@@ -341,6 +341,23 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
     (code, body)
 }
 
+/// `endpointd run --config cfg`, returned once `addr` (its server.listen) accepts.
+fn spawn_serving(cfg: &Path, addr: &str) -> std::process::Child {
+    let child = bin()
+        .args(["run", "--config"])
+        .arg(cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "endpoint never came up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -354,18 +371,7 @@ fn run_serves_health_and_metrics_and_is_honestly_not_ready() {
     let (_sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 7);
     let addr = format!("127.0.0.1:{}", free_port());
     let cfg = config_with(&d, &kc, &format!("[server]\nlisten = \"{addr}\"\n"));
-    let mut child = bin()
-        .args(["run", "--config"])
-        .arg(&cfg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(Instant::now() < deadline, "endpoint never came up");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = spawn_serving(&cfg, &addr);
     assert_eq!(http_get(&addr, "/healthz"), (200, "ok\n".to_string()));
     let body = wait_for_readyz(&addr, "not ready: controllers are not wired");
     assert!(body.contains("the caches sync"), "{body}");
@@ -453,18 +459,7 @@ fn run_keeps_going_while_the_api_server_is_down_and_syncs_once_it_is_up() {
     sim.stop();
     let addr = format!("127.0.0.1:{}", free_port());
     let cfg = config_with(&d, &kc, &format!("[server]\nlisten = \"{addr}\"\n"));
-    let mut child = bin()
-        .args(["run", "--config"])
-        .arg(&cfg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(Instant::now() < deadline, "endpoint never came up");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = spawn_serving(&cfg, &addr);
     let body = wait_for_readyz(&addr, "not ready: caches not synced: ");
     assert!(body.contains("pods"), "{body}");
     std::thread::sleep(Duration::from_millis(1500));

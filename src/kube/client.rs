@@ -242,9 +242,7 @@ impl Client {
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<T, Error> {
-        let ns = namespace.or(obj.namespace());
-        let path = r.path(ns, Some(named(r, obj.name())?), None);
-        self.write(Verb::Update, "PUT", path, r, "application/json", obj)
+        self.put(r, namespace, obj, None)
     }
 
     /// PUT the `status` subresource.
@@ -254,8 +252,19 @@ impl Client {
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<T, Error> {
+        self.put(r, namespace, obj, Some("status"))
+    }
+
+    /// PUT an object or one of its subresources.
+    fn put<T: Object + Serialize>(
+        &self,
+        r: &Resource,
+        namespace: Option<&str>,
+        obj: &T,
+        subresource: Option<&str>,
+    ) -> Result<T, Error> {
         let ns = namespace.or(obj.namespace());
-        let path = r.path(ns, Some(named(r, obj.name())?), Some("status"));
+        let path = r.path(ns, Some(named(r, obj.name())?), subresource);
         self.write(Verb::Update, "PUT", path, r, "application/json", obj)
     }
 
