@@ -29,4 +29,5 @@ pub mod sdnotify;
 pub mod shutdown;
 pub mod signals;
 pub mod sim;
+pub mod tokenbucket;
 pub mod workqueue;

@@ -8,66 +8,43 @@
 //! its lock while sleeping.
 
 use crate::clock::SharedClock;
+use crate::tokenbucket;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A token bucket. `qps <= 0` disables limiting (client-go treats a
 /// negative QPS the same way).
 #[derive(Debug)]
 pub struct TokenBucket {
-    qps: f64,
-    burst: f64,
+    /// Whether limiting is on at all (`qps > 0`).
+    limited: bool,
     clock: SharedClock,
-    state: Mutex<Bucket>,
-}
-
-/// The pure state: tokens available at `last` (negative = reserved ahead).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Bucket {
-    pub(crate) tokens: f64,
-    pub(crate) last: Instant,
-}
-
-/// Take one token at `now`; return how long the caller must wait for it.
-/// A wait too long for a `Duration` (a tiny `qps`) saturates to
-/// `Duration::MAX` instead of panicking.
-pub(crate) fn reserve(b: &mut Bucket, now: Instant, qps: f64, burst: f64) -> Duration {
-    let elapsed = now.saturating_duration_since(b.last).as_secs_f64();
-    b.tokens = (b.tokens + elapsed * qps).min(burst);
-    b.last = now.max(b.last);
-    b.tokens -= 1.0;
-    if b.tokens >= 0.0 {
-        Duration::ZERO
-    } else {
-        Duration::try_from_secs_f64(-b.tokens / qps).unwrap_or(Duration::MAX)
-    }
+    /// The `x/time/rate` arithmetic (shared with the work queue's limiter).
+    state: Mutex<tokenbucket::TokenBucket>,
 }
 
 impl TokenBucket {
     /// A full bucket. A `burst` of 0 is treated as 1 (a bucket that can
     /// never hold a token would block forever).
     pub fn new(qps: f32, burst: u32, clock: SharedClock) -> TokenBucket {
-        let burst = f64::from(burst.max(1));
-        let now = clock.now();
         TokenBucket {
-            qps: f64::from(qps),
-            burst,
+            limited: qps > 0.0,
             clock,
-            state: Mutex::new(Bucket {
-                tokens: burst,
-                last: now,
-            }),
+            state: Mutex::new(tokenbucket::TokenBucket::new(f64::from(qps), burst.max(1))),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, tokenbucket::TokenBucket> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Reserve a token and return the wait without sleeping.
     pub fn reserve(&self) -> Duration {
-        if self.qps <= 0.0 {
+        if !self.limited {
             return Duration::ZERO;
         }
         let now = self.clock.now();
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        reserve(&mut st, now, self.qps, self.burst)
+        self.lock().reserve(now)
     }
 
     /// Block (on the clock) until a token is available, then take it.
@@ -80,13 +57,13 @@ impl TokenBucket {
 
     /// Take a token only if one is available now.
     pub fn try_accept(&self) -> bool {
-        if self.qps <= 0.0 {
+        if !self.limited {
             return true;
         }
         let now = self.clock.now();
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let mut probe = *st;
-        if reserve(&mut probe, now, self.qps, self.burst).is_zero() {
+        let mut st = self.lock();
+        let mut probe = st.clone();
+        if probe.reserve(now).is_zero() {
             *st = probe;
             true
         } else {
@@ -100,55 +77,6 @@ mod tests {
     use super::*;
     use crate::clock::FakeClock;
     use std::sync::Arc;
-
-    #[test]
-    fn reserve_ladder() {
-        // qps 10, burst 3: three free tokens, then one every 100 ms, with
-        // reservations queueing up behind each other.
-        let t0 = Instant::now();
-        let mut b = Bucket {
-            tokens: 3.0,
-            last: t0,
-        };
-        let ms = |n: u64| Duration::from_millis(n);
-        let steps: &[(u64, u64)] = &[
-            // (now in ms, expected wait in ms)
-            (0, 0),
-            (0, 0),
-            (0, 0),
-            (0, 100),
-            (0, 200),
-            (300, 0), // refilled 3 tokens, 2 were owed → 0 left after this
-            (300, 100),
-            (10_000, 0), // long idle: refills to burst only
-            (10_000, 0),
-            (10_000, 0),
-            (10_000, 100),
-        ];
-        for (i, (at, want)) in steps.iter().enumerate() {
-            let got = reserve(&mut b, t0 + ms(*at), 10.0, 3.0);
-            assert_eq!(got.as_millis(), u128::from(*want), "step {i} at {at} ms");
-        }
-    }
-
-    #[test]
-    fn tiny_qps_wait_saturates_instead_of_panicking() {
-        // from_secs_f64 panicked once -tokens/qps exceeded Duration::MAX.
-        let t0 = Instant::now();
-        let rows: &[(f64, Duration)] = &[
-            (10.0, Duration::from_millis(100)),
-            (1e-3, Duration::from_secs(1000)),
-            (1e-30, Duration::MAX),
-            (f64::MIN_POSITIVE, Duration::MAX),
-        ];
-        for (qps, want) in rows {
-            let mut b = Bucket {
-                tokens: 0.0,
-                last: t0,
-            };
-            assert_eq!(reserve(&mut b, t0, *qps, 1.0), *want, "qps {qps}");
-        }
-    }
 
     #[test]
     fn accept_blocks_on_the_fake_clock() {
@@ -166,6 +94,13 @@ mod tests {
         assert!(!tb.try_accept(), "the token went to the blocked caller");
         clock.step(Duration::from_millis(500));
         assert!(tb.try_accept());
+    }
+
+    #[test]
+    fn burst_zero_is_treated_as_one() {
+        let tb = TokenBucket::new(1.0, 0, FakeClock::new());
+        assert!(tb.try_accept(), "one token, not none");
+        assert!(!tb.try_accept());
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! * [`DelayingQueue`] (`delaying.rs`): adds only `add_after`, through one
 //!   timer thread that owns a [`DelayHeap`].
 //! * [`RateLimiter`] and its implementations (`rate_limiter.rs`,
-//!   `bucket.rs`), plus the controllers' presets.
+//!   `crate::tokenbucket`), plus the controllers' presets.
 //! * [`RateLimitingQueue`] (`rate_limiting.rs`): adds only
 //!   `add_rate_limited`, `forget`, `num_requeues`.
 //! * [`WorkqueueMetrics`] (`metrics.rs`): client-go's metric names.
@@ -51,7 +51,6 @@
 //! This module never reads time except through [`crate::clock`], never talks
 //! to the network and never logs keys.
 
-mod bucket;
 mod config;
 mod delay_heap;
 mod delaying;
@@ -60,7 +59,7 @@ mod queue;
 mod rate_limiter;
 mod rate_limiting;
 
-pub use bucket::TokenBucket;
+pub use crate::tokenbucket::TokenBucket;
 pub use config::{QueueConfig, MAX_WAIT};
 pub use delay_heap::DelayHeap;
 pub use delaying::DelayingQueue;

@@ -10,9 +10,9 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::bucket::TokenBucket;
 use super::Key;
 use crate::clock::SharedClock;
+use crate::tokenbucket::TokenBucket;
 
 /// How many times the Endpoints and EndpointSlice controllers retry a key
 /// before dropping it (`maxRetries = 15` in both upstream controllers).

@@ -1,5 +1,8 @@
-//! A token bucket with `golang.org/x/time/rate` reservation semantics, as
-//! upstream's `BucketRateLimiter` uses it (`rate.NewLimiter(10, 100)`).
+//! A token bucket with `golang.org/x/time/rate` reservation semantics: the
+//! arithmetic behind both upstream's workqueue `BucketRateLimiter`
+//! (`rate.NewLimiter(10, 100)`) and client-go's client-side QPS limiter
+//! (`flowcontrol.NewTokenBucketRateLimiter`). The work queue and the API
+//! client each wrap it with their own policy, lock and waiting.
 //!
 //! Pure: callers pass `now`. [`TokenBucket::reserve`] always takes a token,
 //! even one that only exists in the future, and returns how long to wait for
@@ -136,6 +139,34 @@ mod tests {
                     (10_000, 5, Duration::ZERO),
                     (0, 1, Duration::from_millis(100)),
                 ],
+            },
+            Case {
+                name: "client ladder: 3 free, then queued 100 ms apart",
+                qps: 10.0,
+                burst: 3,
+                steps: vec![
+                    (0, 3, Duration::ZERO),
+                    (0, 1, ms(100)),
+                    (0, 1, ms(200)),
+                    // 300 ms refill 3 tokens, 2 were owed: this one is free.
+                    (300, 1, Duration::ZERO),
+                    (0, 1, ms(100)),
+                    // A long idle period refills to burst only.
+                    (10_000, 3, Duration::ZERO),
+                    (0, 1, ms(100)),
+                ],
+            },
+            Case {
+                name: "a tiny rate saturates instead of overflowing",
+                qps: 1e-30,
+                burst: 1,
+                steps: vec![(0, 1, Duration::ZERO), (0, 1, INF)],
+            },
+            Case {
+                name: "the smallest positive rate saturates too",
+                qps: f64::MIN_POSITIVE,
+                burst: 1,
+                steps: vec![(0, 1, Duration::ZERO), (0, 1, INF)],
             },
             Case {
                 name: "burst 0 never grants a token",
