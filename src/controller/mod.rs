@@ -1,0 +1,12 @@
+//! The controller runtime both controllers share: the worker pool over the
+//! rate-limited work queue, pod → service membership, pod-update relevance,
+//! the trigger-time tracker, the event recorder, controller metrics and the
+//! write fence that leader election closes.
+//!
+//! Owns the machinery around a sync, never a sync itself: the Endpoints and
+//! EndpointSlice controllers (`crate::endpoints`, `crate::endpointslice`)
+//! differ only in their `sync_service`. Nothing here writes an Endpoints or
+//! EndpointSlice object.
+
+pub mod events;
+pub mod fence;

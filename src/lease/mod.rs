@@ -1,0 +1,2 @@
+//! Leader election over a coordination.k8s.io/v1 Lease and this instance's
+//! heartbeat (identity) Lease.
