@@ -10,3 +10,4 @@
 
 pub mod events;
 pub mod fence;
+pub mod podutil;
