@@ -10,4 +10,9 @@
 
 pub mod events;
 pub mod fence;
+pub mod membership;
+pub mod metrics;
 pub mod podutil;
+pub mod relevance;
+pub mod trigger;
+pub mod worker;

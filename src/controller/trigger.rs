@@ -1,0 +1,169 @@
+//! The trigger-time tracker (upstream
+//! `staging/src/k8s.io/endpointslice/util/trigger_time_tracker.go`,
+//! upstream-spec B30), shared by both controllers: the value of the
+//! `endpoints.kubernetes.io/last-change-trigger-time` annotation.
+//!
+//! Per Service it remembers the Service's trigger time (its
+//! creationTimestamp) and each pod's (its Ready condition's
+//! lastTransitionTime). The first computation for a Service answers the
+//! Service's creationTimestamp; later ones the earliest trigger time that
+//! moved since the previous computation, or `None` (the zero time: the
+//! annotation is removed). The state always advances, even when the sync
+//! then writes nothing (A9).
+//!
+//! Owns that state; never reads the clock or a cache.
+
+use crate::model::{Pod, Service, Time};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Default)]
+struct ServiceState {
+    last_service_trigger: Option<Time>,
+    last_pod_triggers: HashMap<Box<str>, Time>,
+}
+
+/// Thread-safe; two workers never compute for the same Service at once
+/// (the work queue guarantees it), so one lock around the map suffices.
+#[derive(Debug, Default)]
+pub struct TriggerTimeTracker {
+    states: Mutex<HashMap<String, ServiceState>>,
+}
+
+fn min_time(a: Option<Time>, b: Time) -> Option<Time> {
+    Some(a.map_or(b, |a| a.min(b)))
+}
+
+impl TriggerTimeTracker {
+    /// A tracker with no state.
+    pub fn new() -> TriggerTimeTracker {
+        TriggerTimeTracker::default()
+    }
+
+    /// Upstream `ComputeEndpointLastChangeTriggerTime` for the Service
+    /// `key` (`ns/name`) and the pods its selector matches.
+    pub fn compute(&self, key: &str, svc: &Service, pods: &[Arc<Pod>]) -> Option<Time> {
+        let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
+        let known = states.contains_key(key);
+        let state = states.entry(key.to_string()).or_default();
+        let mut min_changed: Option<Time> = None;
+        let mut pod_triggers = HashMap::with_capacity(pods.len());
+        for pod in pods {
+            let Some(t) = pod.ready.and_then(|r| r.last_transition_time) else {
+                continue;
+            };
+            let last = state.last_pod_triggers.get(&*pod.metadata.name);
+            if last.is_none_or(|l| t > *l) {
+                min_changed = min_time(min_changed, t);
+            }
+            pod_triggers.insert(pod.metadata.name.clone(), t);
+        }
+        let svc_trigger = svc.metadata.creation_timestamp;
+        if let Some(t) = svc_trigger {
+            if state.last_service_trigger.is_none_or(|l| t > l) {
+                min_changed = min_time(min_changed, t);
+            }
+        }
+        state.last_pod_triggers = pod_triggers;
+        state.last_service_trigger = svc_trigger;
+        if !known {
+            return svc.metadata.creation_timestamp;
+        }
+        min_changed
+    }
+
+    /// Forget a deleted Service (upstream `DeleteService`).
+    pub fn delete_service(&self, key: &str) {
+        self.states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+
+    /// Number of Services tracked (for tests and memory accounting).
+    pub fn len(&self) -> usize {
+        self.states.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether no Service is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ReadyCondition;
+
+    fn t(secs: i64) -> Time {
+        Time(jiff::Timestamp::from_second(1_767_225_600 + secs).expect("time"))
+    }
+
+    fn svc(created: i64) -> Service {
+        let mut s = Service::default();
+        s.metadata.name = "svc".into();
+        s.metadata.creation_timestamp = Some(t(created));
+        s
+    }
+
+    fn pod(name: &str, ready_at: Option<i64>) -> Arc<Pod> {
+        let mut p = Pod::default();
+        p.metadata.name = name.into();
+        p.ready = ready_at.map(|s| ReadyCondition {
+            is_true: true,
+            last_transition_time: Some(t(s)),
+        });
+        Arc::new(p)
+    }
+
+    /// The scenario of upstream TestNewServiceNoPods … TestPodDeletedThenAdded,
+    /// step by step on one tracker.
+    #[test]
+    fn upstream_scenarios() {
+        let tr = TriggerTimeTracker::new();
+        let k = "ns/svc";
+        // New service, no pods → creationTimestamp.
+        assert_eq!(tr.compute(k, &svc(0), &[]), Some(t(0)));
+        // Two pods appear → the earlier of their times.
+        assert_eq!(
+            tr.compute(k, &svc(0), &[pod("a", Some(5)), pod("b", Some(3))]),
+            Some(t(3))
+        );
+        // Nothing changed → zero.
+        assert_eq!(
+            tr.compute(k, &svc(0), &[pod("a", Some(5)), pod("b", Some(3))]),
+            None
+        );
+        // One pod updated → its new time.
+        assert_eq!(
+            tr.compute(k, &svc(0), &[pod("a", Some(9)), pod("b", Some(3))]),
+            Some(t(9))
+        );
+        // Pod deleted → zero (nothing moved).
+        assert_eq!(tr.compute(k, &svc(0), &[pod("a", Some(9))]), None);
+        // The deleted pod comes back with its old time → counts as changed.
+        assert_eq!(
+            tr.compute(k, &svc(0), &[pod("a", Some(9)), pod("b", Some(3))]),
+            Some(t(3))
+        );
+        // A pod without a Ready condition contributes nothing.
+        assert_eq!(
+            tr.compute(
+                k,
+                &svc(0),
+                &[pod("a", Some(9)), pod("b", Some(3)), pod("c", None)]
+            ),
+            None
+        );
+        // Service recreated (later creationTimestamp) and a pod moved → min.
+        assert_eq!(
+            tr.compute(k, &svc(20), &[pod("a", Some(25)), pod("b", Some(3))]),
+            Some(t(20))
+        );
+        // Forgetting the Service starts over at its creationTimestamp.
+        tr.delete_service(k);
+        assert!(tr.is_empty());
+        assert_eq!(tr.compute(k, &svc(20), &[pod("a", Some(25))]), Some(t(20)));
+    }
+}

@@ -1,0 +1,337 @@
+//! The worker pool: `workers` threads over one rate-limited work queue of
+//! Service keys, each running upstream's per-key loop (upstream-spec A2,
+//! A3, D8): get → sync → forget on success, `add_rate_limited` while the
+//! key has been requeued fewer than 15 times, else drop it with a warning
+//! naming the key and the last error → done.
+//!
+//! A panic inside one sync is caught, logged with the key, counted, and
+//! treated as a failed sync: it never kills the worker or the process.
+//! Each worker publishes what it is doing (key and since when) so the
+//! supervisor can tell a wedged worker from a busy one.
+//!
+//! Owns the threads and the retry policy; never decides what a sync does.
+
+use super::metrics::{ControllerMetrics, SyncResult};
+use crate::clock::SharedClock;
+use crate::workqueue::{RateLimitingQueue, MAX_RETRIES};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Why a sync failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SyncError {
+    /// The informer cache is older than this controller's own last write
+    /// (counted as `result="stale"`); retried.
+    Stale(String),
+    /// Any other failure; retried.
+    Failed(String),
+    /// The sync panicked; retried like a failure.
+    Panicked(String),
+}
+
+impl fmt::Display for SyncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SyncError::Stale(m) => write!(f, "stale cache: {m}"),
+            SyncError::Failed(m) => f.write_str(m),
+            SyncError::Panicked(m) => write!(f, "panicked: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SyncError {}
+
+/// What a controller does for one key.
+pub trait Syncer: Send + Sync + 'static {
+    /// Reconcile the Service `key` (`ns/name`).
+    fn sync(&self, key: &str) -> Result<(), SyncError>;
+}
+
+/// What one worker is doing.
+#[derive(Debug, Default)]
+struct Slot {
+    busy: Mutex<Option<(Instant, String)>>,
+    finished: AtomicU64,
+}
+
+struct Ctx {
+    controller: &'static str,
+    queue: RateLimitingQueue<String>,
+    syncer: Arc<dyn Syncer>,
+    metrics: Arc<ControllerMetrics>,
+    clock: SharedClock,
+    slots: Vec<Slot>,
+}
+
+/// Running workers of one controller.
+pub struct WorkerPool {
+    ctx: Arc<Ctx>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "WorkerPool({}, {})",
+            self.ctx.controller,
+            self.threads.len()
+        )
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+impl Ctx {
+    fn run(&self, slot: usize) {
+        while let Some(key) = self.queue.get() {
+            self.process(slot, &key);
+            self.queue.done(&key);
+        }
+    }
+
+    fn process(&self, slot: usize, key: &str) {
+        let start = self.clock.now();
+        self.set_busy(slot, Some((start, key.to_string())));
+        let outcome =
+            catch_unwind(AssertUnwindSafe(|| self.syncer.sync(key))).unwrap_or_else(|p| {
+                self.metrics.panicked(self.controller);
+                let msg = panic_message(&*p);
+                log::error!("{}: sync of {key} panicked: {msg}", self.controller);
+                Err(SyncError::Panicked(msg))
+            });
+        let elapsed = self.clock.now().saturating_duration_since(start);
+        self.metrics.observe(self.controller, elapsed);
+        self.handle_err(key, outcome);
+        self.set_busy(slot, None);
+        self.slots[slot].finished.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Upstream `handleErr`.
+    fn handle_err(&self, key: &str, outcome: Result<(), SyncError>) {
+        let c = self.controller;
+        let err = match outcome {
+            Ok(()) => {
+                self.queue.forget(&key.to_string());
+                self.metrics.result(c, SyncResult::Success);
+                return;
+            }
+            Err(e) => e,
+        };
+        let k = key.to_string();
+        let result = match err {
+            SyncError::Stale(_) => SyncResult::Stale,
+            _ => SyncResult::Error,
+        };
+        self.metrics.result(c, result);
+        if self.queue.num_requeues(&k) < MAX_RETRIES {
+            match result {
+                SyncResult::Stale => log::debug!("{c}: syncing {key}: {err}; retrying"),
+                _ => log::info!("{c}: error syncing {key}, retrying: {err}"),
+            }
+            self.queue.add_rate_limited(k);
+            return;
+        }
+        log::warn!(
+            "{c}: dropping service {key} out of the queue after {MAX_RETRIES} retries: {err}"
+        );
+        self.metrics.result(c, SyncResult::Dropped);
+        self.queue.forget(&k);
+    }
+
+    fn set_busy(&self, slot: usize, v: Option<(Instant, String)>) {
+        *self.slots[slot]
+            .busy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = v;
+    }
+}
+
+impl WorkerPool {
+    /// Start `workers` threads named `<controller>-<i>` over `queue`.
+    pub fn start(
+        controller: &'static str,
+        workers: usize,
+        queue: RateLimitingQueue<String>,
+        syncer: Arc<dyn Syncer>,
+        metrics: Arc<ControllerMetrics>,
+        clock: SharedClock,
+    ) -> std::io::Result<WorkerPool> {
+        let ctx = Arc::new(Ctx {
+            controller,
+            queue,
+            syncer,
+            metrics,
+            clock,
+            slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
+        });
+        let mut threads = Vec::with_capacity(ctx.slots.len());
+        for i in 0..ctx.slots.len() {
+            let c = Arc::clone(&ctx);
+            let spawned = std::thread::Builder::new()
+                .name(format!("{controller}-{i}"))
+                .spawn(move || c.run(i));
+            match spawned {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    ctx.queue.shut_down();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(WorkerPool { ctx, threads })
+    }
+
+    /// The controller's name.
+    pub fn controller(&self) -> &'static str {
+        self.ctx.controller
+    }
+
+    /// The queue the workers serve (handlers add to it).
+    pub fn queue(&self) -> &RateLimitingQueue<String> {
+        &self.ctx.queue
+    }
+
+    /// A worker that has been inside one sync for longer than `limit`:
+    /// its key and how long.
+    pub fn wedged(&self, limit: Duration) -> Option<(String, Duration)> {
+        let now = self.ctx.clock.now();
+        self.ctx.slots.iter().find_map(|s| {
+            let busy = s.busy.lock().unwrap_or_else(|p| p.into_inner());
+            let (since, key) = busy.as_ref()?;
+            let d = now.saturating_duration_since(*since);
+            (d > limit).then(|| (key.clone(), d))
+        })
+    }
+
+    /// Syncs finished so far by all workers (progress for the watchdog).
+    pub fn finished(&self) -> u64 {
+        self.ctx
+            .slots
+            .iter()
+            .map(|s| s.finished.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Stop taking keys, let in-flight syncs finish for at most `drain`,
+    /// then join the workers that stopped. Returns false if some worker
+    /// was still inside a sync (its thread is left to end on its own).
+    pub fn stop(self, drain: Duration) -> bool {
+        let drained = self.ctx.queue.shut_down_with_drain(drain);
+        if !drained {
+            self.ctx.queue.shut_down();
+        }
+        let mut all = true;
+        for t in self.threads {
+            if t.is_finished() || drained {
+                all &= t.join().is_ok();
+            } else {
+                all = false;
+            }
+        }
+        all && drained
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::RealClock;
+    use crate::metrics::Registry;
+    use crate::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig};
+    use std::collections::HashMap;
+
+    /// Fails `fail_times[key]` times (or panics on "panic/…"), then succeeds.
+    struct Scripted {
+        calls: Mutex<HashMap<String, u32>>,
+        fail_times: HashMap<&'static str, u32>,
+    }
+
+    impl Syncer for Scripted {
+        fn sync(&self, key: &str) -> Result<(), SyncError> {
+            let n = {
+                let mut c = self.calls.lock().expect("calls");
+                let n = c.entry(key.to_string()).or_default();
+                *n += 1;
+                *n
+            };
+            if key.starts_with("panic/") && n <= 2 {
+                panic!("boom in {key}");
+            }
+            if n <= self.fail_times.get(key).copied().unwrap_or(0) {
+                return Err(SyncError::Failed(format!("attempt {n}")));
+            }
+            Ok(())
+        }
+    }
+
+    fn pool(
+        fail_times: HashMap<&'static str, u32>,
+    ) -> (WorkerPool, Arc<Scripted>, Arc<ControllerMetrics>) {
+        let clock = RealClock::shared();
+        let queue = RateLimitingQueue::new(
+            &QueueConfig::new("").clock(clock.clone()),
+            ItemExponentialFailureRateLimiter::new(
+                Duration::from_micros(10),
+                Duration::from_micros(100),
+            ),
+        )
+        .expect("queue");
+        let syncer = Arc::new(Scripted {
+            calls: Mutex::default(),
+            fail_times,
+        });
+        let metrics = ControllerMetrics::register(&Registry::new());
+        let p = WorkerPool::start("test", 3, queue, syncer.clone(), metrics.clone(), clock)
+            .expect("pool");
+        (p, syncer, metrics)
+    }
+
+    fn wait_for(mut f: impl FnMut() -> bool) {
+        for _ in 0..2000 {
+            if f() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("condition not reached");
+    }
+
+    #[test]
+    fn retries_then_drops_after_max_retries_and_survives_panics() {
+        let fails = HashMap::from([("ns/flaky", 3), ("ns/broken", 100)]);
+        let (p, syncer, m) = pool(fails);
+        for k in ["ns/ok", "ns/flaky", "ns/broken", "panic/x"] {
+            p.queue().add(k.to_string());
+        }
+        wait_for(|| m.count("test", SyncResult::Dropped) == 1 && p.finished() >= 1 + 4 + 16 + 3);
+        let calls = syncer.calls.lock().expect("calls").clone();
+        assert_eq!(calls["ns/ok"], 1);
+        assert_eq!(calls["ns/flaky"], 4, "3 failures then success");
+        assert_eq!(
+            calls["ns/broken"],
+            1 + MAX_RETRIES,
+            "first try + 15 retries, then dropped"
+        );
+        assert_eq!(calls["panic/x"], 3, "two panics were retried like failures");
+        assert_eq!(m.count("test", SyncResult::Success), 3);
+        assert_eq!(m.count("test", SyncResult::Error), 3 + 16 + 2);
+        // The workers are all alive: a new key is still served.
+        p.queue().add("ns/after".to_string());
+        wait_for(|| syncer.calls.lock().expect("calls").contains_key("ns/after"));
+        assert!(p.wedged(Duration::from_secs(60)).is_none());
+        assert!(p.stop(Duration::from_secs(5)));
+    }
+}
