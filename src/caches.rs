@@ -3,14 +3,16 @@
 //! and EndpointSlices they own), started from the validated configuration
 //! over one shared API client.
 //!
-//! Owns starting, supervising and stopping those informers. It never writes
-//! to the API server and registers no handlers yet: the controllers (later
-//! issues) attach theirs here.
+//! Owns starting, supervising and stopping those informers, and registering
+//! the controllers' handlers ([`Hooks`]) before each informer starts. It
+//! never writes to the API server.
 
 use crate::clock::SharedClock;
 use crate::config::Config;
+use crate::controller::handlers::{PodHandler, ServiceHandler, Target};
 use crate::informer::{
-    IndexKey, Informer, InformerMetrics, KubeSource, ReflectorConfig, Synced, SERVICE_NAME_LABEL,
+    EventHandler, IndexKey, Informer, InformerMetrics, KubeSource, ReflectorConfig, Synced,
+    SERVICE_NAME_LABEL,
 };
 use crate::kube::{self, Client};
 use crate::metrics::Registry;
@@ -48,6 +50,27 @@ pub struct Env {
     pub shutdown: Shutdown,
 }
 
+/// The controllers' handlers, registered before the informers start.
+#[derive(Default)]
+pub struct Hooks {
+    /// Queues fed by the shared Service and Pod handlers (one per
+    /// controller; membership is computed once per pod event).
+    pub targets: Vec<Target>,
+    /// Node handlers (the topology cache).
+    pub nodes: Vec<Arc<dyn EventHandler<Node>>>,
+    /// Endpoints handlers.
+    pub endpoints: Vec<Arc<dyn EventHandler<Endpoints>>>,
+    /// EndpointSlice handlers.
+    pub endpointslices: Vec<Arc<dyn EventHandler<EndpointSlice>>>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hooks({} targets)", self.targets.len())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn informer<T: crate::model::Object + serde::de::DeserializeOwned>(
     client: &Client,
     resource: kube::Resource,
@@ -55,6 +78,7 @@ fn informer<T: crate::model::Object + serde::de::DeserializeOwned>(
     env: &Env,
     metrics: &Arc<InformerMetrics>,
     extra_index: Option<IndexKey>,
+    handlers: Vec<Arc<dyn EventHandler<T>>>,
 ) -> io::Result<Informer<T>> {
     let source = Arc::new(KubeSource::<T>::new(client.clone(), resource));
     let mut b = Informer::builder(source)
@@ -64,47 +88,65 @@ fn informer<T: crate::model::Object + serde::de::DeserializeOwned>(
     if let Some(ix) = extra_index {
         b = b.index(ix);
     }
+    for h in handlers {
+        b = b.handler(h);
+    }
     b.start(&env.shutdown)
 }
 
 impl Caches {
-    /// Start the informers; each syncs in the background, retrying with
-    /// backoff while the API server is unreachable.
-    pub fn start(client: &Client, cfg: &Config, env: &Env) -> io::Result<Caches> {
+    /// Start the informers with the controllers' handlers; each syncs in
+    /// the background, retrying with backoff while the API server is
+    /// unreachable. Services start first: the pod handler reads their
+    /// cache for memberships.
+    pub fn start(client: &Client, cfg: &Config, env: &Env, hooks: Hooks) -> io::Result<Caches> {
         let reflector = ReflectorConfig {
             watch_list: cfg.kubernetes.watch_list,
             ..ReflectorConfig::default()
         };
         let m = InformerMetrics::register(&env.registry);
         let by_service = IndexKey::NamespacedLabel(SERVICE_NAME_LABEL);
+        let svc_handlers: Vec<Arc<dyn EventHandler<Service>>> = match hooks.targets.is_empty() {
+            true => Vec::new(),
+            false => vec![Arc::new(ServiceHandler::new(hooks.targets.clone()))],
+        };
+        let services = informer(client, kube::SERVICES, &reflector, env, &m, None, svc_handlers)?;
+        let pod_handlers: Vec<Arc<dyn EventHandler<Pod>>> = match hooks.targets.is_empty() {
+            true => Vec::new(),
+            false => vec![Arc::new(PodHandler::new(services.store(), hooks.targets))],
+        };
+        let endpoints = match cfg.endpoints.enabled {
+            true => Some(informer(
+                client,
+                kube::ENDPOINTS,
+                &reflector,
+                env,
+                &m,
+                None,
+                hooks.endpoints,
+            )?),
+            false => None,
+        };
+        let endpointslices = match cfg.endpointslices.enabled {
+            true => Some(informer(
+                client,
+                kube::ENDPOINTSLICES,
+                &reflector,
+                env,
+                &m,
+                Some(by_service),
+                hooks.endpointslices,
+            )?),
+            false => None,
+        };
         Ok(Caches {
             client: client.clone(),
-            pods: informer(client, kube::PODS, &reflector, env, &m, None)?,
-            services: informer(client, kube::SERVICES, &reflector, env, &m, None)?,
-            nodes: informer(client, kube::NODES, &reflector, env, &m, None)?,
-            namespaces: informer(client, kube::NAMESPACES, &reflector, env, &m, None)?,
-            endpoints: match cfg.endpoints.enabled {
-                true => Some(informer(
-                    client,
-                    kube::ENDPOINTS,
-                    &reflector,
-                    env,
-                    &m,
-                    None,
-                )?),
-                false => None,
-            },
-            endpointslices: match cfg.endpointslices.enabled {
-                true => Some(informer(
-                    client,
-                    kube::ENDPOINTSLICES,
-                    &reflector,
-                    env,
-                    &m,
-                    Some(by_service),
-                )?),
-                false => None,
-            },
+            pods: informer(client, kube::PODS, &reflector, env, &m, None, pod_handlers)?,
+            services,
+            nodes: informer(client, kube::NODES, &reflector, env, &m, None, hooks.nodes)?,
+            namespaces: informer(client, kube::NAMESPACES, &reflector, env, &m, None, Vec::new())?,
+            endpoints,
+            endpointslices,
         })
     }
 

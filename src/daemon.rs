@@ -110,7 +110,7 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         registry: Arc::clone(&registry),
         shutdown: shutdown.clone(),
     };
-    let caches = Caches::start(&client, &cfg, &env)
+    let caches = Caches::start(&client, &cfg, &env, caches::Hooks::default())
         .map_err(|e| DaemonError::Setup(format!("informer threads: {e}")))?;
     let notifier = Notifier::from_env();
     notify(notifier.ready(&format!("syncing caches; {NOT_YET}")));

@@ -10,9 +10,11 @@
 
 pub mod events;
 pub mod fence;
+pub mod handlers;
 pub mod membership;
 pub mod metrics;
 pub mod podutil;
+pub mod recorder;
 pub mod relevance;
 pub mod trigger;
 pub mod worker;

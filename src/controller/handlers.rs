@@ -1,0 +1,179 @@
+//! Event handlers shared by both controllers (upstream-spec C1–C4): they
+//! turn Service and Pod changes into Service keys on each controller's
+//! queue. Membership is computed once per pod event and fanned out to every
+//! controller, each with its own batch period.
+//!
+//! Handlers run on informer threads: they only compute keys and enqueue,
+//! never block, never read the API server.
+
+use super::membership::services_for_pod;
+use super::relevance::services_to_update_on_pod_change;
+use crate::informer::{DeletedObject, EventHandler, Store};
+use crate::model::{Object, Pod, Service};
+use crate::workqueue::RateLimitingQueue;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One controller's queue and how long pod-triggered adds wait.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The controller's queue of Service keys.
+    pub queue: RateLimitingQueue<String>,
+    /// KCM `--endpoint-updates-batch-period` /
+    /// `--endpointslice-updates-batch-period` (0: at once).
+    pub batch_period: Duration,
+}
+
+/// Service add/update/delete → the key, at once, on every target (C1: an
+/// update does not compare old and new).
+#[derive(Debug)]
+pub struct ServiceHandler {
+    targets: Vec<Target>,
+}
+
+impl ServiceHandler {
+    /// A handler feeding `targets`.
+    pub fn new(targets: Vec<Target>) -> ServiceHandler {
+        ServiceHandler { targets }
+    }
+
+    fn add(&self, svc: &Service) {
+        let key = svc.key();
+        for t in &self.targets {
+            t.queue.add(key.clone());
+        }
+    }
+}
+
+impl EventHandler<Service> for ServiceHandler {
+    fn on_add(&self, obj: &Arc<Service>, _initial: bool) {
+        self.add(obj);
+    }
+    fn on_update(&self, _old: &Arc<Service>, new: &Arc<Service>) {
+        self.add(new);
+    }
+    fn on_delete(&self, obj: &DeletedObject<Service>) {
+        self.add(obj.object());
+    }
+}
+
+/// Pod add/update/delete → the keys of the Services concerned, after each
+/// target's batch period (C1–C3).
+#[derive(Debug)]
+pub struct PodHandler {
+    services: Store<Service>,
+    targets: Vec<Target>,
+}
+
+impl PodHandler {
+    /// A handler reading memberships from `services`, feeding `targets`.
+    pub fn new(services: Store<Service>, targets: Vec<Target>) -> PodHandler {
+        PodHandler { services, targets }
+    }
+
+    fn enqueue(&self, keys: impl IntoIterator<Item = String>) {
+        for key in keys {
+            for t in &self.targets {
+                t.queue.add_after(key.clone(), t.batch_period);
+            }
+        }
+    }
+}
+
+impl EventHandler<Pod> for PodHandler {
+    fn on_add(&self, obj: &Arc<Pod>, _initial: bool) {
+        self.enqueue(services_for_pod(&self.services, obj));
+    }
+    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
+        let keys =
+            services_to_update_on_pod_change(old, new, |p| services_for_pod(&self.services, p));
+        self.enqueue(keys);
+    }
+    fn on_delete(&self, obj: &DeletedObject<Pod>) {
+        self.enqueue(services_for_pod(&self.services, obj.object()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::RealClock;
+    use crate::informer::{IndexKey, WatchEvent};
+    use crate::model::ReadyCondition;
+    use crate::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig};
+
+    fn queue() -> RateLimitingQueue<String> {
+        RateLimitingQueue::new(
+            &QueueConfig::new("").clock(RealClock::shared()),
+            ItemExponentialFailureRateLimiter::new(
+                Duration::from_millis(1),
+                Duration::from_secs(1),
+            ),
+        )
+        .expect("queue")
+    }
+
+    fn drain(q: &RateLimitingQueue<String>) -> Vec<String> {
+        let mut v = Vec::new();
+        while let Some(k) = q.try_get() {
+            q.done(&k);
+            v.push(k);
+        }
+        v.sort();
+        v
+    }
+
+    fn pod(rv: &str, app: &str, ready: bool) -> Arc<Pod> {
+        let mut p = Pod::default();
+        p.metadata.namespace = "ns".into();
+        p.metadata.name = "p".into();
+        p.metadata.resource_version = rv.into();
+        p.metadata.labels = [("app", app)].into_iter().collect();
+        p.ready = Some(ReadyCondition {
+            is_true: ready,
+            last_transition_time: None,
+        });
+        Arc::new(p)
+    }
+
+    #[test]
+    fn pod_events_fan_out_to_every_controller_and_batch() {
+        let services: Store<Service> = Store::new(&[IndexKey::Namespace]);
+        for (name, app) in [("a", "a"), ("b", "b")] {
+            let mut s = Service::default();
+            s.metadata.namespace = "ns".into();
+            s.metadata.name = name.into();
+            s.selector = Some([("app", app)].into_iter().collect());
+            services.apply(WatchEvent::Added(s));
+        }
+        let (q1, q2) = (queue(), queue());
+        let h = PodHandler::new(
+            services,
+            vec![
+                Target {
+                    queue: q1.clone(),
+                    batch_period: Duration::ZERO,
+                },
+                Target {
+                    queue: q2.clone(),
+                    batch_period: Duration::from_secs(3600),
+                },
+            ],
+        );
+        h.on_add(&pod("1", "a", true), false);
+        assert_eq!(drain(&q1), vec!["ns/a"]);
+        assert!(drain(&q2).is_empty(), "batched for an hour");
+        assert_eq!(q2.waiting_len(), 1);
+        // Relabel a → b while also turning unready: both services.
+        h.on_update(&pod("1", "a", true), &pod("2", "b", false));
+        assert_eq!(drain(&q1), vec!["ns/a", "ns/b"]);
+        // Resync (same RV): nothing.
+        h.on_update(&pod("2", "b", false), &pod("2", "b", true));
+        assert!(drain(&q1).is_empty());
+        h.on_delete(&DeletedObject::FinalStateUnknown {
+            key: "ns/p".into(),
+            last: pod("3", "b", true),
+        });
+        assert_eq!(drain(&q1), vec!["ns/b"]);
+    }
+}
