@@ -123,7 +123,10 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// `metadata` of an object we write. Fields we do not model (finalizers,
-/// managedFields, …) are kept in `extra` and sent back unchanged on PUT.
+/// …) are kept in `extra` and sent back unchanged on PUT. `managedFields`
+/// is dropped while parsing: it is the largest part of most objects, the
+/// controllers never read it, and the API server keeps an object's
+/// managedFields when an update omits them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ObjectMeta {
@@ -163,9 +166,22 @@ pub struct ObjectMeta {
         deserialize_with = "super::pod::null_default"
     )]
     pub owner_references: Vec<OwnerReference>,
+    /// `managedFields`: never kept (see the type's doc).
+    #[serde(rename = "managedFields", skip_serializing)]
+    pub managed_fields: Dropped,
     /// Every other metadata field, round-tripped verbatim.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A field parsed and thrown away.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dropped;
+
+impl<'de> Deserialize<'de> for Dropped {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dropped, D::Error> {
+        IgnoredAny::deserialize(d).map(|_| Dropped)
+    }
 }
 
 impl ObjectMeta {
@@ -268,6 +284,15 @@ mod tests {
         let back: serde_json::Value = serde_json::to_value(&m).expect("json");
         let orig: serde_json::Value = serde_json::from_str(json).expect("orig");
         assert_eq!(back, orig);
+        let with_mf: ObjectMeta = serde_json::from_str(
+            r#"{"name":"s","managedFields":[{"manager":"kcm","fieldsV1":{"f:x":{}}}]}"#,
+        )
+        .expect("meta");
+        assert!(with_mf.extra.is_empty(), "managedFields are not kept");
+        assert_eq!(
+            serde_json::to_string(&with_mf).expect("json"),
+            r#"{"name":"s"}"#
+        );
         let nulls: ObjectMeta =
             serde_json::from_str(r#"{"labels":null,"annotations":null,"ownerReferences":null}"#)
                 .expect("nulls");

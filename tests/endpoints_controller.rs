@@ -1,0 +1,233 @@
+//! The Endpoints controller end to end: the real `endpointd` binary against
+//! kube-sim over HTTP, writes counted in kube-sim's write log.
+
+mod controller_support;
+
+use controller_support::*;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(30);
+/// Controllers only (leader election is covered by the daemon tests);
+/// pod changes batched for 500 ms so that one fixture transaction is one
+/// sync and the write counts below are exact.
+const CFG: &str = "[leader_election]\nenabled = false\n[endpointslices]\nenabled = false\n[endpoints]\nbatch_period = \"500ms\"\n";
+
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i:04}")).collect()
+}
+
+/// (ready IPs, not-ready IPs) of an Endpoints object.
+fn addresses(ep: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut ready = BTreeSet::new();
+    let mut not_ready = BTreeSet::new();
+    for s in ep["subsets"].as_array().into_iter().flatten() {
+        for a in s["addresses"].as_array().into_iter().flatten() {
+            ready.insert(a["ip"].as_str().unwrap_or("").to_string());
+        }
+        for a in s["notReadyAddresses"].as_array().into_iter().flatten() {
+            not_ready.insert(a["ip"].as_str().unwrap_or("").to_string());
+        }
+    }
+    (ready, not_ready)
+}
+
+fn counts(c: &Cluster, ns: &str, name: &str) -> Option<(usize, usize)> {
+    let ep = c.get("endpoints", ns, name)?;
+    let (r, n) = addresses(&ep);
+    Some((r.len(), n.len()))
+}
+
+#[test]
+fn scale_up_flip_and_down_writes_once_per_step() {
+    let c = Cluster::start("ep-scale");
+    c.load(vec![service("default", "web", "web", json!(8080))]);
+    let d = Daemon::start(&c, "a", CFG);
+    wait_until("the empty Endpoints", LIMIT, || {
+        counts(&c, "default", "web") == Some((0, 0))
+    });
+    let ep = c.get("endpoints", "default", "web").expect("endpoints");
+    assert_eq!(
+        ep["metadata"]["labels"]["team"], "edge",
+        "service labels copied"
+    );
+    assert!(ep["metadata"].get("ownerReferences").is_none());
+    assert_eq!(c.write_count("endpoints"), 1);
+
+    let pods = names("web", 50);
+    c.load(
+        pods.iter()
+            .enumerate()
+            .map(|(i, n)| pod("default", n, "web", &ip(i), false))
+            .collect(),
+    );
+    wait_until("50 not-ready addresses", LIMIT, || {
+        counts(&c, "default", "web") == Some((0, 50))
+    });
+    c.set_ready("default", &pods, true);
+    wait_until("50 ready addresses", LIMIT, || {
+        counts(&c, "default", "web") == Some((50, 0))
+    });
+    c.set_ready("default", &pods[..10], false);
+    wait_until("40 ready, 10 not", LIMIT, || {
+        counts(&c, "default", "web") == Some((40, 10))
+    });
+    c.delete("pods", "default", &pods);
+    wait_until("no addresses", LIMIT, || {
+        counts(&c, "default", "web") == Some((0, 0))
+    });
+    d.wait_idle("endpoint", 5.0, LIMIT);
+    let writes = c.writes("endpoints");
+    let verbs: Vec<&str> = writes.iter().map(|w| w.verb.as_str()).collect();
+    assert_eq!(
+        verbs,
+        ["create", "update", "update", "update", "update"],
+        "one write per step, none redundant"
+    );
+    let ep = c.get("endpoints", "default", "web").expect("endpoints");
+    assert!(
+        ep.get("subsets").is_none() || ep["subsets"] == json!([]),
+        "{ep}"
+    );
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn restart_on_a_converged_cluster_writes_nothing_and_cleans_leftovers() {
+    let c = Cluster::start("ep-restart");
+    let mut items = vec![
+        service("default", "a", "a", json!("http")),
+        service("default", "b", "b", json!(8080)),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "manual", "namespace": "default"},
+               "spec": {"ports": [{"port": 80}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ext", "namespace": "default"},
+               "spec": {"type": "ExternalName", "externalName": "example.com", "selector": {"app": "a"}}}),
+        json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "manual", "namespace": "default"},
+               "subsets": [{"addresses": [{"ip": "192.0.2.1"}], "ports": [{"port": 80}]}]}),
+    ];
+    items.extend((0..6).map(|i| {
+        pod(
+            "default",
+            &format!("a-{i}"),
+            if i % 2 == 0 { "a" } else { "b" },
+            &ip(i),
+            i != 3,
+        )
+    }));
+    c.load(items);
+    let d = Daemon::start(&c, "first", CFG);
+    wait_until("a and b converged", LIMIT, || {
+        counts(&c, "default", "a") == Some((3, 0)) && counts(&c, "default", "b") == Some((2, 1))
+    });
+    d.wait_idle("endpoint", 2.0, LIMIT);
+    assert!(
+        c.get("endpoints", "default", "ext").is_none(),
+        "ExternalName untouched"
+    );
+    let manual = c
+        .get("endpoints", "default", "manual")
+        .expect("manual endpoints kept");
+    assert_eq!(manual["subsets"][0]["addresses"][0]["ip"], "192.0.2.1");
+    assert_eq!(d.stop(), Some(0));
+    let before = c.write_count("endpoints");
+    assert_eq!(before, 2, "{:?}", c.writes("endpoints"));
+
+    // While endpointd is down, service b goes away: its Endpoints is a leftover.
+    c.delete("services", "default", &["b".to_string()]);
+    let d = Daemon::start(&c, "second", CFG);
+    wait_until("leftover Endpoints of b deleted", LIMIT, || {
+        c.get("endpoints", "default", "b").is_none()
+    });
+    d.wait_idle("endpoint", 2.0, LIMIT);
+    let after: Vec<String> = c.writes("endpoints")[before..]
+        .iter()
+        .map(|w| format!("{} {}", w.verb, w.name))
+        .collect();
+    assert_eq!(after, ["delete b"], "only the leftover was written");
+    assert!(
+        c.get("endpoints", "default", "manual").is_some(),
+        "selector-less Endpoints never deleted"
+    );
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn over_capacity_truncates_to_1000_and_is_not_rewritten() {
+    let c = Cluster::start("ep-capacity");
+    let mut items = vec![service("default", "big", "big", json!(8080))];
+    items.extend((0..1200).map(|i| pod("default", &format!("big-{i:04}"), "big", &ip(i), true)));
+    c.load(items);
+    let d = Daemon::start(&c, "a", CFG);
+    wait_until("1000 addresses", LIMIT, || {
+        counts(&c, "default", "big") == Some((1000, 0))
+    });
+    let ep = c.get("endpoints", "default", "big").expect("endpoints");
+    assert_eq!(
+        ep["metadata"]["annotations"]["endpoints.kubernetes.io/over-capacity"],
+        "truncated"
+    );
+    d.wait_idle("endpoint", 1.0, LIMIT);
+    let before = c.write_count("endpoints");
+    // Touch the Service (an annotation: not copied, not compared) to force a sync.
+    c.modify("services", "default", &["big".to_string()], |v| {
+        v["metadata"]["annotations"] = json!({"touched": "1"});
+    });
+    d.wait_idle("endpoint", 2.0, LIMIT);
+    assert_eq!(
+        c.write_count("endpoints"),
+        before,
+        "an unchanged truncated Endpoints is not rewritten"
+    );
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn readiness_flap_storm_ends_in_every_pods_last_state() {
+    let c = Cluster::start("ep-flap");
+    let pods = names("flap", 40);
+    let mut items = vec![service("default", "flap", "flap", json!(8080))];
+    items.extend(
+        pods.iter()
+            .enumerate()
+            .map(|(i, n)| pod("default", n, "flap", &ip(i), true)),
+    );
+    c.load(items);
+    // No batching: every flip is its own event.
+    let d = Daemon::start(
+        &c,
+        "a",
+        "[leader_election]\nenabled = false\n[endpointslices]\nenabled = false\n",
+    );
+    wait_until("40 ready", LIMIT, || {
+        counts(&c, "default", "flap") == Some((40, 0))
+    });
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (c, pods) = (&c, &pods);
+            s.spawn(move || {
+                let mut rng = fastrand::Rng::with_seed(t);
+                for _ in 0..150 {
+                    let p = pods[rng.usize(..pods.len())].clone();
+                    c.set_ready("default", &[p], rng.bool());
+                }
+            });
+        }
+    });
+    let want_ready: BTreeSet<String> = c
+        .all("pods")
+        .iter()
+        .filter(|p| p["status"]["conditions"][0]["status"] == "True")
+        .map(|p| p["status"]["podIP"].as_str().unwrap_or("").to_string())
+        .collect();
+    wait_until("the final readiness of every pod", LIMIT, || {
+        c.get("endpoints", "default", "flap")
+            .is_some_and(|ep| addresses(&ep).0 == want_ready)
+    });
+    d.wait_idle("endpoint", 1.0, LIMIT);
+    let ep = c.get("endpoints", "default", "flap").expect("endpoints");
+    let (ready, not_ready) = addresses(&ep);
+    assert_eq!(ready, want_ready);
+    assert_eq!(ready.len() + not_ready.len(), 40);
+    assert_eq!(d.stop(), Some(0));
+}
