@@ -110,7 +110,15 @@ impl Caches {
             true => Vec::new(),
             false => vec![Arc::new(ServiceHandler::new(hooks.targets.clone()))],
         };
-        let services = informer(client, kube::SERVICES, &reflector, env, &m, None, svc_handlers)?;
+        let services = informer(
+            client,
+            kube::SERVICES,
+            &reflector,
+            env,
+            &m,
+            None,
+            svc_handlers,
+        )?;
         let pod_handlers: Vec<Arc<dyn EventHandler<Pod>>> = match hooks.targets.is_empty() {
             true => Vec::new(),
             false => vec![Arc::new(PodHandler::new(services.store(), hooks.targets))],
@@ -144,7 +152,15 @@ impl Caches {
             pods: informer(client, kube::PODS, &reflector, env, &m, None, pod_handlers)?,
             services,
             nodes: informer(client, kube::NODES, &reflector, env, &m, None, hooks.nodes)?,
-            namespaces: informer(client, kube::NAMESPACES, &reflector, env, &m, None, Vec::new())?,
+            namespaces: informer(
+                client,
+                kube::NAMESPACES,
+                &reflector,
+                env,
+                &m,
+                None,
+                Vec::new(),
+            )?,
             endpoints,
             endpointslices,
         })
