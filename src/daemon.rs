@@ -11,7 +11,7 @@
 use crate::caches::{self, Caches};
 use crate::clock::{RealClock, SharedClock};
 use crate::config::{Config, ConfigErrors};
-use crate::health::{self, Readiness};
+use crate::health::{self, Liveness, Readiness};
 use crate::kube::{self, Client, ClientConfig};
 use crate::metrics::Registry;
 use crate::sdnotify::{self, Notifier};
@@ -92,10 +92,16 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
     let sig = signals::install(shutdown.clone(), move || reload(&reload_path, &reload_cfg))
         .map_err(|e| DaemonError::Setup(format!("signal handlers: {e}")))?;
     let readiness = Readiness::not_ready("caches not synced");
+    let liveness = Liveness::default();
     let server = match cfg.server.listen {
         Some(addr) => Some(
-            health::start(addr, Arc::clone(&registry), readiness.clone())
-                .map_err(|e| DaemonError::Setup(format!("server.listen = \"{addr}\": {e}")))?,
+            health::start(
+                addr,
+                Arc::clone(&registry),
+                readiness.clone(),
+                liveness.clone(),
+            )
+            .map_err(|e| DaemonError::Setup(format!("server.listen = \"{addr}\": {e}")))?,
         ),
         None => None,
     };

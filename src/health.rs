@@ -2,9 +2,10 @@
 //! (Prometheus text), `/healthz` (liveness) and `/readyz` (readiness).
 //!
 //! Owns the routing of those three paths and the process metrics. It never
-//! decides health itself: the daemon sets the readiness reason, and later
-//! the controllers register liveness checks. Nothing here needs auth: it
-//! listens on loopback by default and exposes no secret.
+//! decides health itself: the daemon's supervisor sets readiness (with a
+//! message saying why it is or is not ready) and liveness (a wedged worker,
+//! a lease not renewed). Nothing here needs auth: it listens on loopback by
+//! default and exposes no secret.
 
 use crate::httpd::server::Server;
 use crate::httpd::{Handler, Request, Response};
@@ -13,21 +14,76 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-/// Shared readiness: `None` = ready, `Some(reason)` = not ready because….
-#[derive(Debug, Clone, Default)]
-pub struct Readiness(Arc<Mutex<Option<String>>>);
+#[derive(Debug, Clone)]
+enum State {
+    Ok(String),
+    Failing(String),
+}
+
+/// Shared readiness: ready with a message ("leading", "standby; …"), or
+/// not ready because of a reason.
+#[derive(Debug, Clone)]
+pub struct Readiness(Arc<Mutex<State>>);
+
+impl Default for Readiness {
+    fn default() -> Readiness {
+        Readiness::not_ready("starting")
+    }
+}
 
 impl Readiness {
     /// Not ready, for `reason`.
     pub fn not_ready(reason: &str) -> Readiness {
-        Readiness(Arc::new(Mutex::new(Some(reason.to_string()))))
+        Readiness(Arc::new(Mutex::new(State::Failing(reason.to_string()))))
     }
-    /// Set or clear the reason.
+    /// Not ready for `Some(reason)`; ready (message "ok") for `None`.
     pub fn set(&self, reason: Option<&str>) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = reason.map(str::to_string);
+        match reason {
+            Some(r) => self.put(State::Failing(r.to_string())),
+            None => self.put(State::Ok("ok".into())),
+        }
+    }
+    /// Ready; `/readyz` answers `ok: <message>`.
+    pub fn set_ready(&self, message: &str) {
+        self.put(State::Ok(message.to_string()));
+    }
+    fn put(&self, s: State) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = s;
     }
     /// The current reason, if not ready.
     pub fn reason(&self) -> Option<String> {
+        match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            State::Ok(_) => None,
+            State::Failing(r) => Some(r.clone()),
+        }
+    }
+    fn body(&self) -> (u16, String) {
+        match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            State::Ok(m) if m == "ok" => (200, "ok\n".into()),
+            State::Ok(m) => (200, format!("ok: {m}\n")),
+            State::Failing(r) => (503, format!("not ready: {r}\n")),
+        }
+    }
+}
+
+/// Shared liveness: alive, or failing with a reason (`/healthz` then
+/// answers 500 so that a supervisor restarts the process).
+#[derive(Debug, Clone)]
+pub struct Liveness(Arc<Mutex<Option<String>>>);
+
+impl Default for Liveness {
+    fn default() -> Liveness {
+        Liveness(Arc::new(Mutex::new(None)))
+    }
+}
+
+impl Liveness {
+    /// Failing for `Some(reason)`, alive for `None`.
+    pub fn set(&self, failure: Option<&str>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = failure.map(str::to_string);
+    }
+    /// The failure, if any.
+    pub fn failure(&self) -> Option<String> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
@@ -37,6 +93,7 @@ impl Readiness {
 pub struct HealthHandler {
     registry: Arc<Registry>,
     readiness: Readiness,
+    liveness: Liveness,
 }
 
 impl Handler for HealthHandler {
@@ -45,11 +102,14 @@ impl Handler for HealthHandler {
             return Response::text(405, "method not allowed\n");
         }
         match req.path.as_str() {
-            "/healthz" | "/livez" => Response::text(200, "ok\n"),
-            "/readyz" => match self.readiness.reason() {
+            "/healthz" | "/livez" => match self.liveness.failure() {
                 None => Response::text(200, "ok\n"),
-                Some(r) => Response::text(503, format!("not ready: {r}\n")),
+                Some(f) => Response::text(500, format!("unhealthy: {f}\n")),
             },
+            "/readyz" => {
+                let (code, body) = self.readiness.body();
+                Response::text(code, body)
+            }
             "/metrics" => {
                 let mut body = self.registry.render();
                 body.push_str(&process_metrics());
@@ -67,6 +127,7 @@ pub fn start(
     addr: SocketAddr,
     registry: Arc<Registry>,
     readiness: Readiness,
+    liveness: Liveness,
 ) -> io::Result<Server> {
     Server::start(
         addr,
@@ -74,6 +135,7 @@ pub fn start(
         Arc::new(HealthHandler {
             registry,
             readiness,
+            liveness,
         }),
     )
 }
@@ -161,17 +223,34 @@ mod tests {
         let registry = Registry::new();
         registry.counter("x_total", "X.", &[]).with(&[]).inc();
         let readiness = Readiness::not_ready("caches not synced");
+        let liveness = Liveness::default();
         let h = HealthHandler {
             registry,
             readiness: readiness.clone(),
+            liveness: liveness.clone(),
         };
         assert_eq!(get(&h, "/healthz"), (200, "ok\n".into()));
+        liveness.set(Some("worker endpoint-0 wedged in default/web for 301s"));
+        assert_eq!(
+            get(&h, "/healthz"),
+            (
+                500,
+                "unhealthy: worker endpoint-0 wedged in default/web for 301s\n".into()
+            )
+        );
+        liveness.set(None);
+        assert_eq!(get(&h, "/livez"), (200, "ok\n".into()));
         assert_eq!(
             get(&h, "/readyz"),
             (503, "not ready: caches not synced\n".into())
         );
         readiness.set(None);
         assert_eq!(get(&h, "/readyz"), (200, "ok\n".into()));
+        readiness.set_ready("standby; leader is node-b_1");
+        assert_eq!(
+            get(&h, "/readyz"),
+            (200, "ok: standby; leader is node-b_1\n".into())
+        );
         let (code, body) = get(&h, "/metrics");
         assert_eq!(code, 200);
         assert!(body.contains("x_total 1"), "{body}");
