@@ -23,7 +23,10 @@ pub enum Command {
         config: PathBuf,
     },
     /// `endpointd demo`.
-    Demo,
+    Demo {
+        /// `--keep-running`: leave kube-sim and endpointd up afterwards.
+        keep_running: bool,
+    },
     /// `--help` (top level or of a command).
     Help(String),
     /// `--version`.
@@ -83,7 +86,7 @@ fn command_help(cmd: &str) -> String {
     let body = match cmd {
         "run" => "Run the daemon: watch the API server and maintain Endpoints and\nEndpointSlices. SIGTERM/SIGINT stop it gracefully; SIGHUP re-reads log.level.\n\nUsage: endpointd run [--config <PATH>]",
         "check-config" => "Validate a configuration file. Prints the effective configuration as TOML\non stdout and exits 0; prints every problem on stderr and exits 1.\n\nUsage: endpointd check-config [--config <PATH>]",
-        _ => "Start an embedded kube-sim on loopback, run endpointd against it and\nshow what it writes.\n\nUsage: endpointd demo",
+        _ => "Start an embedded kube-sim on loopback (3 nodes, 7 Services, 265 pods), run\nendpointd against it as a child process and play a short story: converge,\na pod turns NotReady, a graceful deletion, a scale-down, lost watches, a\nrestart. Each step prints what was written, how many writes it took and how\nlong; the demo exits 0 when every step showed what it should, else 1 with\nwhat was expected and what was seen.\n\nUsage: endpointd demo [--keep-running]\n\nOptions:\n      --keep-running  Afterwards leave kube-sim and endpointd running, print a\n                      kubeconfig and kubectl commands to try; Ctrl-C stops",
     };
     format!("{}\n{body}\n", version_line())
 }
@@ -98,6 +101,7 @@ pub fn parse(
     let mut p = lexopt::Parser::from_args(args);
     let mut cmd: Option<String> = None;
     let mut config: Option<PathBuf> = None;
+    let mut keep_running = false;
     let err = |e: lexopt::Error| UsageError(e.to_string());
     while let Some(arg) = p.next().map_err(err)? {
         match arg {
@@ -108,6 +112,7 @@ pub fn parse(
                 }))
             }
             Short('V') | Long("version") => return Ok(Command::Version),
+            Long("keep-running") if cmd.as_deref() == Some("demo") => keep_running = true,
             Short('c') | Long("config") => {
                 if !matches!(cmd.as_deref(), Some("run") | Some("check-config")) {
                     return Err(UsageError(
@@ -133,7 +138,7 @@ pub fn parse(
     match cmd.as_deref() {
         Some("run") => Ok(Command::Run { config }),
         Some("check-config") => Ok(Command::CheckConfig { config }),
-        Some(_) => Ok(Command::Demo),
+        Some(_) => Ok(Command::Demo { keep_running }),
         None => Err(UsageError(
             "missing command (run, check-config or demo)".into(),
         )),
@@ -180,7 +185,18 @@ mod tests {
                     config: "a.toml".into(),
                 }),
             ),
-            (&["demo"], None, Ok(Command::Demo)),
+            (
+                &["demo"],
+                None,
+                Ok(Command::Demo {
+                    keep_running: false,
+                }),
+            ),
+            (
+                &["demo", "--keep-running"],
+                None,
+                Ok(Command::Demo { keep_running: true }),
+            ),
             (&["--version"], None, Ok(Command::Version)),
             (&["-V"], None, Ok(Command::Version)),
             (

@@ -18,6 +18,7 @@ pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod daemon;
+pub mod demo;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod health;

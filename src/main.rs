@@ -45,11 +45,15 @@ fn real_main() -> i32 {
                 EXIT_FAILURE
             }
         },
-        Command::Demo => {
-            eprintln!(
-                "endpointd demo: not available yet: the end-to-end demo needs the controllers, which later issues add"
-            );
-            EXIT_FAILURE
+        Command::Demo { keep_running } => {
+            let exe = match std::env::current_exe() {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("endpointd demo: cannot find its own binary: {e}");
+                    return EXIT_FAILURE;
+                }
+            };
+            endpointd::demo::main(&endpointd::demo::Options { keep_running, exe })
         }
     }
 }

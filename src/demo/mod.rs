@@ -1,0 +1,69 @@
+//! `endpointd demo`: a short story on an embedded kube-sim that shows what
+//! endpointd writes, how few writes it takes, how fast it reacts and that it
+//! survives a lost watch and a restart — with numbers measured in the run.
+//!
+//! kube-sim runs in this process on loopback; endpointd runs as the real
+//! binary (`endpointd run`, leader election on, both controllers) in child
+//! processes, so every figure (writes from kube-sim's write log, delays from
+//! the write log's timestamps, resident memory from `/proc`) is the
+//! daemon's own. Each step checks what it shows; any check that fails makes
+//! the demo exit 1 with what was expected and what was seen.
+//!
+//! Owns the story and its checks; the rendering is in [`render`], the
+//! fixtures in [`cluster`].
+
+pub mod child;
+pub mod cluster;
+pub mod observe;
+pub mod render;
+mod story;
+
+use std::path::PathBuf;
+
+/// `endpointd demo` options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Leave kube-sim and endpointd running after the story, until Ctrl-C.
+    pub keep_running: bool,
+    /// The endpointd binary to run as the daemon (normally this one).
+    pub exe: PathBuf,
+}
+
+/// Run the demo, printing to stdout; the process exit code.
+pub fn main(opts: &Options) -> i32 {
+    let mut out = std::io::stdout();
+    match story::run(opts, &mut out) {
+        Ok(report) if report.failures.is_empty() => 0,
+        Ok(report) => {
+            println!();
+            println!("The demo FAILED {} check(s):", report.failures.len());
+            for f in &report.failures {
+                println!("  - {f}");
+            }
+            1
+        }
+        Err(e) => {
+            eprintln!("endpointd demo: {e}");
+            1
+        }
+    }
+}
+
+/// What the demo measured (also what its test checks).
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Checks that failed: "step: expected …, saw …".
+    pub failures: Vec<String>,
+    /// Endpoints writes over the whole story (from kube-sim's write log).
+    pub endpoints_writes: usize,
+    /// EndpointSlice writes over the whole story.
+    pub slice_writes: usize,
+    /// The fewest writes the story's changes allow (Endpoints, slices).
+    pub minimum: (usize, usize),
+    /// Change → slice write delays of the single-pod steps.
+    pub delays: Vec<std::time::Duration>,
+    /// Resident memory of the last endpointd instance, from /proc.
+    pub rss_bytes: Option<u64>,
+    /// Its process id.
+    pub pid: Option<u32>,
+}

@@ -1,0 +1,514 @@
+//! The demo's eight steps, each printing what it does and checking what it
+//! shows against kube-sim's state and write log.
+
+use super::child::Child;
+use super::cluster::{self, NS, SERVICES};
+use super::observe::{self, Writes};
+use super::render;
+use super::{Options, Report};
+use crate::sim::server::{SimOptions, SimServer};
+use crate::sim::store::Store;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How long any one wait may take before the step fails.
+const LIMIT: Duration = Duration::from_secs(20);
+/// No write for this long: the daemon has settled.
+const QUIET: Duration = Duration::from_millis(1200);
+
+struct Story<'a> {
+    opts: &'a Options,
+    out: &'a mut dyn Write,
+    sim: SimServer,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    report: Report,
+}
+
+/// Run the story; `Err` only when the demo itself cannot run (ports,
+/// files, processes).
+pub fn run(opts: &Options, out: &mut dyn Write) -> Result<Report, String> {
+    let dir = std::env::temp_dir().join(format!("endpointd-demo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let sim = SimServer::start(SimOptions::default()).map_err(|e| format!("kube-sim: {e}"))?;
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)
+        .map_err(|e| format!("kubeconfig: {e}"))?;
+    let mut s = Story {
+        opts,
+        out,
+        sim,
+        dir,
+        kubeconfig,
+        report: Report::default(),
+    };
+    let result = s.play();
+    if let Ok(b) = result.as_ref() {
+        if opts.keep_running && s.report.failures.is_empty() {
+            s.keep_running(b);
+        }
+    }
+    let stopped = result.map(|b| b.stop(Duration::from_secs(10)));
+    let Story {
+        sim, dir, report, ..
+    } = s;
+    sim.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    stopped.map(|_| report)
+}
+
+impl Story<'_> {
+    fn say(&mut self, line: impl AsRef<str>) {
+        let _ = writeln!(self.out, "{}", line.as_ref());
+        let _ = self.out.flush();
+    }
+
+    fn check(&mut self, step: &str, ok: bool, expected: impl AsRef<str>, seen: impl AsRef<str>) {
+        if !ok {
+            let f = format!(
+                "{step}: expected {}, saw {}",
+                expected.as_ref(),
+                seen.as_ref()
+            );
+            self.say(format!("    ✗ {f}"));
+            self.report.failures.push(f);
+        }
+    }
+
+    fn store(&self) -> &Store {
+        self.sim.store()
+    }
+
+    fn wait(&mut self, step: &str, what: &str, mut f: impl FnMut(&Store) -> bool) -> bool {
+        let deadline = Instant::now() + LIMIT;
+        while Instant::now() < deadline {
+            if f(self.store()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.check(step, false, what, "a timeout after 20 s");
+        false
+    }
+
+    /// Wait until no Endpoints or slice write has landed for [`QUIET`].
+    fn settle(&mut self) {
+        let deadline = Instant::now() + LIMIT;
+        let mut last = (observe::mark(self.store()), Instant::now());
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            let n = observe::mark(self.store());
+            if n != last.0 {
+                last = (n, Instant::now());
+            } else if last.1.elapsed() >= QUIET {
+                return;
+            }
+        }
+    }
+
+    fn tally(&mut self, w: &Writes) {
+        self.report.endpoints_writes += w.endpoints.len();
+        self.report.slice_writes += w.slices.len();
+    }
+
+    fn play(&mut self) -> Result<Child, String> {
+        self.say("endpointd demo: kube-controller-manager's Endpoints and EndpointSlice");
+        self.say("controllers as one small daemon, shown on an embedded kube-sim.");
+        self.step1_cluster()?;
+        let a = self.step2_start()?;
+        self.step3_not_ready();
+        self.step4_graceful_delete();
+        self.step5_scale_down();
+        self.step6_watches_lost();
+        let b = self.step7_restart(a)?;
+        self.step8_summary(&b);
+        Ok(b)
+    }
+
+    fn heading(&mut self, n: u32, text: &str) {
+        self.say("");
+        self.say(format!("[{n}/8] {text}"));
+    }
+
+    fn step1_cluster(&mut self) -> Result<(), String> {
+        self.heading(1, "A small edge cluster: 3 nodes in 2 zones, 7 Services");
+        let objs = cluster::objects();
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objs});
+        self.store()
+            .load_list(&list)
+            .map_err(|e| format!("loading the cluster: {e}"))?;
+        for (n, z) in cluster::NODES {
+            self.say(format!("    node {n:<8} {z}"));
+        }
+        for e in SERVICES {
+            self.say(format!(
+                "    service {:<6} {:>3} pods  {}",
+                e.name, e.pods, e.about
+            ));
+        }
+        Ok(())
+    }
+
+    fn spawn(&mut self, identity: &str) -> Result<Child, String> {
+        Child::spawn(&self.opts.exe, &self.dir, &self.kubeconfig, identity)
+            .map_err(|e| format!("starting {}: {e}", self.opts.exe.display()))
+    }
+
+    fn step2_start(&mut self) -> Result<Child, String> {
+        self.heading(
+            2,
+            "endpointd starts, wins the lease and writes every object",
+        );
+        let mark = observe::mark(self.store());
+        let t0 = self.store().clock().wall();
+        let a = self.spawn("demo-a")?;
+        let ok = self.wait("2", "every Service converged", |s| {
+            observe::converged(s).is_ok()
+        });
+        if !ok {
+            let why = observe::converged(self.store()).err().unwrap_or_default();
+            self.say(format!("    {why}\n    endpointd log:\n{}", a.log_tail(15)));
+        }
+        self.settle();
+        for e in SERVICES {
+            let ep = observe::endpoints(self.store(), e.name);
+            let sl = observe::slices(self.store(), e.name);
+            for l in render::service_table(e.name, e.about, ep.as_ref(), &sl, 4) {
+                self.say(l);
+            }
+        }
+        let w = observe::writes_since(self.store(), mark);
+        self.tally(&w);
+        let min = cluster::minimum_writes(100);
+        self.report.minimum = min;
+        let took = w.delays(t0).0.max(w.delays(t0).1);
+        self.say(format!(
+            "    API writes: {} Endpoints (minimum {}), {} EndpointSlices (minimum {}); all written {} after start",
+            w.endpoints.len(), min.0, w.slices.len(), min.1, render::ms(took)
+        ));
+        self.check(
+            "2",
+            (w.endpoints.len(), w.slices.len()) == min,
+            format!("{min:?} writes"),
+            format!("{:?}", (w.endpoints.len(), w.slices.len())),
+        );
+        Ok(a)
+    }
+
+    /// Make a change in one transaction; wait until `done`; settle; the
+    /// writes it caused and when the change was made.
+    fn change(
+        &mut self,
+        step: &str,
+        what: &str,
+        f: impl FnOnce(&Story<'_>),
+        done: impl FnMut(&Store) -> bool,
+    ) -> (Writes, SystemTime) {
+        let mark = observe::mark(self.store());
+        let t0 = self.store().clock().wall();
+        f(self);
+        self.wait(step, what, done);
+        self.settle();
+        let w = observe::writes_since(self.store(), mark);
+        self.tally(&w);
+        (w, t0)
+    }
+
+    fn modify_pods(&self, names: &[&str], f: impl Fn(&mut Value)) {
+        let Some(info) = crate::sim::resources::lookup("", "v1", "pods") else {
+            return;
+        };
+        self.store().txn(|t| {
+            for n in names {
+                let k = crate::sim::store::Key::new(info, NS, n);
+                if let Some(o) = t.get(&k) {
+                    let mut v = o.value();
+                    f(&mut v);
+                    t.put(&k, "update", v);
+                }
+            }
+        });
+    }
+
+    fn delete_pods(&self, names: &[String]) {
+        let Some(info) = crate::sim::resources::lookup("", "v1", "pods") else {
+            return;
+        };
+        self.store().txn(|t| {
+            for n in names {
+                t.delete(&crate::sim::store::Key::new(info, NS, n), "delete");
+            }
+        });
+    }
+
+    fn set_ready(&self, pod: &str, ready: bool, at: &str) {
+        self.modify_pods(&[pod], |v| {
+            v["status"]["conditions"] = json!([{"type": "Ready", "status": if ready {"True"} else {"False"}, "lastTransitionTime": at}]);
+        });
+    }
+
+    fn one_and_one(&mut self, step: &str, w: &Writes, t0: SystemTime, what: &str) {
+        let (ds, de) = w.delays(t0);
+        self.say(format!(
+            "    {what}: {} EndpointSlice update(s) after {}, {} Endpoints update(s) after {}",
+            w.slices.len(),
+            render::ms(ds),
+            w.endpoints.len(),
+            render::ms(de)
+        ));
+        self.check(
+            step,
+            w.slices.len() == 1 && w.endpoints.len() == 1,
+            "1 slice and 1 Endpoints write",
+            format!("{} and {}", w.slices.len(), w.endpoints.len()),
+        );
+        if let Some(d) = ds {
+            self.report.delays.push(d);
+        }
+    }
+
+    fn step3_not_ready(&mut self) {
+        self.heading(3, "Pod web-1 turns NotReady");
+        let (w, t0) = self.change(
+            "3",
+            "web-1 not ready everywhere",
+            |s| s.set_ready("web-1", false, "2026-01-01T00:01:00Z"),
+            |s| {
+                observe::endpoints(s, "web").map(|e| observe::endpoint_counts(&e)) == Some((2, 1))
+                    && observe::slices(s, "web")
+                        .iter()
+                        .flat_map(|sl| observe::slice_endpoints(sl).to_vec())
+                        .any(|e| {
+                            e["targetRef"]["name"] == "web-1" && e["conditions"]["ready"] == false
+                        })
+            },
+        );
+        self.one_and_one("3", &w, t0, "web-1 not ready");
+    }
+
+    fn step4_graceful_delete(&mut self) {
+        self.heading(4, "Pod web-2 is deleted gracefully: terminating, then gone");
+        let (w, t0) = self.change(
+            "4",
+            "web-2 terminating",
+            |s| {
+                s.modify_pods(&["web-2"], |v| {
+                    v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:02:00Z");
+                    v["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+                })
+            },
+            |s| {
+                observe::slices(s, "web")
+                    .iter()
+                    .flat_map(|sl| observe::slice_endpoints(sl).to_vec())
+                    .any(|e| {
+                        e["targetRef"]["name"] == "web-2" && e["conditions"]["terminating"] == true
+                    })
+            },
+        );
+        let term = observe::slices(self.store(), "web")
+            .iter()
+            .flat_map(|sl| observe::slice_endpoints(sl).to_vec())
+            .find(|e| e["targetRef"]["name"] == "web-2")
+            .map(|e| render::endpoint_line(&e))
+            .unwrap_or_default();
+        self.say(format!("    in its slice: {}", term.trim()));
+        self.one_and_one(
+            "4",
+            &w,
+            t0,
+            "web-2 terminating (serving, not ready; left the Endpoints)",
+        );
+        let (w, _) = self.change(
+            "4",
+            "web-2 gone",
+            |s| s.delete_pods(&["web-2".to_string()]),
+            |s| {
+                observe::slices(s, "web")
+                    .iter()
+                    .map(|sl| observe::slice_endpoints(sl).len())
+                    .sum::<usize>()
+                    == 2
+            },
+        );
+        self.say(format!(
+            "    web-2 gone: {} EndpointSlice update(s), {} Endpoints write(s)",
+            w.slices.len(),
+            w.endpoints.len()
+        ));
+        self.check(
+            "4",
+            w.slices.len() == 1 && w.endpoints.is_empty(),
+            "1 slice write and none to Endpoints",
+            format!("{} and {}", w.slices.len(), w.endpoints.len()),
+        );
+    }
+
+    fn step5_scale_down(&mut self) {
+        self.heading(5, "Service big scales from 250 to 120 pods");
+        let gone: Vec<String> = (120..250).map(|i| format!("big-{i}")).collect();
+        let touched = observe::slices(self.store(), "big")
+            .iter()
+            .filter(|sl| {
+                observe::slice_endpoints(sl).iter().any(|e| {
+                    e["targetRef"]["name"]
+                        .as_str()
+                        .is_some_and(|n| gone.iter().any(|g| g == n))
+                })
+            })
+            .count();
+        let (w, _) = self.change(
+            "5",
+            "120 endpoints for big",
+            |s| s.delete_pods(&gone),
+            |s| {
+                observe::endpoints(s, "big").map(|e| observe::endpoint_counts(&e)) == Some((120, 0))
+                    && observe::slices(s, "big")
+                        .iter()
+                        .map(|sl| observe::slice_endpoints(sl).len())
+                        .sum::<usize>()
+                        == 120
+            },
+        );
+        let sizes: Vec<usize> = observe::slices(self.store(), "big")
+            .iter()
+            .map(|sl| observe::slice_endpoints(sl).len())
+            .collect();
+        self.say(format!(
+            "    slices now hold {sizes:?}: {} updated, {} deleted, {} created (slices touched: {touched}); {} Endpoints write(s)",
+            w.slice_verbs("update"), w.slice_verbs("delete"), w.slice_verbs("create"), w.endpoints.len()
+        ));
+        self.check(
+            "5",
+            w.slice_verbs("create") == 0,
+            "no slice created while scaling down",
+            format!("{} created", w.slice_verbs("create")),
+        );
+    }
+
+    fn step6_watches_lost(&mut self) {
+        self.heading(6, "kube-sim drops every watch and compacts its history");
+        let mark = observe::mark(self.store());
+        self.sim.faults().close_all_watches();
+        self.sim.faults().compact();
+        std::thread::sleep(Duration::from_millis(2500));
+        let w = observe::writes_since(self.store(), mark);
+        self.say(format!(
+            "    after the relist: {} writes",
+            w.endpoints.len() + w.slices.len()
+        ));
+        self.check(
+            "6",
+            w.endpoints.is_empty() && w.slices.is_empty(),
+            "no write after a relist",
+            format!("{} writes", w.endpoints.len() + w.slices.len()),
+        );
+        let (w, t0) = self.change(
+            "6",
+            "web-1 ready again",
+            |s| s.set_ready("web-1", true, "2026-01-01T00:03:00Z"),
+            |s| observe::endpoints(s, "web").map(|e| observe::endpoint_counts(&e)) == Some((2, 0)),
+        );
+        self.one_and_one("6", &w, t0, "then web-1 ready again");
+    }
+
+    fn step7_restart(&mut self, a: Child) -> Result<Child, String> {
+        self.heading(7, "endpointd restarts: a new instance takes over");
+        let mark = observe::mark(self.store());
+        let code = a.stop(Duration::from_secs(10));
+        self.check(
+            "7",
+            code == Some(0),
+            "exit 0 after SIGTERM",
+            format!("{code:?}"),
+        );
+        let b = self.spawn("demo-b")?;
+        self.wait("7", "demo-b ready", |_| b.ready().is_some());
+        self.settle();
+        std::thread::sleep(Duration::from_millis(500));
+        let w = observe::writes_since(self.store(), mark);
+        let holder = self.lease_holder();
+        self.say(format!(
+            "    lease holder: {}; writes on the converged cluster: {}",
+            holder.as_deref().unwrap_or("<no lease>"),
+            w.endpoints.len() + w.slices.len()
+        ));
+        self.check(
+            "7",
+            w.endpoints.is_empty() && w.slices.is_empty(),
+            "0 writes after a restart",
+            format!("{}", w.endpoints.len() + w.slices.len()),
+        );
+        Ok(b)
+    }
+
+    fn lease_holder(&self) -> Option<String> {
+        let info = crate::sim::resources::lookup("coordination.k8s.io", "v1", "leases")?;
+        let k = crate::sim::store::Key::new(info, "kube-system", "endpointd");
+        let v = self.store().txn(|t| t.get(&k).map(|o| o.value()))?;
+        v["spec"]["holderIdentity"].as_str().map(str::to_string)
+    }
+
+    fn step8_summary(&mut self, b: &Child) {
+        self.heading(8, "Summary");
+        self.report.rss_bytes = b.rss_bytes();
+        self.report.pid = Some(b.pid());
+        let slices: usize = SERVICES
+            .iter()
+            .map(|e| observe::slices(self.store(), e.name).len())
+            .sum();
+        let pods = self.store().txn(|t| t.all_of("pods").len());
+        let mut d = self.report.delays.clone();
+        d.sort();
+        let p50 = d.get(d.len() / 2).copied();
+        let max = d.last().copied();
+        self.say(format!(
+            "    {} services, {pods} pods, {slices} EndpointSlices",
+            SERVICES.len()
+        ));
+        self.say(format!(
+            "    writes: {} Endpoints, {} EndpointSlices over the whole story",
+            self.report.endpoints_writes, self.report.slice_writes
+        ));
+        self.say(format!(
+            "    pod change → slice written: p50 {}, max {}",
+            render::ms(p50),
+            render::ms(max)
+        ));
+        self.say(format!(
+            "    endpointd (pid {}) resident memory: {}",
+            b.pid(),
+            self.report.rss_bytes.map_or("?".into(), render::mib)
+        ));
+        if self.report.failures.is_empty() {
+            self.say("    every step showed what it should.");
+        }
+    }
+
+    fn keep_running(&mut self, b: &Child) {
+        self.say("");
+        self.say("kube-sim and endpointd keep running. Try (Ctrl-C stops both):");
+        self.say(format!(
+            "    export KUBECONFIG={}",
+            self.kubeconfig.display()
+        ));
+        self.say("    kubectl get pods,svc,endpoints,endpointslices -n demo");
+        self.say("    kubectl -n demo delete pod web-0");
+        self.say("    kubectl -n demo get endpointslices -w");
+        self.say(format!(
+            "    curl -s http://{}/metrics | grep endpointd_",
+            b.addr
+        ));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register(sig, std::sync::Arc::clone(&stop));
+        }
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.say("stopping.");
+    }
+}
