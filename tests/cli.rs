@@ -178,13 +178,6 @@ fn run_with_invalid_config_exits_1() {
     assert!(stderr.contains("log.level = \"loud\""), "{stderr}");
 }
 
-#[test]
-fn demo_says_plainly_it_is_not_there_yet() {
-    let (code, _, stderr) = out(bin().arg("demo"));
-    assert_eq!(code, 1);
-    assert!(stderr.contains("not available yet"), "{stderr}");
-}
-
 fn recv_until(sock: &UnixDatagram, needle: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut buf = [0u8; 1024];

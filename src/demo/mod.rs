@@ -29,6 +29,12 @@ pub struct Options {
     pub exe: PathBuf,
 }
 
+/// Run the story, printing to `out`; `Err` only when the demo itself
+/// cannot run (ports, files, processes). Failed checks are in the report.
+pub fn run(opts: &Options, out: &mut dyn std::io::Write) -> Result<Report, String> {
+    story::run(opts, out)
+}
+
 /// Run the demo, printing to stdout; the process exit code.
 pub fn main(opts: &Options) -> i32 {
     let mut out = std::io::stdout();
@@ -62,6 +68,10 @@ pub struct Report {
     pub minimum: (usize, usize),
     /// Change → slice write delays of the single-pod steps.
     pub delays: Vec<std::time::Duration>,
+    /// Endpoints and EndpointSlice writes in kube-sim's write log from the
+    /// first endpointd start to the end, counted once more at the end
+    /// (must equal the per-step tallies above).
+    pub log_writes: (usize, usize),
     /// Resident memory of the last endpointd instance, from /proc.
     pub rss_bytes: Option<u64>,
     /// Its process id.

@@ -25,6 +25,8 @@ struct Story<'a> {
     dir: PathBuf,
     kubeconfig: PathBuf,
     report: Report,
+    /// The write log's length before the first endpointd started.
+    start_mark: usize,
 }
 
 /// Run the story; `Err` only when the demo itself cannot run (ports,
@@ -163,6 +165,7 @@ impl Story<'_> {
             "endpointd starts, wins the lease and writes every object",
         );
         let mark = observe::mark(self.store());
+        self.start_mark = mark;
         let t0 = self.store().clock().wall();
         let a = self.spawn("demo-a")?;
         let ok = self.wait("2", "every Service converged", |s| {
@@ -455,6 +458,8 @@ impl Story<'_> {
     fn step8_summary(&mut self, b: &Child) {
         self.heading(8, "Summary");
         self.report.rss_bytes = b.rss_bytes();
+        let all = observe::writes_since(self.store(), self.start_mark);
+        self.report.log_writes = (all.endpoints.len(), all.slices.len());
         self.report.pid = Some(b.pid());
         let slices: usize = SERVICES
             .iter()
