@@ -46,6 +46,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<Report, String> {
         dir,
         kubeconfig,
         report: Report::default(),
+        start_mark: 0,
     };
     let result = s.play();
     if let Ok(b) = result.as_ref() {
