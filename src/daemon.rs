@@ -2,15 +2,16 @@
 //! and systemd notification, connect to the API server, keep the caches in
 //! sync, run until told to stop, stop cleanly.
 //!
-//! Owns wiring and supervision only. This build syncs the caches the
-//! controllers will read but has no controller wired yet (later issues add
-//! the workers and leader election); `run` says so plainly in its log, its
-//! `/readyz` and its systemd STATUS instead of pretending to work. It never
-//! writes to the API server.
+//! Owns wiring and supervision only: caches first, then, once every cache
+//! has synced, the enabled controllers' workers. It never writes to the API
+//! server itself (the controllers' writers do, behind the write fence).
 
 use crate::caches::{self, Caches};
 use crate::clock::{RealClock, SharedClock};
 use crate::config::{Config, ConfigErrors};
+use crate::controller::fence::Fence;
+use crate::controller::recorder::Record;
+use crate::controllers::{Controllers, Deps, Running};
 use crate::health::{self, Liveness, Readiness};
 use crate::kube::{self, Client, ClientConfig};
 use crate::metrics::Registry;
@@ -47,9 +48,12 @@ impl std::fmt::Display for DaemonError {
 
 impl std::error::Error for DaemonError {}
 
-/// What this build does not do yet; logged at start and shown in STATUS
-/// and `/readyz`.
-pub const NOT_YET: &str = "controllers are not wired in this build: the caches sync, but no Endpoints or EndpointSlices are written";
+/// How long one sync may run before the supervisor calls the worker
+/// wedged (the watchdog then stops, so systemd restarts endpointd).
+const WEDGED_AFTER: Duration = Duration::from_secs(300);
+
+/// How long in-flight syncs may take to finish at shutdown.
+const DRAIN: Duration = Duration::from_secs(5);
 
 /// How often the supervisor looks at the caches when systemd asks for no
 /// faster watchdog pings.
@@ -84,7 +88,6 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
     build_info(&registry);
     let client = client(&cfg, Arc::clone(&clock), &registry).map_err(DaemonError::Client)?;
     log::info!("API server {}", client.server());
-    log::warn!("{NOT_YET}");
     let shutdown = Shutdown::new();
     let current = Arc::new(Mutex::new(cfg.clone()));
     let reload_path: PathBuf = path.to_path_buf();
@@ -116,13 +119,36 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         registry: Arc::clone(&registry),
         shutdown: shutdown.clone(),
     };
-    let caches = Caches::start(&client, &cfg, &env, caches::Hooks::default())
+    let deps = Deps {
+        client: client.clone(),
+        clock: Arc::clone(&env.clock),
+        registry: Arc::clone(&registry),
+        fence: Fence::open(),
+        recorder: event_recorder(),
+    };
+    let (controllers, hooks) =
+        Controllers::new(&cfg, &deps).map_err(|e| DaemonError::Setup(e.to_string()))?;
+    let caches = Caches::start(&client, &cfg, &env, hooks)
         .map_err(|e| DaemonError::Setup(format!("informer threads: {e}")))?;
     let notifier = Notifier::from_env();
-    notify(notifier.ready(&format!("syncing caches; {NOT_YET}")));
-    let outcome = supervise(&caches, &shutdown, &readiness, &notifier);
+    notify(notifier.ready("syncing caches"));
+    let mut sup = Supervisor {
+        caches: &caches,
+        shutdown: &shutdown,
+        readiness: &readiness,
+        notifier: &notifier,
+        pending: Some(controllers),
+        running: None,
+    };
+    let outcome = sup.run();
+    let running = sup.running.take();
     notify(notifier.stopping("shutting down"));
     shutdown.trigger();
+    if let Some(r) = running {
+        if !r.stop(DRAIN) {
+            log::warn!("some syncs were still running after {DRAIN:?}; stopping anyway");
+        }
+    }
     caches.stop();
     if let Some(s) = server {
         s.shutdown();
@@ -132,40 +158,100 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
     outcome
 }
 
-/// Watch the caches until shutdown: mark readiness and STATUS once they
-/// synced, ping the watchdog only while every watcher thread runs, and fail
-/// (so systemd restarts us) if one stopped.
-fn supervise(
-    caches: &Caches,
-    shutdown: &Shutdown,
-    readiness: &Readiness,
-    notifier: &Notifier,
-) -> Result<(), DaemonError> {
-    let tick = sdnotify::watchdog_interval()
-        .map(|w| (w / 2).min(SUPERVISE_EVERY))
-        .unwrap_or(SUPERVISE_EVERY);
-    let mut synced = false;
-    while !shutdown.wait_timeout(tick) {
-        if !caches.alive() {
-            log::error!("a cache stopped updating; exiting so that systemd restarts endpointd");
-            return Err(DaemonError::Failed("a cache stopped updating".into()));
+/// Until the event recorder is wired: log events instead of writing them.
+fn event_recorder() -> Arc<dyn Record> {
+    struct LogEvents;
+    impl Record for LogEvents {
+        fn record(
+            &self,
+            regarding: &crate::model::ObjectReference,
+            spec: &crate::controller::events::EventSpec,
+        ) {
+            log::info!(
+                "event {} {} on {} {}/{}: {}",
+                spec.type_.as_str(),
+                spec.reason,
+                regarding.kind,
+                regarding.namespace,
+                regarding.name,
+                spec.message
+            );
         }
-        if !synced {
-            let missing = caches.unsynced();
-            if missing.is_empty() {
-                synced = true;
-                log::info!("caches synced: {}", caches.summary());
-                readiness.set(Some(NOT_YET));
-                notify(
-                    notifier.status(&format!("caches synced ({}); {NOT_YET}", caches.summary())),
-                );
-            } else {
-                readiness.set(Some(&format!("caches not synced: {}", missing.join(", "))));
-            }
-        }
-        notify(notifier.watchdog());
     }
-    Ok(())
+    Arc::new(LogEvents)
+}
+
+/// Watches the caches and, once they synced, the controllers.
+struct Supervisor<'a> {
+    caches: &'a Caches,
+    shutdown: &'a Shutdown,
+    readiness: &'a Readiness,
+    notifier: &'a Notifier,
+    pending: Option<Controllers>,
+    running: Option<Running>,
+}
+
+impl Supervisor<'_> {
+    /// Until shutdown: start the controllers once every cache synced, keep
+    /// readiness and STATUS current, ping the watchdog only while every
+    /// watcher thread runs and no worker is wedged, and fail (so systemd
+    /// restarts us) if a cache stopped.
+    fn run(&mut self) -> Result<(), DaemonError> {
+        let tick = sdnotify::watchdog_interval()
+            .map(|w| (w / 2).min(SUPERVISE_EVERY))
+            .unwrap_or(SUPERVISE_EVERY);
+        while !self.shutdown.wait_timeout(tick) {
+            if !self.caches.alive() {
+                log::error!("a cache stopped updating; exiting so that systemd restarts endpointd");
+                return Err(DaemonError::Failed("a cache stopped updating".into()));
+            }
+            if self.running.is_none() {
+                self.try_start()?;
+            }
+            if let Some(r) = &self.running {
+                if let Some((key, d)) = r.pools().iter().find_map(|p| p.wedged(WEDGED_AFTER)) {
+                    log::error!(
+                        "a worker has been syncing {key} for {}s; withholding the watchdog",
+                        d.as_secs()
+                    );
+                    continue;
+                }
+                r.refresh_metrics();
+                notify(self.notifier.status(&self.status(r)));
+            }
+            notify(self.notifier.watchdog());
+        }
+        Ok(())
+    }
+
+    fn try_start(&mut self) -> Result<(), DaemonError> {
+        let missing = self.caches.unsynced();
+        if !missing.is_empty() {
+            self.readiness
+                .set(Some(&format!("caches not synced: {}", missing.join(", "))));
+            return Ok(());
+        }
+        log::info!("caches synced: {}", self.caches.summary());
+        let Some(c) = self.pending.take() else {
+            return Ok(());
+        };
+        let running = c
+            .start(self.caches)
+            .map_err(|e| DaemonError::Setup(format!("worker threads: {e}")))?;
+        let names: Vec<&str> = running.pools().iter().map(|p| p.controller()).collect();
+        log::info!("controllers running: {}", names.join(", "));
+        self.readiness.set(None);
+        self.running = Some(running);
+        Ok(())
+    }
+
+    fn status(&self, r: &Running) -> String {
+        format!(
+            "running; {}; {} syncs queued",
+            self.caches.summary(),
+            r.queued()
+        )
+    }
 }
 
 /// `endpointd_build_info{version} 1`, as Kubernetes components export it.

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod controller;
+pub mod controllers;
 pub mod daemon;
 pub mod demo;
 pub mod endpoints;

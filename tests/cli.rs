@@ -243,14 +243,10 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
         .spawn()
         .expect("spawn");
     let ready = recv_until(&sock, "READY=1");
+    assert!(ready.contains("STATUS=syncing caches"), "{ready}");
+    let synced = recv_until(&sock, "STATUS=running;");
     assert!(
-        ready.contains("STATUS=syncing caches; controllers are not wired"),
-        "{ready}"
-    );
-    let synced = recv_until(&sock, "STATUS=caches synced");
-    assert!(
-        synced
-            .contains("(3 pods, 0 services, 0 nodes, 4 namespaces, 0 endpoints, 0 endpointslices)"),
+        synced.contains("3 pods, 0 services, 0 nodes, 4 namespaces, 0 endpoints, 0 endpointslices; 0 syncs queued"),
         "{synced}"
     );
     recv_until(&sock, "WATCHDOG=1");
@@ -301,7 +297,7 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
         .read_to_string(&mut log)
         .expect("read");
     assert!(
-        log.contains("<4>endpointd::daemon: controllers are not wired"),
+        log.contains("<6>endpointd::daemon: controllers running: endpoint"),
         "{log}"
     );
     assert!(
@@ -359,15 +355,15 @@ fn free_port() -> u16 {
 }
 
 #[test]
-fn run_serves_health_and_metrics_and_is_honestly_not_ready() {
+fn run_serves_health_metrics_and_readiness() {
     let d = tmpdir("serve");
     let (_sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 7);
     let addr = format!("127.0.0.1:{}", free_port());
     let cfg = config_with(&d, &kc, &format!("[server]\nlisten = \"{addr}\"\n"));
     let mut child = spawn_serving(&cfg, &addr);
     assert_eq!(http_get(&addr, "/healthz"), (200, "ok\n".to_string()));
-    let body = wait_for_readyz(&addr, "not ready: controllers are not wired");
-    assert!(body.contains("the caches sync"), "{body}");
+    let body = wait_for_readyz(&addr, "ok");
+    assert_eq!(body, "ok\n");
     let (code, body) = http_get(&addr, "/metrics");
     assert_eq!(code, 200);
     assert!(
@@ -415,7 +411,8 @@ fn wait_for_readyz(addr: &str, prefix: &str) -> String {
     loop {
         let (code, body) = http_get(addr, "/readyz");
         if body.starts_with(prefix) {
-            assert_eq!(code, 503, "{body}");
+            let want = if prefix.starts_with("ok") { 200 } else { 503 };
+            assert_eq!(code, want, "{body}");
             return body;
         }
         assert!(
@@ -461,7 +458,7 @@ fn run_keeps_going_while_the_api_server_is_down_and_syncs_once_it_is_up() {
         "must keep running while the API server is down"
     );
     let (_sim, _) = sim_with_pods(&d, &api, 2);
-    wait_for_readyz(&addr, "not ready: controllers are not wired");
+    wait_for_readyz(&addr, "ok");
     let (_, metrics) = http_get(&addr, "/metrics");
     assert!(
         metrics.contains("endpointd_informer_objects{resource=\"pods\"} 2"),

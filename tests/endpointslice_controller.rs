@@ -167,9 +167,14 @@ fn restart_writes_nothing_and_foreign_edits_are_corrected() {
         .as_str()
         .expect("name")
         .to_string();
-    c.modify("endpointslices", "default", &[name.clone()], |v| {
-        v["endpoints"] = json!([]);
-    });
+    c.modify(
+        "endpointslices",
+        "default",
+        std::slice::from_ref(&name),
+        |v| {
+            v["endpoints"] = json!([]);
+        },
+    );
     wait_until("the edit corrected", LIMIT, || {
         shape(&c, "default", "web").0 == vec![5]
     });
@@ -178,7 +183,7 @@ fn restart_writes_nothing_and_foreign_edits_are_corrected() {
         "corrected in place, same name"
     );
     // … and deletes it: recreated.
-    c.delete("endpointslices", "default", &[name.clone()]);
+    c.delete("endpointslices", "default", std::slice::from_ref(&name));
     wait_until("the slice recreated", LIMIT, || {
         shape(&c, "default", "web").0 == vec![5]
     });

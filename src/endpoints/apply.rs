@@ -1,0 +1,184 @@
+//! The only writer of core/v1 Endpoints (upstream-spec A6, A21, A22): POST,
+//! PUT and DELETE through the API client, each behind the write fence, with
+//! the bookkeeping the stale-cache guard needs.
+//!
+//! Beyond upstream's stale tracker (which remembers the resourceVersions we
+//! replaced), it also remembers the objects we *created* until the cache
+//! has seen them, so a sync racing its own create fails as stale instead of
+//! POSTing again into a 409 and a spurious `FailedToCreateEndpoint` event.
+//!
+//! Must never decide what to write (the plan does) and never write when the
+//! fence is closed.
+
+use super::StaleTracker;
+use crate::controller::events::EventSpec;
+use crate::controller::fence::Fence;
+use crate::controller::recorder::Record;
+use crate::controller::worker::SyncError;
+use crate::kube::{self, Client, ENDPOINTS};
+use crate::model::{Endpoints, Object, ObjectReference};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Writes Endpoints for the controller.
+pub struct EndpointsWriter {
+    client: Client,
+    fence: Fence,
+    recorder: Arc<dyn Record>,
+    stale: StaleTracker,
+    /// Keys we created that the cache has not shown yet, with the
+    /// resourceVersion the create returned.
+    created: Mutex<HashMap<String, String>>,
+    /// The resourceVersion of our last write per key, so that handlers can
+    /// tell our own writes from a foreign writer's.
+    written: Mutex<HashMap<String, String>>,
+}
+
+fn reference(obj: &Endpoints, ns: &str) -> ObjectReference {
+    ObjectReference {
+        kind: "Endpoints".into(),
+        api_version: "v1".into(),
+        namespace: ns.to_string(),
+        name: obj.name().to_string(),
+        uid: obj.uid().to_string(),
+        ..ObjectReference::default()
+    }
+}
+
+/// Whether a cache at resourceVersion `cache` has seen the write that
+/// produced `written`. resourceVersions are opaque; every API server we know
+/// (etcd-backed, kube-sim) uses increasing integers, and anything else is
+/// treated as reached (never stale), which is the safe side for liveness.
+fn rv_reached(cache: &str, written: &str) -> bool {
+    match (cache.parse::<u64>(), written.parse::<u64>()) {
+        (Ok(c), Ok(w)) => c >= w,
+        _ => true,
+    }
+}
+
+fn failed(what: &str, key: &str, e: &kube::Error) -> SyncError {
+    SyncError::Failed(format!("{what} Endpoints {key}: {e}"))
+}
+
+impl EndpointsWriter {
+    /// A writer through `client`, gated by `fence`.
+    pub fn new(client: Client, fence: Fence, recorder: Arc<dyn Record>) -> EndpointsWriter {
+        EndpointsWriter {
+            client,
+            fence,
+            recorder,
+            stale: StaleTracker::default(),
+            created: Mutex::default(),
+            written: Mutex::default(),
+        }
+    }
+
+    /// Whether `rv` is the resourceVersion our last write of `key` produced.
+    pub fn is_own_write(&self, key: &str, rv: &str) -> bool {
+        let w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        w.get(key).is_some_and(|own| own == rv)
+    }
+
+    fn wrote(&self, key: &str, rv: &str) {
+        let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        w.insert(key.to_string(), rv.to_string());
+    }
+
+    fn created(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.created.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the cached state of `key` is older than our own last write
+    /// (A17): `current` carries a resourceVersion we replaced, or is absent
+    /// although we created it and the cache (at `cache_rv`) has not yet
+    /// reached the create's resourceVersion. A create the cache skipped
+    /// over (created and deleted while its watch was down) stops counting
+    /// once the cache is past it, so a key can never stay stale forever.
+    pub fn is_stale(&self, key: &str, current: Option<&Endpoints>, cache_rv: &str) -> bool {
+        let mut created = self.created();
+        match current {
+            Some(cur) => {
+                created.remove(key);
+                self.stale.is_stale(key, cur.resource_version())
+            }
+            None => match created.get(key) {
+                None => false,
+                Some(rv) if rv_reached(cache_rv, rv) => {
+                    created.remove(key);
+                    false
+                }
+                Some(_) => true,
+            },
+        }
+    }
+
+    /// POST (A21). A namespace being deleted is not an error.
+    pub fn create(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
+        self.fence
+            .check()
+            .map_err(|e| SyncError::Failed(e.to_string()))?;
+        match self.client.create(&ENDPOINTS, Some(ns), obj) {
+            Ok(written) => {
+                let rv = written.resource_version().to_string();
+                self.wrote(key, &rv);
+                self.created().insert(key.to_string(), rv);
+                Ok(())
+            }
+            Err(e) if e.is_forbidden() && e.has_cause("NamespaceTerminating") => {
+                log::debug!("not creating Endpoints {key}: its namespace is terminating");
+                Ok(())
+            }
+            Err(e) => {
+                let msg = format!("Failed to create endpoint for service {key}: {e}");
+                self.warn(obj, ns, "FailedToCreateEndpoint", msg);
+                Err(failed("creating", key, &e))
+            }
+        }
+    }
+
+    /// PUT with the cached resourceVersion (A21, A22).
+    pub fn update(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
+        self.fence
+            .check()
+            .map_err(|e| SyncError::Failed(e.to_string()))?;
+        match self.client.update(&ENDPOINTS, Some(ns), obj) {
+            Ok(written) => {
+                self.wrote(key, written.resource_version());
+                if written.resource_version() != obj.resource_version() {
+                    self.stale.stale(key, obj.resource_version());
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let msg = format!("Failed to update endpoint {key}: {e}");
+                self.warn(obj, ns, "FailedToUpdateEndpoint", msg);
+                Err(failed("updating", key, &e))
+            }
+        }
+    }
+
+    /// DELETE the Endpoints of a deleted Service (A6): NotFound is success;
+    /// the stale state of the key is dropped.
+    pub fn delete(&self, key: &str, ns: &str, name: &str) -> Result<(), SyncError> {
+        self.fence
+            .check()
+            .map_err(|e| SyncError::Failed(e.to_string()))?;
+        match self.client.delete(&ENDPOINTS, Some(ns), name, None) {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(failed("deleting", key, &e)),
+        }
+        self.stale.delete(key);
+        self.created().remove(key);
+        self.written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+        Ok(())
+    }
+
+    fn warn(&self, obj: &Endpoints, ns: &str, reason: &str, msg: String) {
+        self.recorder
+            .record(&reference(obj, ns), &EventSpec::warning(reason, msg));
+    }
+}

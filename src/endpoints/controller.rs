@@ -1,0 +1,151 @@
+//! The Endpoints controller's wiring (upstream
+//! `pkg/controller/endpoint/endpoints_controller.go`): its queue, its
+//! Endpoints-delete handler (C1), `sync_service` (A4–A9, A17) and the
+//! leftover check at start (A5).
+//!
+//! `sync_service` only gathers inputs from the caches, asks the pure plan
+//! (`reconcile`) what to write, and hands that to the writer (`apply`).
+//! Must never write except through [`EndpointsWriter`].
+
+use super::apply::EndpointsWriter;
+use super::reconcile::{plan, Input, Plan};
+use crate::controller::handlers::Target;
+use crate::controller::membership::pods_for_service;
+use crate::controller::podutil::service_is_managed;
+use crate::controller::trigger::TriggerTimeTracker;
+use crate::controller::worker::{SyncError, Syncer};
+use crate::informer::{DeletedObject, EventHandler, Store};
+use crate::model::{Endpoints, Object, Pod, Service};
+use crate::workqueue::RateLimitingQueue;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The controller name in logs, metrics and the work queue (KCM's queue is
+/// called `endpoint`).
+pub const NAME: &str = "endpoint";
+
+/// The annotation of the old Endpoints-based leader-election lock: such
+/// objects are never touched by the leftover check (A5).
+pub const LEADER_ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
+
+/// The caches a sync reads.
+#[derive(Clone, Debug)]
+pub struct Listers {
+    /// Services.
+    pub services: Store<Service>,
+    /// Pods.
+    pub pods: Store<Pod>,
+    /// Endpoints.
+    pub endpoints: Store<Endpoints>,
+}
+
+/// The Endpoints controller: the [`Syncer`] its workers run.
+pub struct EndpointsController {
+    listers: Listers,
+    writer: Arc<EndpointsWriter>,
+    triggers: TriggerTimeTracker,
+}
+
+impl EndpointsController {
+    /// A controller reading `listers` and writing through `writer`.
+    pub fn new(listers: Listers, writer: Arc<EndpointsWriter>) -> EndpointsController {
+        EndpointsController {
+            listers,
+            writer,
+            triggers: TriggerTimeTracker::new(),
+        }
+    }
+
+    /// Upstream `syncService`.
+    pub fn sync_service(&self, key: &str) -> Result<(), SyncError> {
+        let Some((ns, name)) = key.split_once('/') else {
+            log::warn!("{NAME}: ignoring malformed key {key:?}");
+            return Ok(());
+        };
+        let Some(svc) = self.listers.services.get(key) else {
+            // A6: the Service is gone; its Endpoints go too.
+            self.writer.delete(key, ns, name)?;
+            self.triggers.delete_service(key);
+            return Ok(());
+        };
+        if !service_is_managed(&svc) {
+            return Ok(());
+        }
+        let pods = pods_for_service(&self.listers.pods, &svc);
+        let trigger_time = self.triggers.compute(key, &svc, &pods);
+        let current = self.listers.endpoints.get(key);
+        let cache_rv = self.listers.endpoints.resource_version();
+        if self.writer.is_stale(key, current.as_deref(), &cache_rv) {
+            return Err(SyncError::Stale(format!(
+                "endpoints informer cache is out of date for {key}"
+            )));
+        }
+        let input = Input {
+            service: &svc,
+            pods: &pods,
+            current: current.as_deref(),
+            trigger_time,
+        };
+        match plan(&input) {
+            Plan::Unchanged => Ok(()),
+            Plan::Create(obj) => self.writer.create(key, ns, &obj),
+            Plan::Update(obj) => self.writer.update(key, ns, &obj),
+        }
+    }
+}
+
+impl Syncer for EndpointsController {
+    fn sync(&self, key: &str) -> Result<(), SyncError> {
+        self.sync_service(key)
+    }
+}
+
+/// A5: queue every cached Endpoints (those whose Service is gone are then
+/// deleted), except the old leader-election locks.
+pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimitingQueue<String>) {
+    for ep in endpoints.list() {
+        if ep.metadata.annotations.contains_key(LEADER_ANNOTATION) {
+            continue;
+        }
+        queue.add(ep.key());
+    }
+}
+
+/// Endpoints deleted → sync its Service (C1); beyond upstream, an
+/// Endpoints changed by someone else → sync its Service too, so a foreign
+/// edit is corrected at once (upstream only notices at the Service's next
+/// sync). Our own writes are recognised by resourceVersion and ignored.
+pub struct EndpointsHandler {
+    queue: RateLimitingQueue<String>,
+    writer: Arc<EndpointsWriter>,
+}
+
+impl EndpointsHandler {
+    /// A handler feeding `queue`.
+    pub fn new(queue: RateLimitingQueue<String>, writer: Arc<EndpointsWriter>) -> EndpointsHandler {
+        EndpointsHandler { queue, writer }
+    }
+}
+
+impl EventHandler<Endpoints> for EndpointsHandler {
+    fn on_add(&self, _obj: &Arc<Endpoints>, _initial: bool) {}
+    fn on_update(&self, old: &Arc<Endpoints>, new: &Arc<Endpoints>) {
+        let key = new.key();
+        let foreign = old.resource_version() != new.resource_version()
+            && !self.writer.is_own_write(&key, new.resource_version());
+        if foreign {
+            self.queue.add(key);
+        }
+    }
+    fn on_delete(&self, obj: &DeletedObject<Endpoints>) {
+        self.queue.add(obj.object().key());
+    }
+}
+
+/// The queue target of this controller for the shared Service/Pod handlers.
+pub fn target(queue: &RateLimitingQueue<String>, batch_period: Duration) -> Target {
+    Target {
+        queue: queue.clone(),
+        batch_period,
+    }
+}

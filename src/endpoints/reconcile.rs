@@ -1,0 +1,138 @@
+//! The Endpoints plan (upstream `syncService` after the pod loop;
+//! upstream-spec A16–A20): from the Service, its pods, the cached
+//! Endpoints and the trigger time, the object to create, the object to
+//! update, or nothing.
+//!
+//! Beyond upstream: an over-capacity Endpoints whose truncated content is
+//! already what is stored is left alone. Upstream compares the
+//! *untruncated* subsets with the stored (truncated) ones, so it rewrites
+//! every over-capacity Endpoints on every sync of its Service.
+//!
+//! Pure; must never read a cache, the clock or the network.
+
+use super::desired::unpacked_subsets;
+use super::repack::repack_subsets;
+use super::truncate::truncate;
+use crate::model::{EndpointSubset, Endpoints, Labels, ObjectMeta, Pod, Service, Time};
+use std::sync::Arc;
+
+/// `endpoints.kubernetes.io/last-change-trigger-time`.
+pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+/// `endpoints.kubernetes.io/over-capacity`.
+pub const OVER_CAPACITY_ANNOTATION: &str = "endpoints.kubernetes.io/over-capacity";
+/// `service.kubernetes.io/headless`.
+pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
+
+/// What a sync needs to decide.
+#[derive(Clone, Copy, Debug)]
+pub struct Input<'a> {
+    /// A managed Service (selector set, not ExternalName).
+    pub service: &'a Service,
+    /// The pods of its namespace its selector matches.
+    pub pods: &'a [Arc<Pod>],
+    /// The cached Endpoints of the same name, if any.
+    pub current: Option<&'a Endpoints>,
+    /// From the trigger-time tracker; `None` is the zero time.
+    pub trigger_time: Option<Time>,
+}
+
+/// What to write.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    /// The stored object is already right.
+    Unchanged,
+    /// POST this object.
+    Create(Endpoints),
+    /// PUT this object (it carries the cached resourceVersion).
+    Update(Endpoints),
+}
+
+/// The subsets the Service should have: unpacked, repacked and truncated;
+/// true if truncated.
+pub fn desired_subsets(svc: &Service, pods: &[Arc<Pod>]) -> (Vec<EndpointSubset>, bool) {
+    let mut subsets = repack_subsets(&unpacked_subsets(svc, pods));
+    let truncated = truncate(&mut subsets);
+    (subsets, truncated)
+}
+
+/// Upstream `endpointSubsetsEqualIgnoreResourceVersion`.
+pub fn subsets_equal_ignoring_rv(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
+    fn strip(s: &[EndpointSubset]) -> Vec<EndpointSubset> {
+        let mut v = s.to_vec();
+        for sub in &mut v {
+            for a in sub
+                .addresses
+                .iter_mut()
+                .chain(sub.not_ready_addresses.iter_mut())
+            {
+                if let Some(t) = a.target_ref.as_mut() {
+                    t.resource_version.clear();
+                }
+            }
+        }
+        v
+    }
+    a.len() == b.len() && strip(a) == strip(b)
+}
+
+fn without(labels: &Labels, key: &str) -> Labels {
+    let mut l = labels.clone();
+    l.remove(key);
+    l
+}
+
+/// A18 with our over-capacity improvement: the stored object needs no
+/// write.
+fn unchanged(cur: &Endpoints, svc: &Service, subsets: &[EndpointSubset], truncated: bool) -> bool {
+    let labels_equal = without(&cur.metadata.labels, HEADLESS_LABEL) == svc.metadata.labels;
+    let marked = cur
+        .metadata
+        .annotations
+        .contains_key(OVER_CAPACITY_ANNOTATION);
+    labels_equal && marked == truncated && subsets_equal_ignoring_rv(&cur.subsets, subsets)
+}
+
+/// The plan for one sync (A18, A19).
+pub fn plan(input: &Input<'_>) -> Plan {
+    let svc = input.service;
+    let (subsets, truncated) = desired_subsets(svc, input.pods);
+    let creating = input
+        .current
+        .is_none_or(|c| c.metadata.resource_version.is_empty());
+    if let Some(cur) = input.current.filter(|_| !creating) {
+        if unchanged(cur, svc, &subsets, truncated) {
+            return Plan::Unchanged;
+        }
+    }
+    let mut obj = match input.current {
+        Some(cur) => cur.clone(),
+        None => Endpoints {
+            metadata: ObjectMeta {
+                name: svc.metadata.name.to_string(),
+                namespace: svc.metadata.namespace.to_string(),
+                ..ObjectMeta::default()
+            },
+            ..Endpoints::default()
+        },
+    };
+    obj.subsets = subsets;
+    obj.metadata.labels = svc.metadata.labels.clone();
+    let ann = &mut obj.metadata.annotations;
+    match input.trigger_time {
+        Some(t) => ann.insert(TRIGGER_TIME_ANNOTATION, &t.to_string()),
+        None => drop(ann.remove(TRIGGER_TIME_ANNOTATION)),
+    }
+    match truncated {
+        true => ann.insert(OVER_CAPACITY_ANNOTATION, "truncated"),
+        false => drop(ann.remove(OVER_CAPACITY_ANNOTATION)),
+    }
+    if svc.is_ip_set() {
+        obj.metadata.labels.remove(HEADLESS_LABEL);
+    } else {
+        obj.metadata.labels.insert(HEADLESS_LABEL, "");
+    }
+    match creating {
+        true => Plan::Create(obj),
+        false => Plan::Update(obj),
+    }
+}

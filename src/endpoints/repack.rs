@@ -1,0 +1,293 @@
+//! Upstream `RepackSubsets` (`pkg/api/v1/endpoints/util.go`; upstream-spec
+//! A16): the canonical form of a list of subsets.
+//!
+//! Addresses are de-duplicated by (IP, targetRef UID); for one address and
+//! port, not-ready trumps ready; addresses offering exactly the same
+//! {address, ready} set are merged into one subset with all their ports;
+//! port-less subsets survive (as upstream's sentinel port -1) with no
+//! ports.
+//!
+//! Order: addresses as upstream (`LessEndpointAddress`: IP text bytes, then
+//! UID, no targetRef first). Upstream sorts ports and subsets by the md5 of
+//! a Go spew dump, which cannot be reproduced outside Go; ours is plain
+//! and deterministic: ports by (port, protocol, name, appProtocol), subsets
+//! by their sorted ports, then their first ready and not-ready addresses.
+//! The subsets compare is order-sensitive, so the first sync over an
+//! Endpoints written by kube-controller-manager with more than one subset
+//! or port may rewrite it once in our order; after that it is stable.
+//!
+//! Pure; must never allocate more than the input's size.
+
+use crate::model::{EndpointAddress, EndpointPort, EndpointSubset};
+use std::collections::{BTreeMap, HashMap};
+
+/// (IP, UID) — upstream's `addressKey`.
+type AddrKey = (String, Option<String>);
+
+fn addr_key(a: &EndpointAddress) -> AddrKey {
+    (a.ip.clone(), a.target_ref.as_ref().map(|t| t.uid.clone()))
+}
+
+/// Upstream `LessEndpointAddress` as an ordering.
+pub fn cmp_address(a: &EndpointAddress, b: &EndpointAddress) -> std::cmp::Ordering {
+    let uid = |x: &EndpointAddress| x.target_ref.as_ref().map(|t| t.uid.clone());
+    a.ip.as_bytes()
+        .cmp(b.ip.as_bytes())
+        .then_with(|| uid(a).cmp(&uid(b)))
+}
+
+/// Our port order.
+pub fn port_key(p: &EndpointPort) -> (i32, String, String, String) {
+    (
+        p.port,
+        p.protocol
+            .as_ref()
+            .map(|x| x.as_str().to_string())
+            .unwrap_or_default(),
+        p.name.clone(),
+        p.app_protocol.clone().unwrap_or_default(),
+    )
+}
+
+/// `None` is upstream's sentinel port (a port-less subset).
+type PortSlot = Option<EndpointPort>;
+
+/// Upstream `RepackSubsets`.
+pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
+    let mut addrs: HashMap<AddrKey, EndpointAddress> = HashMap::new();
+    // port → (address → ready), in first-seen order of ports.
+    let mut by_port: Vec<(PortSlot, BTreeMap<AddrKey, bool>)> = Vec::new();
+    for s in subsets {
+        let slots: Vec<PortSlot> = match s.ports.is_empty() {
+            true => vec![None],
+            false => s.ports.iter().cloned().map(Some).collect(),
+        };
+        for slot in slots {
+            let i = match by_port.iter().position(|(p, _)| *p == slot) {
+                Some(i) => i,
+                None => {
+                    by_port.push((slot, BTreeMap::new()));
+                    by_port.len() - 1
+                }
+            };
+            let set = &mut by_port[i].1;
+            let all = s.addresses.iter().map(|a| (a, true));
+            for (a, ready) in all.chain(s.not_ready_addresses.iter().map(|a| (a, false))) {
+                let k = addr_key(a);
+                addrs.entry(k.clone()).or_insert_with(|| a.clone());
+                let e = set.entry(k).or_insert(ready);
+                *e = *e && ready;
+            }
+        }
+    }
+    // Group ports by their identical {address, ready} sets.
+    let mut groups: Vec<(BTreeMap<AddrKey, bool>, Vec<EndpointPort>)> = Vec::new();
+    for (slot, set) in by_port {
+        let i = match groups.iter().position(|(s, _)| *s == set) {
+            Some(i) => i,
+            None => {
+                groups.push((set, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        if let Some(p) = slot {
+            groups[i].1.push(p);
+        }
+    }
+    let mut out: Vec<EndpointSubset> = groups
+        .into_iter()
+        .map(|(set, mut ports)| {
+            let (mut ready, mut not_ready) = (Vec::new(), Vec::new());
+            for (k, r) in set {
+                let a = addrs.get(&k).cloned().unwrap_or_default();
+                if r {
+                    ready.push(a)
+                } else {
+                    not_ready.push(a)
+                }
+            }
+            ready.sort_by(cmp_address);
+            not_ready.sort_by(cmp_address);
+            ports.sort_by_key(port_key);
+            EndpointSubset {
+                addresses: ready,
+                not_ready_addresses: not_ready,
+                ports,
+            }
+        })
+        .collect();
+    out.sort_by_key(subset_key);
+    out
+}
+
+type SubsetKey = (
+    Vec<(i32, String, String, String)>,
+    Option<(String, Option<String>)>,
+    Option<(String, Option<String>)>,
+);
+
+fn subset_key(s: &EndpointSubset) -> SubsetKey {
+    let first = |v: &[EndpointAddress]| v.first().map(addr_key);
+    (
+        s.ports.iter().map(port_key).collect(),
+        first(&s.addresses),
+        first(&s.not_ready_addresses),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::cloned_ref_to_slice_refs)] // table rows read better with clones
+mod tests {
+    use super::*;
+    use crate::model::{ObjectReference, Protocol};
+
+    fn a(ip: &str, uid: Option<&str>) -> EndpointAddress {
+        EndpointAddress {
+            ip: ip.into(),
+            target_ref: uid.map(|u| ObjectReference {
+                uid: u.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn p(name: &str, port: i32) -> EndpointPort {
+        EndpointPort {
+            name: name.into(),
+            port,
+            protocol: Some(Protocol::Tcp),
+            app_protocol: None,
+        }
+    }
+
+    fn ss(
+        ready: &[EndpointAddress],
+        not_ready: &[EndpointAddress],
+        ports: &[EndpointPort],
+    ) -> EndpointSubset {
+        EndpointSubset {
+            addresses: ready.to_vec(),
+            not_ready_addresses: not_ready.to_vec(),
+            ports: ports.to_vec(),
+        }
+    }
+
+    /// The cases of upstream TestPackSubsets, in our words (compared as
+    /// sets where upstream's order is its spew-hash order).
+    #[test]
+    fn pack_subsets_table() {
+        let (a1, a2, a3) = (
+            a("1.2.3.4", Some("u1")),
+            a("5.6.7.8", Some("u2")),
+            a("1.2.3.4", Some("u3")),
+        );
+        let (p1, p2) = (p("a", 111), p("b", 222));
+        let cases: Vec<(&str, Vec<EndpointSubset>, Vec<EndpointSubset>)> = vec![
+            ("empty", vec![], vec![]),
+            (
+                "no ports: kept without ports",
+                vec![ss(&[a1.clone()], &[], &[])],
+                vec![ss(&[a1.clone()], &[], &[])],
+            ),
+            (
+                "one each",
+                vec![ss(&[a1.clone()], &[], &[p1.clone()])],
+                vec![ss(&[a1.clone()], &[], &[p1.clone()])],
+            ),
+            (
+                "not ready only",
+                vec![ss(&[], &[a1.clone()], &[p1.clone()])],
+                vec![ss(&[], &[a1.clone()], &[p1.clone()])],
+            ),
+            (
+                "same address, two ports → one subset",
+                vec![
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                    ss(&[a1.clone()], &[], &[p2.clone()]),
+                ],
+                vec![ss(&[a1.clone()], &[], &[p1.clone(), p2.clone()])],
+            ),
+            (
+                "duplicate address deduplicated",
+                vec![
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                ],
+                vec![ss(&[a1.clone()], &[], &[p1.clone()])],
+            ),
+            (
+                "same IP, different UIDs: two addresses",
+                vec![
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                    ss(&[a3.clone()], &[], &[p1.clone()]),
+                ],
+                vec![ss(&[a1.clone(), a3.clone()], &[], &[p1.clone()])],
+            ),
+            (
+                "two addresses one port",
+                vec![ss(&[a2.clone(), a1.clone()], &[], &[p1.clone()])],
+                vec![ss(&[a1.clone(), a2.clone()], &[], &[p1.clone()])],
+            ),
+            (
+                "not ready trumps ready for the same address and port",
+                vec![
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                    ss(&[], &[a1.clone()], &[p1.clone()]),
+                ],
+                vec![ss(&[], &[a1.clone()], &[p1.clone()])],
+            ),
+            (
+                "ready on one port, not ready on another → two subsets",
+                vec![
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                    ss(&[], &[a1.clone()], &[p2.clone()]),
+                ],
+                vec![
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                    ss(&[], &[a1.clone()], &[p2.clone()]),
+                ],
+            ),
+            (
+                "different address sets per port",
+                vec![
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                    ss(&[a2.clone()], &[], &[p2.clone()]),
+                ],
+                vec![
+                    ss(&[a1.clone()], &[], &[p1.clone()]),
+                    ss(&[a2.clone()], &[], &[p2.clone()]),
+                ],
+            ),
+            (
+                "mixed ready and not ready on one port",
+                vec![ss(&[a1.clone()], &[a2.clone()], &[p1.clone()])],
+                vec![ss(&[a1.clone()], &[a2.clone()], &[p1.clone()])],
+            ),
+            (
+                "nil targetRef sorts first",
+                vec![ss(&[a1.clone(), a("1.2.3.4", None)], &[], &[p1.clone()])],
+                vec![ss(&[a("1.2.3.4", None), a1.clone()], &[], &[p1.clone()])],
+            ),
+        ];
+        for (what, input, want) in cases {
+            assert_eq!(repack_subsets(&input), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn order_is_independent_of_input_order() {
+        let x = vec![
+            ss(&[a("10.0.0.2", Some("b"))], &[], &[p("http", 80)]),
+            ss(
+                &[],
+                &[a("10.0.0.3", Some("c"))],
+                &[p("http", 80), p("dns", 53)],
+            ),
+            ss(&[a("10.0.0.1", Some("a"))], &[], &[p("http", 80)]),
+        ];
+        let mut y = x.clone();
+        y.reverse();
+        assert_eq!(repack_subsets(&x), repack_subsets(&y));
+    }
+}

@@ -1,0 +1,485 @@
+//! Table tests of the Endpoints plan, carrying over the cases of upstream
+//! `endpoints_controller_test.go` (TestSyncEndpoints*) in our own words.
+
+use super::reconcile::{
+    plan, Input, Plan, HEADLESS_LABEL, OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION,
+};
+use crate::model::*;
+use std::sync::Arc;
+
+fn svc(ports: &[(&str, IntOrString)]) -> Service {
+    let mut s = Service::default();
+    s.metadata.name = "foo".into();
+    s.metadata.namespace = "ns".into();
+    s.metadata.labels = [("app", "foo")].into_iter().collect();
+    s.selector = Some([("app", "foo")].into_iter().collect());
+    s.cluster_ip = "10.96.0.10".into();
+    s.ports = ports
+        .iter()
+        .map(|(n, t)| ServicePort {
+            name: (*n).into(),
+            port: 80,
+            target_port: t.clone(),
+            ..Default::default()
+        })
+        .collect();
+    s
+}
+
+fn http() -> Service {
+    svc(&[("http", IntOrString::Int(8080))])
+}
+
+fn pod(i: usize, ready: bool) -> Pod {
+    let mut p = Pod {
+        phase: PodPhase::Running,
+        node_name: "node-1".into(),
+        pod_ips: vec![format!("1.2.3.{i}").into()].into_boxed_slice(),
+        ready: Some(ReadyCondition {
+            is_true: ready,
+            last_transition_time: None,
+        }),
+        ports: vec![ContainerPort {
+            name: "http".into(),
+            container_port: 8080,
+            protocol: Protocol::Tcp,
+        }]
+        .into_boxed_slice(),
+        ..Pod::default()
+    };
+    p.metadata.name = format!("pod{i}").into();
+    p.metadata.namespace = "ns".into();
+    p.metadata.uid = format!("uid{i}").into();
+    p
+}
+
+fn pods(v: Vec<Pod>) -> Vec<Arc<Pod>> {
+    v.into_iter().map(Arc::new).collect()
+}
+
+fn run(s: &Service, ps: &[Arc<Pod>], cur: Option<&Endpoints>) -> Plan {
+    plan(&Input {
+        service: s,
+        pods: ps,
+        current: cur,
+        trigger_time: None,
+    })
+}
+
+fn obj(p: Plan) -> Endpoints {
+    match p {
+        Plan::Create(e) | Plan::Update(e) => e,
+        Plan::Unchanged => panic!("expected a write"),
+    }
+}
+
+/// (ready IPs, not-ready IPs, ports) per subset.
+fn shape(e: &Endpoints) -> Vec<(Vec<String>, Vec<String>, Vec<i32>)> {
+    e.subsets
+        .iter()
+        .map(|s| {
+            (
+                s.addresses.iter().map(|a| a.ip.clone()).collect(),
+                s.not_ready_addresses.iter().map(|a| a.ip.clone()).collect(),
+                s.ports.iter().map(|p| p.port).collect(),
+            )
+        })
+        .collect()
+}
+
+fn ips(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// An existing object, as written by a previous sync.
+fn stored(p: Plan) -> Endpoints {
+    let mut e = obj(p);
+    e.metadata.resource_version = "7".into();
+    e
+}
+
+#[test]
+fn creates_with_addresses_ports_labels_and_target_refs() {
+    let s = http();
+    let ps = pods(vec![pod(1, true)]);
+    let e = match plan(&Input {
+        service: &s,
+        pods: &ps,
+        current: None,
+        trigger_time: Some(Time(jiff::Timestamp::UNIX_EPOCH)),
+    }) {
+        Plan::Create(e) => e,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(e.metadata.name, "foo");
+    assert_eq!(e.metadata.labels.get("app"), Some("foo"));
+    assert!(!e.metadata.labels.contains_key(HEADLESS_LABEL));
+    assert!(e.metadata.owner_references.is_empty());
+    assert_eq!(
+        e.metadata.annotations.get(TRIGGER_TIME_ANNOTATION),
+        Some("1970-01-01T00:00:00Z")
+    );
+    let a = &e.subsets[0].addresses[0];
+    assert_eq!(a.node_name.as_deref(), Some("node-1"));
+    let t = a.target_ref.as_ref().expect("targetRef");
+    assert_eq!(
+        (
+            t.kind.as_str(),
+            t.name.as_str(),
+            t.uid.as_str(),
+            t.resource_version.as_str()
+        ),
+        ("Pod", "pod1", "uid1", "")
+    );
+    let port = &e.subsets[0].ports[0];
+    assert_eq!(
+        (port.name.as_str(), port.port, port.protocol.clone()),
+        ("http", 8080, Some(Protocol::Tcp))
+    );
+}
+
+#[test]
+fn readiness_and_inclusion_table() {
+    let t = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+    let terminating = |mut p: Pod| {
+        p.metadata.deletion_timestamp = t;
+        p
+    };
+    let phase = |mut p: Pod, ph| {
+        p.phase = ph;
+        p
+    };
+    let no_ip = |mut p: Pod| {
+        p.pod_ips = Box::default();
+        p
+    };
+    let published = {
+        let mut s = http();
+        s.publish_not_ready_addresses = true;
+        s
+    };
+    #[allow(clippy::type_complexity)]
+    let cases: Vec<(
+        &str,
+        Service,
+        Vec<Pod>,
+        Vec<(Vec<String>, Vec<String>, Vec<i32>)>,
+    )> = vec![
+        (
+            "ready and not ready",
+            http(),
+            vec![pod(1, true), pod(2, false)],
+            vec![(ips(&["1.2.3.1"]), ips(&["1.2.3.2"]), vec![8080])],
+        ),
+        (
+            "publishNotReadyAddresses: all ready",
+            published.clone(),
+            vec![pod(1, true), pod(2, false)],
+            vec![(ips(&["1.2.3.1", "1.2.3.2"]), vec![], vec![8080])],
+        ),
+        (
+            "terminating excluded",
+            http(),
+            vec![pod(1, true), terminating(pod(2, true))],
+            vec![(ips(&["1.2.3.1"]), vec![], vec![8080])],
+        ),
+        (
+            "terminating kept when published",
+            published,
+            vec![terminating(pod(2, false))],
+            vec![(ips(&["1.2.3.2"]), vec![], vec![8080])],
+        ),
+        (
+            "failed and succeeded excluded",
+            http(),
+            vec![
+                phase(pod(1, true), PodPhase::Failed),
+                phase(pod(2, true), PodPhase::Succeeded),
+            ],
+            vec![],
+        ),
+        (
+            "pending included",
+            http(),
+            vec![phase(pod(1, false), PodPhase::Pending)],
+            vec![(vec![], ips(&["1.2.3.1"]), vec![8080])],
+        ),
+        ("no IP excluded", http(), vec![no_ip(pod(1, true))], vec![]),
+    ];
+    for (what, s, ps, want) in cases {
+        assert_eq!(shape(&obj(run(&s, &pods(ps), None))), want, "{what}");
+    }
+}
+
+#[test]
+fn ports_table() {
+    let named = svc(&[("http", IntOrString::String("http".into()))]);
+    let two = svc(&[
+        ("a", IntOrString::Int(8080)),
+        ("b", IntOrString::String("metrics".into())),
+    ]);
+    let mut headless = svc(&[]);
+    headless.cluster_ip = "None".into();
+    let portless = svc(&[]);
+    let mut sidecar = pod(3, true);
+    sidecar.ports = vec![ContainerPort {
+        name: "metrics".into(),
+        container_port: 9100,
+        protocol: Protocol::Tcp,
+    }]
+    .into_boxed_slice();
+    let mut udp_named = svc(&[("dns", IntOrString::String("http".into()))]);
+    udp_named.ports[0].protocol = Protocol::Udp;
+    #[allow(clippy::type_complexity)]
+    let cases: Vec<(
+        &str,
+        Service,
+        Vec<Pod>,
+        Vec<(Vec<String>, Vec<String>, Vec<i32>)>,
+    )> = vec![
+        (
+            "named port resolved",
+            named,
+            vec![pod(1, true)],
+            vec![(ips(&["1.2.3.1"]), vec![], vec![8080])],
+        ),
+        (
+            "named port missing on one pod: that port skipped",
+            two,
+            vec![pod(1, true), sidecar],
+            vec![
+                (ips(&["1.2.3.1", "1.2.3.3"]), vec![], vec![8080]),
+                (ips(&["1.2.3.3"]), vec![], vec![9100]),
+            ],
+        ),
+        (
+            "named port of another protocol: skipped",
+            udp_named,
+            vec![pod(1, true)],
+            vec![],
+        ),
+        (
+            "headless without ports: port-less subset",
+            headless,
+            vec![pod(1, true)],
+            vec![(ips(&["1.2.3.1"]), vec![], vec![])],
+        ),
+        (
+            "not headless without ports: nothing",
+            portless,
+            vec![pod(1, true)],
+            vec![],
+        ),
+        (
+            "integer targetPort used as is",
+            svc(&[("x", IntOrString::Int(1234))]),
+            vec![pod(1, true)],
+            vec![(ips(&["1.2.3.1"]), vec![], vec![1234])],
+        ),
+    ];
+    for (what, s, ps, want) in cases {
+        assert_eq!(shape(&obj(run(&s, &pods(ps), None))), want, "{what}");
+    }
+}
+
+#[test]
+fn ip_family_table() {
+    let dual = |i: usize| {
+        let mut p = pod(i, true);
+        p.pod_ips =
+            vec![format!("1.2.3.{i}").into(), format!("fd00::{i}").into()].into_boxed_slice();
+        p
+    };
+    let v6_only = |i: usize| {
+        let mut p = pod(i, true);
+        p.pod_ips = vec![format!("fd00::{i}").into()].into_boxed_slice();
+        p
+    };
+    let with_families = |f: &[&str]| {
+        let mut s = http();
+        s.ip_families = f.iter().map(|x| (*x).into()).collect();
+        s
+    };
+    let v6_cluster_ip = {
+        let mut s = http();
+        s.cluster_ip = "fd00::10".into();
+        s
+    };
+    let headless_no_families = {
+        let mut s = http();
+        s.cluster_ip = "None".into();
+        s
+    };
+    let cases: Vec<(&str, Service, Vec<Pod>, Vec<String>)> = vec![
+        (
+            "ipFamilies [IPv6] picks the v6 address",
+            with_families(&["IPv6", "IPv4"]),
+            vec![dual(1)],
+            ips(&["fd00::1"]),
+        ),
+        (
+            "ipFamilies [IPv4] picks the v4 address",
+            with_families(&["IPv4"]),
+            vec![dual(1)],
+            ips(&["1.2.3.1"]),
+        ),
+        (
+            "IPv4 service, IPv6-only pod: skipped",
+            with_families(&["IPv4"]),
+            vec![v6_only(1)],
+            vec![],
+        ),
+        (
+            "no families: the clusterIP's family",
+            v6_cluster_ip,
+            vec![dual(2)],
+            ips(&["fd00::2"]),
+        ),
+        (
+            "headless, no families: the pod IP's family",
+            headless_no_families,
+            vec![v6_only(3)],
+            ips(&["fd00::3"]),
+        ),
+    ];
+    for (what, s, ps, want) in cases {
+        let e = obj(run(&s, &pods(ps), None));
+        let got: Vec<String> = e
+            .subsets
+            .iter()
+            .flat_map(|x| x.addresses.iter().map(|a| a.ip.clone()))
+            .collect();
+        assert_eq!(got, want, "{what}");
+    }
+}
+
+#[test]
+fn hostname_and_headless_label() {
+    let mut s = http();
+    s.cluster_ip = "None".into();
+    let mut p = pod(1, true);
+    p.hostname = "pod1".into();
+    p.subdomain = "foo".into();
+    let e = obj(run(&s, &pods(vec![p]), None));
+    assert_eq!(e.subsets[0].addresses[0].hostname, "pod1");
+    assert_eq!(e.metadata.labels.get(HEADLESS_LABEL), Some(""));
+    let mut no_ip = http();
+    no_ip.cluster_ip = "".into();
+    assert_eq!(
+        obj(run(&no_ip, &[], None))
+            .metadata
+            .labels
+            .get(HEADLESS_LABEL),
+        Some("")
+    );
+}
+
+#[test]
+fn no_op_detection_table() {
+    let s = http();
+    let ps = pods(vec![pod(1, true), pod(2, false)]);
+    let base = stored(run(&s, &ps, None));
+    assert_eq!(run(&s, &ps, Some(&base)), Plan::Unchanged, "same content");
+
+    let mut with_rv = base.clone();
+    with_rv.subsets[0].addresses[0]
+        .target_ref
+        .as_mut()
+        .expect("ref")
+        .resource_version = "99".into();
+    assert_eq!(
+        run(&s, &ps, Some(&with_rv)),
+        Plan::Unchanged,
+        "targetRef resourceVersion ignored"
+    );
+
+    let mut headless_label = base.clone();
+    headless_label.metadata.labels.insert(HEADLESS_LABEL, "");
+    assert_eq!(
+        run(&s, &ps, Some(&headless_label)),
+        Plan::Unchanged,
+        "the headless label alone is not compared"
+    );
+
+    let mut other_annotation = base.clone();
+    other_annotation
+        .metadata
+        .annotations
+        .insert(TRIGGER_TIME_ANNOTATION, "2020-01-01T00:00:00Z");
+    assert_eq!(
+        run(&s, &ps, Some(&other_annotation)),
+        Plan::Unchanged,
+        "annotations are not compared"
+    );
+
+    let mut marked = base.clone();
+    marked
+        .metadata
+        .annotations
+        .insert(OVER_CAPACITY_ANNOTATION, "truncated");
+    let upd = obj(run(&s, &ps, Some(&marked)));
+    assert!(
+        !upd.metadata
+            .annotations
+            .contains_key(OVER_CAPACITY_ANNOTATION),
+        "a wrong capacity annotation is removed"
+    );
+    assert_eq!(
+        upd.metadata.resource_version, "7",
+        "an update carries the cached resourceVersion"
+    );
+
+    let mut relabelled = s.clone();
+    relabelled.metadata.labels.insert("tier", "fe");
+    assert!(
+        matches!(run(&relabelled, &ps, Some(&base)), Plan::Update(_)),
+        "service labels changed"
+    );
+
+    let flipped = pods(vec![pod(1, true), pod(2, true)]);
+    assert!(
+        matches!(run(&s, &flipped, Some(&base)), Plan::Update(_)),
+        "readiness changed"
+    );
+}
+
+#[test]
+fn over_capacity_is_truncated_and_then_left_alone() {
+    let s = http();
+    let ps = pods(
+        (0..1200)
+            .map(|i| {
+                let mut p = pod(i, i % 2 == 0);
+                p.pod_ips = vec![format!("10.0.{}.{}", i / 250, i % 250).into()].into_boxed_slice();
+                p
+            })
+            .collect(),
+    );
+    let created = obj(run(&s, &ps, None));
+    let total: usize = created
+        .subsets
+        .iter()
+        .map(|x| x.addresses.len() + x.not_ready_addresses.len())
+        .sum();
+    assert_eq!(total, 1000);
+    assert_eq!(
+        created
+            .subsets
+            .iter()
+            .map(|x| x.addresses.len())
+            .sum::<usize>(),
+        600,
+        "every ready address kept"
+    );
+    assert_eq!(
+        created.metadata.annotations.get(OVER_CAPACITY_ANNOTATION),
+        Some("truncated")
+    );
+    let mut cur = created;
+    cur.metadata.resource_version = "7".into();
+    assert_eq!(
+        run(&s, &ps, Some(&cur)),
+        Plan::Unchanged,
+        "better than upstream: no rewrite of an unchanged truncation"
+    );
+}
