@@ -14,13 +14,19 @@ use crate::controller::recorder::Record;
 use crate::controller::worker::WorkerPool;
 use crate::endpoints::apply::EndpointsWriter;
 use crate::endpoints::controller::{self as ep, EndpointsController, EndpointsHandler};
+use crate::endpointslice::controller::{
+    self as es, ApiSliceWriter, NodeHandler, Shared, SliceController, SliceHandler, TopologySync,
+};
+use crate::endpointslice::topology::TopologyCache;
+use crate::endpointslice::{EndpointSliceTracker, SliceMetrics};
 use crate::kube::Client;
 use crate::metrics::{Family, Gauge, Registry};
 use crate::workqueue::{
-    endpoints_controller_rate_limiter, QueueConfig, RateLimitingQueue, WorkqueueError,
+    default_controller_rate_limiter, endpoints_controller_rate_limiter,
+    endpointslice_controller_rate_limiter, QueueConfig, RateLimitingQueue, WorkqueueError,
     WorkqueueMetrics,
 };
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What the controllers need from the daemon.
@@ -43,6 +49,18 @@ struct EndpointsParts {
     workers: usize,
 }
 
+struct SliceParts {
+    queue: RateLimitingQueue<String>,
+    topology_queue: RateLimitingQueue<String>,
+    shared: Arc<Shared>,
+    client: Client,
+    fence: Fence,
+    recorder: Arc<dyn Record>,
+    metrics: Arc<SliceMetrics>,
+    workers: usize,
+    max_per_slice: usize,
+}
+
 /// The controllers, built but not yet running.
 pub struct Controllers {
     clock: SharedClock,
@@ -50,6 +68,7 @@ pub struct Controllers {
     wq_metrics: Arc<WorkqueueMetrics>,
     metrics: Arc<ControllerMetrics>,
     endpoints: Option<EndpointsParts>,
+    slices: Option<SliceParts>,
 }
 
 /// The controllers, running.
@@ -93,12 +112,17 @@ impl Controllers {
                 })
             }
         };
+        let slices = match cfg.endpointslices.enabled {
+            false => None,
+            true => Some(slice_parts(cfg, deps, &wq_metrics, &mut hooks)?),
+        };
         let c = Controllers {
             clock: Arc::clone(&deps.clock),
             registry: Arc::clone(&deps.registry),
             wq_metrics,
             metrics: ControllerMetrics::register(&deps.registry),
             endpoints,
+            slices,
         };
         Ok((c, hooks))
     }
@@ -124,6 +148,40 @@ impl Controllers {
             )?;
             ep::check_leftover_endpoints(&epi.store(), &p.queue);
             pools.push(pool);
+        }
+        if let (Some(p), Some(esi)) = (self.slices, caches.endpointslices.as_ref()) {
+            let listers = es::Listers {
+                services: caches.services.store(),
+                pods: caches.pods.store(),
+                nodes: caches.nodes.store(),
+                slices: esi.store(),
+            };
+            let ctrl = Arc::new(SliceController::new(
+                listers,
+                Arc::clone(&p.shared),
+                ApiSliceWriter::new(p.client, p.fence),
+                p.recorder,
+                p.metrics,
+                p.max_per_slice,
+            ));
+            pools.push(WorkerPool::start(
+                es::NAME,
+                p.workers,
+                p.queue.clone(),
+                ctrl,
+                Arc::clone(&self.metrics),
+                Arc::clone(&self.clock),
+            )?);
+            let topo = TopologySync::new(caches.nodes.store(), p.shared, p.queue);
+            p.topology_queue.add(es::TOPOLOGY_KEY.to_string());
+            pools.push(WorkerPool::start(
+                es::TOPOLOGY,
+                1,
+                p.topology_queue,
+                Arc::new(topo),
+                Arc::clone(&self.metrics),
+                Arc::clone(&self.clock),
+            )?);
         }
         let pending = self.registry.gauge(
             "endpointd_controller_pending_keys",
@@ -174,4 +232,51 @@ impl Running {
         }
         ok
     }
+}
+
+/// The EndpointSlice controller's queues, shared state and handlers.
+fn slice_parts(
+    cfg: &Config,
+    deps: &Deps,
+    wq_metrics: &Arc<WorkqueueMetrics>,
+    hooks: &mut Hooks,
+) -> Result<SliceParts, WorkqueueError> {
+    let clock = &deps.clock;
+    let queue = RateLimitingQueue::new(
+        &QueueConfig::new(es::NAME)
+            .clock(Arc::clone(clock))
+            .metrics(wq_metrics),
+        endpointslice_controller_rate_limiter(Arc::clone(clock)),
+    )?;
+    let topology_queue = RateLimitingQueue::new(
+        &QueueConfig::new(es::TOPOLOGY)
+            .clock(Arc::clone(clock))
+            .metrics(wq_metrics),
+        default_controller_rate_limiter(Arc::clone(clock)),
+    )?;
+    let shared = Arc::new(Shared {
+        tracker: Arc::new(EndpointSliceTracker::default()),
+        topology: Arc::new(Mutex::new(TopologyCache::new())),
+    });
+    let batch = cfg.endpointslices.batch_period;
+    hooks.targets.push(ep::target(&queue, batch));
+    hooks.endpointslices.push(Arc::new(SliceHandler::new(
+        queue.clone(),
+        Arc::clone(&shared),
+        batch,
+    )));
+    hooks
+        .nodes
+        .push(Arc::new(NodeHandler::new(topology_queue.clone())));
+    Ok(SliceParts {
+        queue,
+        topology_queue,
+        shared,
+        client: deps.client.clone(),
+        fence: deps.fence.clone(),
+        recorder: Arc::clone(&deps.recorder),
+        metrics: SliceMetrics::register(&deps.registry),
+        workers: cfg.endpointslices.workers,
+        max_per_slice: cfg.endpointslices.max_endpoints_per_slice as usize,
+    })
 }

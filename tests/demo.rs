@@ -39,5 +39,10 @@ fn demo_story_passes_and_reports_true_figures() {
         text.contains(&format!("(pid {})", report.pid.unwrap_or(0))),
         "{text}"
     );
-    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    assert!(
+        text.lines().all(|l| l.chars().count() <= 80),
+        "80 columns:\n{text}"
+    );
+    assert!(report.endpoints_writes >= report.story_minimum.0);
+    assert!(report.slice_writes >= report.story_minimum.1);
 }

@@ -173,6 +173,8 @@ fn restart_writes_nothing_and_foreign_edits_are_corrected() {
         std::slice::from_ref(&name),
         |v| {
             v["endpoints"] = json!([]);
+            let g = v["metadata"]["generation"].as_i64().unwrap_or(1);
+            v["metadata"]["generation"] = json!(g + 1);
         },
     );
     wait_until("the edit corrected", LIMIT, || {

@@ -64,8 +64,11 @@ pub struct Report {
     pub endpoints_writes: usize,
     /// EndpointSlice writes over the whole story.
     pub slice_writes: usize,
-    /// The fewest writes the story's changes allow (Endpoints, slices).
+    /// The fewest writes that create the cluster's objects (Endpoints,
+    /// slices): what step 2 must take.
     pub minimum: (usize, usize),
+    /// The fewest writes the whole story's changes allow.
+    pub story_minimum: (usize, usize),
     /// Change → slice write delays of the single-pod steps.
     pub delays: Vec<std::time::Duration>,
     /// Endpoints and EndpointSlice writes in kube-sim's write log from the

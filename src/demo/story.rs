@@ -161,10 +161,7 @@ impl Story<'_> {
     }
 
     fn step2_start(&mut self) -> Result<Child, String> {
-        self.heading(
-            2,
-            "endpointd starts, wins the lease and writes every object",
-        );
+        self.heading(2, "endpointd starts and writes every object");
         let mark = observe::mark(self.store());
         self.start_mark = mark;
         let t0 = self.store().clock().wall();
@@ -188,10 +185,18 @@ impl Story<'_> {
         self.tally(&w);
         let min = cluster::minimum_writes(100);
         self.report.minimum = min;
+        self.report.story_minimum = min;
         let took = w.delays(t0).0.max(w.delays(t0).1);
         self.say(format!(
-            "    API writes: {} Endpoints (minimum {}), {} EndpointSlices (minimum {}); all written {} after start",
-            w.endpoints.len(), min.0, w.slices.len(), min.1, render::ms(took)
+            "    API writes: {} Endpoints (minimum {}), {} EndpointSlices (minimum {})",
+            w.endpoints.len(),
+            min.0,
+            w.slices.len(),
+            min.1
+        ));
+        self.say(format!(
+            "    everything written {} after endpointd started",
+            render::ms(took)
         ));
         self.check(
             "2",
@@ -254,15 +259,25 @@ impl Story<'_> {
         });
     }
 
+    fn minimum(&mut self, endpoints: usize, slices: usize) {
+        self.report.story_minimum.0 += endpoints;
+        self.report.story_minimum.1 += slices;
+    }
+
     fn one_and_one(&mut self, step: &str, w: &Writes, t0: SystemTime, what: &str) {
         let (ds, de) = w.delays(t0);
+        self.say(format!("    {what}"));
         self.say(format!(
-            "    {what}: {} EndpointSlice update(s) after {}, {} Endpoints update(s) after {}",
+            "      → {} EndpointSlice update(s), {} after the change",
             w.slices.len(),
-            render::ms(ds),
+            render::ms(ds)
+        ));
+        self.say(format!(
+            "      → {} Endpoints update(s), {} after the change",
             w.endpoints.len(),
             render::ms(de)
         ));
+        self.minimum(1, 1);
         self.check(
             step,
             w.slices.len() == 1 && w.endpoints.len() == 1,
@@ -319,12 +334,13 @@ impl Story<'_> {
             .find(|e| e["targetRef"]["name"] == "web-2")
             .map(|e| render::endpoint_line(&e))
             .unwrap_or_default();
-        self.say(format!("    in its slice: {}", term.trim()));
+        self.say("    in its slice:");
+        self.say(term);
         self.one_and_one(
             "4",
             &w,
             t0,
-            "web-2 terminating (serving, not ready; left the Endpoints)",
+            "web-2 terminating (serving, not ready; out of the Endpoints)",
         );
         let (w, _) = self.change(
             "4",
@@ -343,6 +359,7 @@ impl Story<'_> {
             w.slices.len(),
             w.endpoints.len()
         ));
+        self.minimum(0, 1);
         self.check(
             "4",
             w.slices.len() == 1 && w.endpoints.is_empty(),
@@ -382,9 +399,19 @@ impl Story<'_> {
             .map(|sl| observe::slice_endpoints(sl).len())
             .collect();
         self.say(format!(
-            "    slices now hold {sizes:?}: {} updated, {} deleted, {} created (slices touched: {touched}); {} Endpoints write(s)",
-            w.slice_verbs("update"), w.slice_verbs("delete"), w.slice_verbs("create"), w.endpoints.len()
+            "    slices now hold {sizes:?} endpoints, none created"
         ));
+        self.say(format!(
+            "    writes: {} slice updates, {} deletes, {} creates, {} Endpoints",
+            w.slice_verbs("update"),
+            w.slice_verbs("delete"),
+            w.slice_verbs("create"),
+            w.endpoints.len()
+        ));
+        self.say(format!(
+            "    (minimum: {touched} slice writes, 1 Endpoints write)"
+        ));
+        self.minimum(1, touched);
         self.check(
             "5",
             w.slice_verbs("create") == 0,
@@ -436,8 +463,11 @@ impl Story<'_> {
         let w = observe::writes_since(self.store(), mark);
         let holder = self.lease_holder();
         self.say(format!(
-            "    lease holder: {}; writes on the converged cluster: {}",
-            holder.as_deref().unwrap_or("<no lease>"),
+            "    lease holder: {}",
+            holder.as_deref().unwrap_or("<no lease>")
+        ));
+        self.say(format!(
+            "    writes on the converged cluster: {}",
             w.endpoints.len() + w.slices.len()
         ));
         self.check(
@@ -476,8 +506,12 @@ impl Story<'_> {
             SERVICES.len()
         ));
         self.say(format!(
-            "    writes: {} Endpoints, {} EndpointSlices over the whole story",
-            self.report.endpoints_writes, self.report.slice_writes
+            "    writes over the story: {} Endpoints (minimum {}),",
+            self.report.endpoints_writes, self.report.story_minimum.0
+        ));
+        self.say(format!(
+            "      {} EndpointSlices (minimum {})",
+            self.report.slice_writes, self.report.story_minimum.1
         ));
         self.say(format!(
             "    pod change → slice written: p50 {}, max {}",

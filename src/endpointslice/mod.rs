@@ -2,5 +2,74 @@
 //! controller, `pkg/controller/endpointslice/` and
 //! `staging/src/k8s.io/endpointslice/`): keeps the discovery.k8s.io/v1
 //! EndpointSlices of every Service with a selector.
+//!
+//! - [`desired`], [`meta`], [`packing`], [`trafficdist`], [`reconciler`]:
+//!   the pure plan (creates, updates, deletes as data);
+//! - [`topology`]: the `topology-mode: Auto` hint allocations;
+//! - [`tracker`]: generations of our own writes (stale-cache guard);
+//! - [`finalize`]: the only writer; [`controller`]: handlers and sync;
+//! - [`metrics`]: KCM's `endpoint_slice_controller_*` families.
 
+pub mod controller;
+pub mod desired;
+pub mod finalize;
+pub mod meta;
+pub mod metrics;
+pub mod packing;
+pub mod reconciler;
 pub mod topology;
+pub mod tracker;
+pub mod trafficdist;
+
+#[cfg(test)]
+mod tests;
+
+pub use finalize::{finalize, FinalizeOutcome, SliceWriter};
+pub use metrics::SliceMetrics;
+pub use reconciler::{reconcile, Plan, ReconcileInput};
+pub use tracker::EndpointSliceTracker;
+
+use crate::informer::SERVICE_NAME_LABEL;
+use crate::model::EndpointSlice;
+
+/// The label naming the controller that manages a slice.
+pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+/// Our value of it: kube-controller-manager's, so that endpointd adopts
+/// the slices it leaves behind without churn.
+pub const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
+
+/// Upstream `ManagedByController`.
+pub fn managed_by_us(s: &EndpointSlice) -> bool {
+    s.metadata.labels.get(MANAGED_BY_LABEL) == Some(MANAGED_BY)
+}
+
+/// Upstream `ServiceControllerKey`: `ns/<service-name label>`, or `None`
+/// when the label is missing or empty.
+pub fn service_key(s: &EndpointSlice) -> Option<String> {
+    let svc = s
+        .metadata
+        .labels
+        .get(SERVICE_NAME_LABEL)
+        .filter(|v| !v.is_empty())?;
+    Some(format!("{}/{svc}", s.metadata.namespace))
+}
+
+/// Which hint mechanism a sync used (the `topology` metric label).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TopologyMode {
+    /// No topology-mode hints.
+    #[default]
+    Disabled,
+    /// `service.kubernetes.io/topology-mode: Auto`.
+    Auto,
+}
+
+impl TopologyMode {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TopologyMode::Disabled => "Disabled",
+            TopologyMode::Auto => "Auto",
+        }
+    }
+}

@@ -141,7 +141,7 @@ pub struct ForNode {
 }
 
 /// `discovery/v1.EndpointPort` (all pointers upstream).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct EndpointSlicePort {
     /// `name`.

@@ -1,0 +1,366 @@
+//! The EndpointSlice controller's wiring (upstream
+//! `pkg/controller/endpointslice/endpointslice_controller.go`): its
+//! EndpointSlice and Node handlers (C5, C6), `sync_service` (B3–B7), the
+//! topology worker, and the API writer the reconciler's plan is applied
+//! through.
+//!
+//! `sync_service` only gathers inputs from the caches, asks the pure
+//! reconciler for a plan and hands it to `finalize`. Must never write
+//! except through [`ApiSliceWriter`], which asks the fence first.
+
+use super::topology::TopologyCache;
+use super::{
+    finalize, managed_by_us, reconcile, service_key, EndpointSliceTracker, ReconcileInput,
+    SliceMetrics, SliceWriter,
+};
+use crate::controller::events::EventSpec;
+use crate::controller::fence::Fence;
+use crate::controller::membership::pods_for_service;
+use crate::controller::podutil::service_is_managed;
+use crate::controller::recorder::Record;
+use crate::controller::trigger::TriggerTimeTracker;
+use crate::controller::worker::{SyncError, Syncer};
+use crate::informer::{DeletedObject, EventHandler, IndexKey, Store, SERVICE_NAME_LABEL};
+use crate::kube::{self, Client, ENDPOINTSLICES};
+use crate::model::{EndpointSlice, Node, ObjectReference, Pod, Service, ZONE_LABEL};
+use crate::workqueue::RateLimitingQueue;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The controller name in logs and metrics; KCM's queue is `endpoint_slice`.
+pub const NAME: &str = "endpoint_slice";
+
+/// The topology worker's name and its single queue key (upstream
+/// `topologyQueueItemKey`).
+pub const TOPOLOGY: &str = "endpoint_slice_topology";
+/// The one key of the topology queue.
+pub const TOPOLOGY_KEY: &str = "topologyQueueItemKey";
+
+/// Slice events enqueue their Service no sooner than this (upstream
+/// `endpointSliceChangeMinSyncDelay`).
+pub const SLICE_CHANGE_MIN_DELAY: Duration = Duration::from_secs(1);
+
+/// The caches a sync reads.
+#[derive(Clone, Debug)]
+pub struct Listers {
+    /// Services.
+    pub services: Store<Service>,
+    /// Pods.
+    pub pods: Store<Pod>,
+    /// Nodes.
+    pub nodes: Store<Node>,
+    /// EndpointSlices, indexed by `ns/service`.
+    pub slices: Store<EndpointSlice>,
+}
+
+/// State shared between the handlers and the workers.
+pub struct Shared {
+    /// Generations of the slices we wrote (B29).
+    pub tracker: Arc<EndpointSliceTracker>,
+    /// Zone ratios and hints (B24).
+    pub topology: Arc<Mutex<TopologyCache>>,
+}
+
+/// The API writes of `finalize`, each behind the fence.
+pub struct ApiSliceWriter {
+    client: Client,
+    fence: Fence,
+}
+
+impl ApiSliceWriter {
+    /// A writer through `client`, gated by `fence`.
+    pub fn new(client: Client, fence: Fence) -> ApiSliceWriter {
+        ApiSliceWriter { client, fence }
+    }
+
+    fn gate(&self) -> Result<(), kube::Error> {
+        self.fence
+            .check()
+            .map_err(|e| kube::Error::InvalidRequest(e.to_string()))
+    }
+}
+
+impl SliceWriter for ApiSliceWriter {
+    fn create(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+        self.gate()?;
+        self.client.create(&ENDPOINTSLICES, None, s)
+    }
+    fn update(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+        self.gate()?;
+        self.client.update(&ENDPOINTSLICES, None, s)
+    }
+    fn delete(&self, namespace: &str, name: &str) -> Result<(), kube::Error> {
+        self.gate()?;
+        self.client
+            .delete(&ENDPOINTSLICES, Some(namespace), name, None)
+    }
+}
+
+/// The EndpointSlice controller: the [`Syncer`] its workers run.
+pub struct SliceController {
+    listers: Listers,
+    shared: Arc<Shared>,
+    writer: ApiSliceWriter,
+    recorder: Arc<dyn Record>,
+    metrics: Arc<SliceMetrics>,
+    triggers: TriggerTimeTracker,
+    max_endpoints_per_slice: usize,
+}
+
+fn service_ref(svc: &Service) -> ObjectReference {
+    ObjectReference {
+        kind: "Service".into(),
+        api_version: "v1".into(),
+        namespace: svc.metadata.namespace.to_string(),
+        name: svc.metadata.name.to_string(),
+        uid: svc.metadata.uid.to_string(),
+        ..ObjectReference::default()
+    }
+}
+
+impl SliceController {
+    /// A controller over `listers`.
+    pub fn new(
+        listers: Listers,
+        shared: Arc<Shared>,
+        writer: ApiSliceWriter,
+        recorder: Arc<dyn Record>,
+        metrics: Arc<SliceMetrics>,
+        max_endpoints_per_slice: usize,
+    ) -> SliceController {
+        SliceController {
+            listers,
+            shared,
+            writer,
+            recorder,
+            metrics,
+            triggers: TriggerTimeTracker::new(),
+            max_endpoints_per_slice,
+        }
+    }
+
+    /// Upstream `syncService`.
+    pub fn sync_service(&self, key: &str) -> Result<(), SyncError> {
+        let Some((ns, name)) = key.split_once('/') else {
+            log::warn!("{NAME}: ignoring malformed key {key:?}");
+            return Ok(());
+        };
+        let Some(svc) = self.listers.services.get(key) else {
+            // B3: no API deletes; garbage collection removes the slices.
+            self.triggers.delete_service(key);
+            self.shared.tracker.delete_service(ns, name);
+            self.metrics.delete_service(key);
+            return Ok(());
+        };
+        if !service_is_managed(&svc) {
+            return Ok(());
+        }
+        let pods = pods_for_service(&self.listers.pods, &svc);
+        let existing = self
+            .listers
+            .slices
+            .by_index(IndexKey::NamespacedLabel(SERVICE_NAME_LABEL), key);
+        let ours: Vec<Arc<EndpointSlice>> = existing
+            .iter()
+            .filter(|s| managed_by_us(s) && s.metadata.deletion_timestamp.is_none())
+            .cloned()
+            .collect();
+        if self
+            .shared
+            .tracker
+            .stale_slices(&svc, ours.iter().map(|s| &**s))
+        {
+            return Err(SyncError::Stale(format!(
+                "EndpointSlice informer cache is out of date for {key}"
+            )));
+        }
+        let trigger_time = self.triggers.compute(key, &svc, &pods);
+        let nodes = |n: &str| self.listers.nodes.get(n);
+        let input = ReconcileInput {
+            service: &svc,
+            pods: &pods,
+            existing: &existing,
+            nodes: &nodes,
+            trigger_time,
+            max_endpoints_per_slice: self.max_endpoints_per_slice,
+            topology: Some(&self.shared.topology),
+        };
+        let plan = reconcile(&input);
+        let outcome = finalize(
+            &svc,
+            &plan,
+            trigger_time,
+            &self.writer,
+            &self.shared.tracker,
+        );
+        let regarding = service_ref(&svc);
+        let done = match outcome {
+            Ok(done) => done,
+            Err(e) => {
+                let msg = format!("Error updating Endpoint Slices for Service {key}: {e}");
+                self.recorder.record(
+                    &regarding,
+                    &EventSpec::warning("FailedToUpdateEndpointSlices", msg.clone()),
+                );
+                return Err(SyncError::Failed(msg));
+            }
+        };
+        let td = svc.traffic_distribution.as_deref();
+        self.metrics.record_plan(key, &plan, td, &done);
+        for ev in &plan.events {
+            self.recorder.record(&regarding, ev);
+        }
+        if !plan.node_errors.is_empty() {
+            return Err(SyncError::Failed(plan.node_errors.join("; ")));
+        }
+        Ok(())
+    }
+}
+
+impl Syncer for SliceController {
+    fn sync(&self, key: &str) -> Result<(), SyncError> {
+        let r = self.sync_service(key);
+        self.metrics.sync_result(match &r {
+            Ok(()) => "success",
+            Err(SyncError::Stale(_)) => "stale",
+            Err(_) => "error",
+        });
+        r
+    }
+}
+
+/// EndpointSlice events → the Service, after max(1 s, batch period), only
+/// as C5 says (our own writes are recognised by the tracker).
+pub struct SliceHandler {
+    queue: RateLimitingQueue<String>,
+    shared: Arc<Shared>,
+    delay: Duration,
+}
+
+impl SliceHandler {
+    /// A handler feeding `queue`.
+    pub fn new(
+        queue: RateLimitingQueue<String>,
+        shared: Arc<Shared>,
+        batch_period: Duration,
+    ) -> SliceHandler {
+        SliceHandler {
+            queue,
+            shared,
+            delay: batch_period.max(SLICE_CHANGE_MIN_DELAY),
+        }
+    }
+
+    fn enqueue(&self, s: &EndpointSlice) {
+        match service_key(s) {
+            Some(k) => self.queue.add_after(k, self.delay),
+            None => log::debug!(
+                "{NAME}: slice {}/{} has no {SERVICE_NAME_LABEL} label; ignored",
+                s.metadata.namespace,
+                s.metadata.name
+            ),
+        }
+    }
+}
+
+impl EventHandler<EndpointSlice> for SliceHandler {
+    fn on_add(&self, obj: &Arc<EndpointSlice>, _initial: bool) {
+        if managed_by_us(obj) && self.shared.tracker.should_sync(obj) {
+            self.enqueue(obj);
+        }
+    }
+    fn on_update(&self, old: &Arc<EndpointSlice>, new: &Arc<EndpointSlice>) {
+        let label = |s: &EndpointSlice| {
+            s.metadata
+                .labels
+                .get(SERVICE_NAME_LABEL)
+                .map(str::to_string)
+        };
+        if label(old) != label(new) {
+            self.enqueue(new);
+            self.enqueue(old);
+            return;
+        }
+        let flipped = managed_by_us(old) != managed_by_us(new);
+        if flipped || (managed_by_us(new) && self.shared.tracker.should_sync(new)) {
+            self.enqueue(new);
+        }
+    }
+    fn on_delete(&self, obj: &DeletedObject<EndpointSlice>) {
+        let s = obj.object();
+        if managed_by_us(s) && self.shared.tracker.has(s) && !self.shared.tracker.handle_deletion(s)
+        {
+            self.enqueue(s);
+        }
+    }
+}
+
+/// Node events → the topology worker (C6): adds and deletes always, updates
+/// only when readiness or the zone label changed.
+pub struct NodeHandler {
+    queue: RateLimitingQueue<String>,
+}
+
+impl NodeHandler {
+    /// A handler feeding the topology queue.
+    pub fn new(queue: RateLimitingQueue<String>) -> NodeHandler {
+        NodeHandler { queue }
+    }
+}
+
+impl EventHandler<Node> for NodeHandler {
+    fn on_add(&self, _obj: &Arc<Node>, _initial: bool) {
+        self.queue.add(TOPOLOGY_KEY.to_string());
+    }
+    fn on_update(&self, old: &Arc<Node>, new: &Arc<Node>) {
+        let zone = |n: &Node| n.metadata.labels.get(ZONE_LABEL).map(str::to_string);
+        if old.ready != new.ready || zone(old) != zone(new) {
+            self.queue.add(TOPOLOGY_KEY.to_string());
+        }
+    }
+    fn on_delete(&self, _obj: &DeletedObject<Node>) {
+        self.queue.add(TOPOLOGY_KEY.to_string());
+    }
+}
+
+/// The topology worker's sync: recompute zone ratios from every node, then
+/// queue the Services whose hints now overload a zone (C6).
+pub struct TopologySync {
+    nodes: Store<Node>,
+    shared: Arc<Shared>,
+    service_queue: RateLimitingQueue<String>,
+}
+
+impl TopologySync {
+    /// A sync reading `nodes`, re-queueing on `service_queue`.
+    pub fn new(
+        nodes: Store<Node>,
+        shared: Arc<Shared>,
+        service_queue: RateLimitingQueue<String>,
+    ) -> TopologySync {
+        TopologySync {
+            nodes,
+            shared,
+            service_queue,
+        }
+    }
+}
+
+impl Syncer for TopologySync {
+    fn sync(&self, _key: &str) -> Result<(), SyncError> {
+        let nodes = self.nodes.list();
+        let overloaded = {
+            let mut t = self
+                .shared
+                .topology
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            t.set_nodes(&nodes);
+            t.get_overloaded_services()
+        };
+        for k in overloaded {
+            self.service_queue.add(k);
+        }
+        Ok(())
+    }
+}

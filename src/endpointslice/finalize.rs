@@ -1,0 +1,132 @@
+//! Upstream `finalize` (`staging/src/k8s.io/endpointslice/reconciler.go`;
+//! upstream-spec B19 b–d, B20): the only place slices are written. Per
+//! address type: creates (skipped while the Service is being deleted),
+//! then updates, then deletes; then the slices of unsupported address
+//! types. The first error stops the writes and is returned; a create
+//! refused because the namespace is terminating ends the sync quietly.
+//! Each write is recorded in the generation tracker.
+//!
+//! Writes go through [`SliceWriter`] (the API client behind the write
+//! fence in the daemon, a recording fake in tests).
+
+use super::reconciler::{Plan, Writes};
+use super::tracker::EndpointSliceTracker;
+use crate::endpoints::reconcile::TRIGGER_TIME_ANNOTATION;
+use crate::kube;
+use crate::model::{EndpointSlice, Service, Time};
+
+/// The API writes finalize needs.
+pub trait SliceWriter {
+    /// POST; the created object.
+    fn create(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error>;
+    /// PUT; the updated object.
+    fn update(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error>;
+    /// DELETE.
+    fn delete(&self, namespace: &str, name: &str) -> Result<(), kube::Error>;
+}
+
+/// What finalize did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FinalizeOutcome {
+    /// Slices created.
+    pub created: usize,
+    /// Slices updated.
+    pub updated: usize,
+    /// Slices deleted.
+    pub deleted: usize,
+}
+
+/// B20: the trigger-time annotation on a slice being written.
+fn annotate(s: &mut EndpointSlice, trigger: Option<Time>) {
+    match trigger {
+        Some(t) => s
+            .metadata
+            .annotations
+            .insert(TRIGGER_TIME_ANNOTATION, &t.to_string()),
+        None => drop(s.metadata.annotations.remove(TRIGGER_TIME_ANNOTATION)),
+    }
+}
+
+fn what(verb: &str, s: &EndpointSlice, svc: &Service, e: &kube::Error) -> kube::Error {
+    let name = match s.metadata.name.as_str() {
+        "" => String::new(),
+        n => format!("{n} "),
+    };
+    kube::Error::InvalidRequest(format!(
+        "failed to {verb} {name}EndpointSlice for Service {}/{}: {e}",
+        svc.metadata.namespace, svc.metadata.name
+    ))
+}
+
+/// Write one address type's changes. `Ok(false)`: stop quietly (the
+/// namespace is terminating).
+fn write_type(
+    svc: &Service,
+    w: &Writes,
+    trigger: Option<Time>,
+    writer: &dyn SliceWriter,
+    tracker: &EndpointSliceTracker,
+    out: &mut FinalizeOutcome,
+) -> Result<bool, kube::Error> {
+    if svc.metadata.deletion_timestamp.is_none() {
+        for s in &w.creates {
+            let mut s = s.clone();
+            annotate(&mut s, trigger);
+            match writer.create(&s) {
+                Ok(created) => {
+                    tracker.update(&created);
+                    out.created += 1;
+                }
+                Err(e) if e.has_cause("NamespaceTerminating") => return Ok(false),
+                Err(e) => return Err(what("create", &s, svc, &e)),
+            }
+        }
+    }
+    for s in &w.updates {
+        let mut s = s.clone();
+        annotate(&mut s, trigger);
+        let updated = writer.update(&s).map_err(|e| what("update", &s, svc, &e))?;
+        tracker.update(&updated);
+        out.updated += 1;
+    }
+    delete_all(svc, &w.deletes, writer, tracker, out)?;
+    Ok(true)
+}
+
+fn delete_all(
+    svc: &Service,
+    deletes: &[EndpointSlice],
+    writer: &dyn SliceWriter,
+    tracker: &EndpointSliceTracker,
+    out: &mut FinalizeOutcome,
+) -> Result<(), kube::Error> {
+    for s in deletes {
+        match writer.delete(&s.metadata.namespace, &s.metadata.name) {
+            Ok(()) => {
+                tracker.expect_deletion(s);
+                out.deleted += 1;
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(what("delete", s, svc, &e)),
+        }
+    }
+    Ok(())
+}
+
+/// Write the plan.
+pub fn finalize(
+    svc: &Service,
+    plan: &Plan,
+    trigger: Option<Time>,
+    writer: &dyn SliceWriter,
+    tracker: &EndpointSliceTracker,
+) -> Result<FinalizeOutcome, kube::Error> {
+    let mut out = FinalizeOutcome::default();
+    for (_, w) in &plan.by_type {
+        if !write_type(svc, w, trigger, writer, tracker, &mut out)? {
+            return Ok(out);
+        }
+    }
+    delete_all(svc, &plan.unsupported, writer, tracker, &mut out)?;
+    Ok(out)
+}

@@ -1,0 +1,95 @@
+//! Slice metadata (upstream `setEndpointSliceLabels`, `newEndpointSlice`,
+//! `getEndpointSlicePrefix`, `ownedBy` and the placeholder comparison in
+//! `staging/src/k8s.io/endpointslice/utils.go` and `reconciler.go`;
+//! upstream-spec B10, B18, B21, B22).
+//!
+//! Pure; must never read a cache.
+
+use super::{MANAGED_BY, MANAGED_BY_LABEL};
+use crate::endpoints::reconcile::HEADLESS_LABEL;
+use crate::informer::SERVICE_NAME_LABEL;
+use crate::model::{
+    AddressType, EndpointSlice, EndpointSlicePort, Labels, ObjectMeta, OwnerReference, Service,
+};
+
+/// Labels a Service cannot pass on to its slices (B22).
+pub const RESERVED_LABELS: &[&str] = &[SERVICE_NAME_LABEL, MANAGED_BY_LABEL, HEADLESS_LABEL];
+
+fn unreserved(l: &Labels) -> Labels {
+    l.iter()
+        .filter(|(k, _)| !RESERVED_LABELS.contains(k))
+        .collect()
+}
+
+/// Upstream `setEndpointSliceLabels`: the labels the slice should carry,
+/// and whether its non-reserved labels differ from the Service's.
+pub fn slice_labels(slice_labels: &Labels, svc: &Service) -> (Labels, bool) {
+    let mut want = unreserved(&svc.metadata.labels);
+    let changed = unreserved(slice_labels) != want;
+    if svc.is_ip_set() {
+        want.remove(HEADLESS_LABEL);
+    } else {
+        want.insert(HEADLESS_LABEL, "");
+    }
+    want.insert(SERVICE_NAME_LABEL, &svc.metadata.name);
+    want.insert(MANAGED_BY_LABEL, MANAGED_BY);
+    (want, changed)
+}
+
+/// Upstream `ownedBy` (B10): a `v1` `Service` ownerReference with the
+/// Service's UID.
+pub fn owned_by(slice: &EndpointSlice, svc: &Service) -> bool {
+    slice
+        .metadata
+        .owner_references
+        .iter()
+        .any(|o| o.uid == *svc.metadata.uid && o.kind == "Service" && o.api_version == "v1")
+}
+
+/// Upstream `getEndpointSlicePrefix`: `<svc>-` unless that is not a valid
+/// DNS-subdomain prefix (too long), then `<svc>`.
+pub fn generate_name(svc: &Service) -> String {
+    let name = &*svc.metadata.name;
+    match name.len() < 253 {
+        true => format!("{name}-"),
+        false => name.to_string(),
+    }
+}
+
+/// Upstream `newEndpointSlice` (B21): generateName, namespace, the
+/// controller ownerReference, labels, address type, ports and no endpoints.
+pub fn new_slice(
+    svc: &Service,
+    ports: &[EndpointSlicePort],
+    address_type: AddressType,
+) -> EndpointSlice {
+    let mut s = EndpointSlice::new(address_type);
+    s.metadata = ObjectMeta {
+        generate_name: generate_name(svc),
+        namespace: svc.metadata.namespace.to_string(),
+        owner_references: vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "Service".into(),
+            name: svc.metadata.name.to_string(),
+            uid: svc.metadata.uid.to_string(),
+            controller: true,
+            block_owner_deletion: true,
+        }],
+        ..ObjectMeta::default()
+    };
+    s.metadata.labels = slice_labels(&Labels::new(), svc).0;
+    s.ports = ports.to_vec();
+    s
+}
+
+/// Upstream `placeholderSliceCompare` (B18): namespace and labels of the
+/// metadata (name, annotations, timestamps ignored), owner references,
+/// and the address type, ports and endpoints.
+pub fn placeholder_equal(a: &EndpointSlice, b: &EndpointSlice) -> bool {
+    a.metadata.namespace == b.metadata.namespace
+        && a.metadata.labels == b.metadata.labels
+        && a.metadata.owner_references == b.metadata.owner_references
+        && a.address_type == b.address_type
+        && a.ports == b.ports
+        && a.endpoints == b.endpoints
+}

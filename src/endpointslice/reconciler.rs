@@ -1,0 +1,312 @@
+//! Upstream `Reconcile` and `reconcileByAddressType`
+//! (`staging/src/k8s.io/endpointslice/reconciler.go`; upstream-spec B8–B25)
+//! as a pure plan: from the Service, its pods, the nodes and the cached
+//! slices, the creates, updates and deletes per address type, with
+//! finalize's create→update recycling already applied (B19a), the hints,
+//! the events to emit and the pods skipped for a missing Node.
+//!
+//! Better than upstream, which mixes the plan with its API writes: the
+//! plan is data, and [`super::finalize`] is the only writer. The topology
+//! cache is the one piece of state a plan updates (hint allocations).
+//!
+//! Never mutates its inputs (B28).
+
+use super::desired::{
+    address_types_for_service, endpoint_key, endpoint_ports, pod_to_endpoint, port_map_key,
+    EndpointKey, PortMapKey,
+};
+use super::meta::{new_slice, owned_by, placeholder_equal};
+use super::packing::reconcile_by_port_mapping;
+use super::topology::{SliceInfo, TopologyCache};
+use super::trafficdist::{heuristic, hints_enabled, is_valid, reconcile_hints, Heuristic};
+use super::{managed_by_us, TopologyMode};
+use crate::controller::events::EventSpec;
+use crate::controller::podutil::should_pod_be_in_endpoints;
+use crate::model::{AddressType, Endpoint, EndpointSlice, Node, Pod, Service, Time};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// What a sync reads.
+pub struct ReconcileInput<'a> {
+    /// A managed Service (selector set, not ExternalName).
+    pub service: &'a Service,
+    /// The pods of its namespace its selector matches.
+    pub pods: &'a [Arc<Pod>],
+    /// The cached slices labelled with its name, whatever their manager or
+    /// deletion state (the B5 filters are applied here).
+    pub existing: &'a [Arc<EndpointSlice>],
+    /// Node lookup by name.
+    pub nodes: &'a dyn Fn(&str) -> Option<Arc<Node>>,
+    /// From the trigger-time tracker; `None` is the zero time.
+    pub trigger_time: Option<Time>,
+    /// KCM `--max-endpoints-per-slice`.
+    pub max_endpoints_per_slice: usize,
+    /// The topology cache, when topology hints are enabled (the default).
+    pub topology: Option<&'a Mutex<TopologyCache>>,
+}
+
+/// The writes of one address type, in finalize's order.
+#[derive(Clone, Debug, Default)]
+pub struct Writes {
+    /// POST (generateName).
+    pub creates: Vec<EndpointSlice>,
+    /// PUT.
+    pub updates: Vec<EndpointSlice>,
+    /// DELETE.
+    pub deletes: Vec<EndpointSlice>,
+}
+
+impl Writes {
+    /// Number of writes.
+    pub fn len(&self) -> usize {
+        self.creates.len() + self.updates.len() + self.deletes.len()
+    }
+    /// Whether nothing is to be written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Numbers for the `endpoint_slice_controller_*` metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlanMetrics {
+    /// Endpoints added to slices.
+    pub added: usize,
+    /// Endpoints removed from slices.
+    pub removed: usize,
+    /// Desired endpoints over all port maps and address types.
+    pub desired_endpoints: usize,
+    /// Slices there will be after the writes.
+    pub slices: usize,
+    /// The fewest slices the desired endpoints fit in.
+    pub desired_slices: usize,
+}
+
+/// The plan of one sync.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// Per supported address type, in order.
+    pub by_type: Vec<(AddressType, Writes)>,
+    /// Slices of address types the Service no longer supports (B9), deleted
+    /// after the per-type writes.
+    pub unsupported: Vec<EndpointSlice>,
+    /// Events to emit on the Service.
+    pub events: Vec<EventSpec>,
+    /// B12: pods skipped because their Node is not cached.
+    pub node_errors: Vec<String>,
+    /// Metric figures.
+    pub metrics: PlanMetrics,
+    /// Which hints the plan applied (the `topology` metric label).
+    pub topology: TopologyMode,
+}
+
+impl Plan {
+    /// Every write of the plan.
+    pub fn write_count(&self) -> usize {
+        self.by_type.iter().map(|(_, w)| w.len()).sum::<usize>() + self.unsupported.len()
+    }
+}
+
+/// Upstream `Reconcile`.
+pub fn reconcile(input: &ReconcileInput<'_>) -> Plan {
+    let svc = input.service;
+    let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
+    let types = address_types_for_service(svc);
+    let mut plan = Plan::default();
+    let mut by_type: BTreeMap<AddressType, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
+    for s in input.existing {
+        if !managed_by_us(s) || s.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        if types.contains(&s.address_type) {
+            by_type
+                .entry(s.address_type)
+                .or_default()
+                .push(Arc::clone(s));
+        } else {
+            if let Some(t) = input.topology {
+                lock(t).remove_hints(&key, s.address_type);
+            }
+            plan.unsupported.push((**s).clone());
+        }
+    }
+    for t in types {
+        let existing = by_type.remove(&t).unwrap_or_default();
+        let w = reconcile_by_address_type(input, &existing, t, &mut plan);
+        plan.by_type.push((t, w));
+    }
+    plan
+}
+
+fn lock(t: &Mutex<TopologyCache>) -> std::sync::MutexGuard<'_, TopologyCache> {
+    t.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+type Desired = BTreeMap<PortMapKey, BTreeMap<EndpointKey, Endpoint>>;
+
+/// The desired endpoints of one address type, grouped by port map (B11,
+/// B12): pods whose Node is missing are skipped (errors) unless the Service
+/// publishes not-ready addresses; their port map still counts as desired.
+fn desired_endpoints(
+    input: &ReconcileInput<'_>,
+    t: AddressType,
+    errors: &mut Vec<String>,
+) -> Desired {
+    let svc = input.service;
+    let mut out: Desired = BTreeMap::new();
+    for pod in input.pods {
+        if !should_pod_be_in_endpoints(pod, true) {
+            continue;
+        }
+        let group = out
+            .entry(port_map_key(&endpoint_ports(svc, pod)))
+            .or_default();
+        let node = (input.nodes)(&pod.node_name);
+        if node.is_none() && !svc.publish_not_ready_addresses {
+            let msg = format!(
+                "skipping Pod {} for Service {}/{}: Node {} Not Found",
+                pod.metadata.name, svc.metadata.namespace, svc.metadata.name, pod.node_name
+            );
+            if !errors.contains(&msg) {
+                errors.push(msg);
+            }
+            continue;
+        }
+        let e = pod_to_endpoint(pod, node.as_deref(), svc, t);
+        if !e.addresses.is_empty() {
+            group.insert(endpoint_key(&e), e);
+        }
+    }
+    out
+}
+
+/// Upstream `reconcileByAddressType`, up to and including finalize's
+/// recycling.
+fn reconcile_by_address_type(
+    input: &ReconcileInput<'_>,
+    existing: &[Arc<EndpointSlice>],
+    t: AddressType,
+    plan: &mut Plan,
+) -> Writes {
+    let svc = input.service;
+    let max = input.max_endpoints_per_slice.max(1);
+    let mut w = Writes::default();
+    let mut by_ports: BTreeMap<PortMapKey, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
+    for s in existing {
+        match owned_by(s, svc) {
+            true => by_ports
+                .entry(port_map_key(&s.ports))
+                .or_default()
+                .push(Arc::clone(s)),
+            false => w.deletes.push((**s).clone()),
+        }
+    }
+    let desired = desired_endpoints(input, t, &mut plan.node_errors);
+    let mut unchanged = Vec::new();
+    for (ports, eps) in desired {
+        plan.metrics.desired_endpoints += eps.len();
+        plan.metrics.desired_slices += eps.len().div_ceil(max).max(1);
+        let old = by_ports.remove(&ports).unwrap_or_default();
+        let pm = reconcile_by_port_mapping(svc, &old, eps, &ports, t, max);
+        plan.metrics.added += pm.added;
+        plan.metrics.removed += pm.removed;
+        plan.metrics.slices += old.len() + pm.creates.len() - pm.deletes.len();
+        w.creates.extend(pm.creates);
+        w.updates.extend(pm.updates);
+        w.deletes.extend(pm.deletes);
+        unchanged.extend(pm.unchanged);
+    }
+    // Port maps no longer desired (B17).
+    for (_, old) in by_ports {
+        w.deletes.extend(old.iter().map(|s| (**s).clone()));
+    }
+    placeholder(svc, existing.len(), t, &mut w, plan);
+    let (c, u) = apply_hints(input, t, w.creates, w.updates, unchanged, plan);
+    w.creates = c;
+    w.updates = u;
+    recycle(svc, &mut w);
+    w
+}
+
+/// B18: a selector Service always keeps one slice per address type.
+fn placeholder(svc: &Service, existing: usize, t: AddressType, w: &mut Writes, plan: &mut Plan) {
+    if existing != w.deletes.len() || !w.creates.is_empty() {
+        return;
+    }
+    let p = new_slice(svc, &[], t);
+    plan.metrics.slices += 1;
+    plan.metrics.desired_slices += 1;
+    if w.deletes.len() == 1 && placeholder_equal(&w.deletes[0], &p) {
+        w.deletes.clear();
+    } else {
+        w.creates.push(p);
+    }
+}
+
+/// B23–B25: topology-mode hints through the cache, or trafficDistribution
+/// hints, or no hints (removed from every slice, unchanged ones included).
+/// Returns (creates, updates).
+fn apply_hints(
+    input: &ReconcileInput<'_>,
+    t: AddressType,
+    creates: Vec<EndpointSlice>,
+    updates: Vec<EndpointSlice>,
+    unchanged: Vec<EndpointSlice>,
+    plan: &mut Plan,
+) -> (Vec<EndpointSlice>, Vec<EndpointSlice>) {
+    let svc = input.service;
+    let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
+    let td = svc.traffic_distribution.as_deref();
+    let auto = hints_enabled(svc);
+    let si = SliceInfo {
+        service_key: key.clone(),
+        address_type: Some(t),
+        to_create: creates,
+        to_update: updates,
+        unchanged,
+    };
+    if let (true, Some(cache)) = (auto, input.topology) {
+        plan.topology = TopologyMode::Auto;
+        let (c, u, ev) = lock(cache).add_hints(&si);
+        plan.events.extend(ev);
+        return (c, u);
+    }
+    if let Some(cache) = input.topology {
+        let mut c = lock(cache);
+        if c.has_populated_hints(&key) {
+            plan.events.push(EventSpec::warning(
+                "TopologyAwareHintsDisabled",
+                format!("Topology Aware Hints has been disabled, addressType: {t:?}"),
+            ));
+        }
+        c.remove_hints(&key, t);
+    }
+    let h = match is_valid(td) && !auto {
+        true => heuristic(td),
+        false => Heuristic::Default,
+    };
+    let (c, u, _) = reconcile_hints(h, si.to_create, si.to_update, si.unchanged);
+    (c, u)
+}
+
+/// B19a: while there are creates and deletes, the last create takes over
+/// the name of a deleted slice of the same address type owned by this
+/// Service (an update instead of a create plus a delete).
+fn recycle(svc: &Service, w: &mut Writes) {
+    let mut i = 0;
+    while i < w.deletes.len() && !w.creates.is_empty() {
+        let d = &w.deletes[i];
+        let last = w.creates.len() - 1;
+        if d.address_type == w.creates[last].address_type && owned_by(d, svc) {
+            let d = w.deletes.remove(i);
+            if let Some(mut c) = w.creates.pop() {
+                c.metadata.name = d.metadata.name.clone();
+                c.metadata.resource_version = d.metadata.resource_version.clone();
+                c.metadata.uid = d.metadata.uid.clone();
+                w.updates.push(c);
+            }
+        } else {
+            i += 1;
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! The EndpointSlice generation tracker (upstream
+//! `staging/src/k8s.io/endpointslice/util/endpointslice_tracker.go`;
+//! upstream-spec B6, B29): per Service, the generation of every slice this
+//! controller wrote (or −1: deletion expected), so that handlers ignore our
+//! own writes and a sync knows when the cache is older than them.
+//!
+//! Thread-safe (handlers and workers share it); never reads a cache.
+
+use super::service_key;
+use crate::model::{EndpointSlice, Service};
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// Upstream `deletionExpected`.
+const DELETION_EXPECTED: i64 = -1;
+
+#[derive(Debug, Default)]
+struct ServiceState {
+    /// The Service UID the generations belong to (B6's UID reset).
+    service_uid: String,
+    generations: HashMap<String, i64>,
+}
+
+/// Keyed by `ns/service` from the slice's service-name label.
+#[derive(Debug, Default)]
+pub struct EndpointSliceTracker {
+    state: Mutex<HashMap<String, ServiceState>>,
+}
+
+fn generation(s: &EndpointSlice) -> i64 {
+    s.metadata.generation.unwrap_or(0)
+}
+
+impl EndpointSliceTracker {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, ServiceState>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set(&self, s: &EndpointSlice, g: i64) {
+        let Some(k) = service_key(s) else { return };
+        self.lock()
+            .entry(k)
+            .or_default()
+            .generations
+            .insert(s.metadata.uid.clone(), g);
+    }
+
+    /// We wrote `s` (as returned by the API): remember its generation.
+    pub fn update(&self, s: &EndpointSlice) {
+        self.set(s, generation(s));
+    }
+
+    /// We deleted `s`.
+    pub fn expect_deletion(&self, s: &EndpointSlice) {
+        self.set(s, DELETION_EXPECTED);
+    }
+
+    /// Whether `s`'s UID is tracked.
+    pub fn has(&self, s: &EndpointSlice) -> bool {
+        let Some(k) = service_key(s) else {
+            return false;
+        };
+        self.lock()
+            .get(&k)
+            .is_some_and(|st| st.generations.contains_key(&s.metadata.uid))
+    }
+
+    /// Whether an event about `s` should sync its Service: untracked
+    /// Service or slice, or a generation newer than ours.
+    pub fn should_sync(&self, s: &EndpointSlice) -> bool {
+        let Some(k) = service_key(s) else { return true };
+        let st = self.lock();
+        match st.get(&k).and_then(|x| x.generations.get(&s.metadata.uid)) {
+            None => true,
+            Some(g) => generation(s) > *g,
+        }
+    }
+
+    /// `s` was deleted: forget it; false when the deletion was not ours.
+    pub fn handle_deletion(&self, s: &EndpointSlice) -> bool {
+        let Some(k) = service_key(s) else { return true };
+        let mut st = self.lock();
+        match st
+            .get_mut(&k)
+            .and_then(|x| x.generations.remove(&s.metadata.uid))
+        {
+            Some(g) => g == DELETION_EXPECTED,
+            None => true,
+        }
+    }
+
+    /// Forget a deleted Service.
+    pub fn delete_service(&self, namespace: &str, name: &str) {
+        self.lock().remove(&format!("{namespace}/{name}"));
+    }
+
+    /// B6: whether `slices` (the cached managed slices of `svc`) are older
+    /// than what we wrote. A recreated Service (new UID) starts afresh.
+    pub fn stale_slices<'a>(
+        &self,
+        svc: &Service,
+        slices: impl IntoIterator<Item = &'a EndpointSlice>,
+    ) -> bool {
+        let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
+        let mut all = self.lock();
+        let Some(st) = all.get_mut(&key) else {
+            return false;
+        };
+        if st.service_uid.is_empty() {
+            st.service_uid = svc.metadata.uid.to_string();
+        } else if st.service_uid != *svc.metadata.uid {
+            st.service_uid = svc.metadata.uid.to_string();
+            st.generations.clear();
+            return false;
+        }
+        let mut seen = std::collections::HashSet::new();
+        for s in slices {
+            seen.insert(s.metadata.uid.as_str());
+            if let Some(g) = st.generations.get(&s.metadata.uid) {
+                if *g == DELETION_EXPECTED || *g > generation(s) {
+                    return true;
+                }
+            }
+        }
+        st.generations
+            .iter()
+            .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid.as_str()))
+    }
+
+    /// Remember which Service UID the tracked generations belong to (called
+    /// before a sync writes).
+    pub fn set_service_uid(&self, svc: &Service) {
+        let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
+        let mut all = self.lock();
+        let st = all.entry(key).or_default();
+        if st.service_uid != *svc.metadata.uid {
+            st.service_uid = svc.metadata.uid.to_string();
+            st.generations.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::AddressType;
+
+    fn slice(uid: &str, gen: i64) -> EndpointSlice {
+        let mut s = EndpointSlice::new(AddressType::IPv4);
+        s.metadata.namespace = "ns".into();
+        s.metadata.name = uid.into();
+        s.metadata.uid = uid.into();
+        s.metadata.generation = Some(gen);
+        s.metadata.labels = [("kubernetes.io/service-name", "svc")]
+            .into_iter()
+            .collect();
+        s
+    }
+
+    fn svc(uid: &str) -> Service {
+        let mut s = Service::default();
+        s.metadata.namespace = "ns".into();
+        s.metadata.name = "svc".into();
+        s.metadata.uid = uid.into();
+        s
+    }
+
+    /// Upstream TestEndpointSliceTrackerUpdate / ShouldSync / HandleDeletion.
+    #[test]
+    fn should_sync_and_deletions() {
+        let t = EndpointSliceTracker::default();
+        assert!(t.should_sync(&slice("a", 1)), "untracked service");
+        t.update(&slice("a", 2));
+        assert!(t.has(&slice("a", 2)));
+        assert!(!t.should_sync(&slice("a", 2)), "our own write");
+        assert!(!t.should_sync(&slice("a", 1)), "older");
+        assert!(t.should_sync(&slice("a", 3)), "someone else's newer write");
+        assert!(t.should_sync(&slice("b", 1)), "untracked slice");
+        assert!(!t.handle_deletion(&slice("a", 2)), "an unexpected deletion");
+        assert!(!t.has(&slice("a", 2)));
+        t.expect_deletion(&slice("b", 1));
+        assert!(
+            t.should_sync(&slice("b", 1)),
+            "-1 counts as lower than every real generation"
+        );
+    }
+
+    /// Upstream TestEndpointSliceTrackerStaleSlices.
+    #[test]
+    fn stale_slices_table() {
+        let t = EndpointSliceTracker::default();
+        t.set_service_uid(&svc("u1"));
+        assert!(!t.stale_slices(&svc("u1"), []), "nothing tracked");
+        t.update(&slice("a", 2));
+        assert!(
+            !t.stale_slices(&svc("u1"), &[slice("a", 2)]),
+            "same generation"
+        );
+        assert!(
+            !t.stale_slices(&svc("u1"), &[slice("a", 3)]),
+            "newer generation"
+        );
+        assert!(
+            t.stale_slices(&svc("u1"), &[slice("a", 1)]),
+            "older generation"
+        );
+        assert!(
+            t.stale_slices(&svc("u1"), []),
+            "tracked slice missing from the cache"
+        );
+        t.expect_deletion(&slice("a", 2));
+        assert!(
+            t.stale_slices(&svc("u1"), &[slice("a", 2)]),
+            "deleted by us but still cached"
+        );
+        assert!(!t.stale_slices(&svc("u1"), []), "deleted and gone");
+        t.update(&slice("c", 5));
+        assert!(
+            !t.stale_slices(&svc("u2"), []),
+            "recreated service: generations reset"
+        );
+        assert!(!t.has(&slice("c", 5)));
+    }
+}
