@@ -39,8 +39,10 @@ pub struct Deps {
     pub registry: Arc<Registry>,
     /// Gate of every write (leader election).
     pub fence: Fence,
-    /// Event sink.
-    pub recorder: Arc<dyn Record>,
+    /// Events of the Endpoints controller (`endpoint-controller`).
+    pub endpoint_events: Arc<dyn Record>,
+    /// Events of the EndpointSlice controller (`endpoint-slice-controller`).
+    pub slice_events: Arc<dyn Record>,
 }
 
 struct EndpointsParts {
@@ -96,7 +98,7 @@ impl Controllers {
                 let writer = Arc::new(EndpointsWriter::new(
                     deps.client.clone(),
                     deps.fence.clone(),
-                    Arc::clone(&deps.recorder),
+                    Arc::clone(&deps.endpoint_events),
                 ));
                 hooks
                     .targets
@@ -274,7 +276,7 @@ fn slice_parts(
         shared,
         client: deps.client.clone(),
         fence: deps.fence.clone(),
-        recorder: Arc::clone(&deps.recorder),
+        recorder: Arc::clone(&deps.slice_events),
         metrics: SliceMetrics::register(&deps.registry),
         workers: cfg.endpointslices.workers,
         max_per_slice: cfg.endpointslices.max_endpoints_per_slice as usize,

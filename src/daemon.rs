@@ -10,7 +10,7 @@ use crate::caches::{self, Caches};
 use crate::clock::{RealClock, SharedClock};
 use crate::config::{Config, ConfigErrors};
 use crate::controller::fence::Fence;
-use crate::controller::recorder::Record;
+use crate::controller::recorder::{self, EventRecorder, RecorderConfig};
 use crate::controllers::{Controllers, Deps, Running};
 use crate::health::{self, Liveness, Readiness};
 use crate::kube::{self, Client, ClientConfig};
@@ -119,12 +119,16 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         registry: Arc::clone(&registry),
         shutdown: shutdown.clone(),
     };
+    let fence = Fence::open();
+    let identity = &cfg.leader_election.identity;
+    let (ep_events, es_events) = event_recorders(&client, &fence, &env.clock, &registry, identity)?;
     let deps = Deps {
         client: client.clone(),
         clock: Arc::clone(&env.clock),
         registry: Arc::clone(&registry),
-        fence: Fence::open(),
-        recorder: event_recorder(),
+        fence,
+        endpoint_events: Arc::new(ep_events.clone()),
+        slice_events: Arc::new(es_events.clone()),
     };
     let (controllers, hooks) =
         Controllers::new(&cfg, &deps).map_err(|e| DaemonError::Setup(e.to_string()))?;
@@ -149,6 +153,8 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
             log::warn!("some syncs were still running after {DRAIN:?}; stopping anyway");
         }
     }
+    ep_events.stop(Duration::from_secs(1));
+    es_events.stop(Duration::from_secs(1));
     caches.stop();
     if let Some(s) = server {
         s.shutdown();
@@ -158,27 +164,34 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
     outcome
 }
 
-/// Until the event recorder is wired: log events instead of writing them.
-fn event_recorder() -> Arc<dyn Record> {
-    struct LogEvents;
-    impl Record for LogEvents {
-        fn record(
-            &self,
-            regarding: &crate::model::ObjectReference,
-            spec: &crate::controller::events::EventSpec,
-        ) {
-            log::info!(
-                "event {} {} on {} {}/{}: {}",
-                spec.type_.as_str(),
-                spec.reason,
-                regarding.kind,
-                regarding.namespace,
-                regarding.name,
-                spec.message
-            );
-        }
-    }
-    Arc::new(LogEvents)
+/// The two controllers' event recorders (upstream's event sources
+/// `endpoint-controller` and `endpoint-slice-controller`).
+fn event_recorders(
+    client: &Client,
+    fence: &Fence,
+    clock: &SharedClock,
+    registry: &Registry,
+    identity: &str,
+) -> Result<(EventRecorder, EventRecorder), DaemonError> {
+    let results = recorder::register(registry);
+    let start = |component: &str| {
+        let cfg = RecorderConfig {
+            component: component.to_string(),
+            instance: identity.to_string(),
+        };
+        EventRecorder::start(
+            client.clone(),
+            fence.clone(),
+            Arc::clone(clock),
+            Arc::clone(&results),
+            cfg,
+        )
+        .map_err(|e| DaemonError::Setup(format!("event recorder thread: {e}")))
+    };
+    Ok((
+        start("endpoint-controller")?,
+        start("endpoint-slice-controller")?,
+    ))
 }
 
 /// Watches the caches and, once they synced, the controllers.

@@ -8,6 +8,7 @@
 //! differ only in their `sync_service`. Nothing here writes an Endpoints or
 //! EndpointSlice object.
 
+pub mod correlator;
 pub mod events;
 pub mod fence;
 pub mod handlers;
