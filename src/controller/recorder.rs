@@ -60,7 +60,7 @@ pub struct RecorderConfig {
 }
 
 enum Msg {
-    Event(ObjectReference, EventSpec),
+    Event(Box<(ObjectReference, EventSpec)>),
     Stop,
 }
 
@@ -92,8 +92,8 @@ struct Writer {
 
 impl Writer {
     fn run(mut self, rx: Receiver<Msg>) {
-        while let Ok(Msg::Event(regarding, spec)) = rx.recv() {
-            self.one(&regarding, &spec);
+        while let Ok(Msg::Event(ev)) = rx.recv() {
+            self.one(&ev.0, &ev.1);
         }
     }
 
@@ -197,7 +197,7 @@ impl Record for EventRecorder {
     fn record(&self, regarding: &ObjectReference, spec: &EventSpec) {
         match self
             .tx
-            .try_send(Msg::Event(regarding.clone(), spec.clone()))
+            .try_send(Msg::Event(Box::new((regarding.clone(), spec.clone()))))
         {
             Ok(()) => {}
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
