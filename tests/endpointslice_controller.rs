@@ -236,3 +236,34 @@ fn dual_stack_service_gets_a_slice_per_family() {
     assert_eq!(v6["endpoints"][0]["zone"], "z1");
     assert_eq!(d.stop(), Some(0));
 }
+
+#[test]
+fn topology_mode_auto_assigns_zone_hints_and_an_event() {
+    let c = Cluster::start("es-auto");
+    let mut svc = service("default", "near", "near", json!(8080));
+    svc["metadata"]["annotations"] = json!({"service.kubernetes.io/topology-mode": "Auto"});
+    let mut items = vec![node("node-a", "z1"), node("node-b", "z2"), svc];
+    for i in 0..4 {
+        let mut p = pod("default", &format!("near-{i}"), "near", &ip(i), true);
+        p["spec"]["nodeName"] = json!(if i % 2 == 0 { "node-a" } else { "node-b" });
+        items.push(p);
+    }
+    c.load(items);
+    let d = Daemon::start(&c, "a", CFG);
+    wait_until("a zone hint on every endpoint", LIMIT, || {
+        let s = slices(&c, "default", "near");
+        s.len() == 1
+            && s[0]["endpoints"].as_array().is_some_and(|eps| {
+                eps.len() == 4
+                    && eps
+                        .iter()
+                        .all(|e| e["hints"]["forZones"][0]["name"] == e["zone"])
+            })
+    });
+    wait_until("TopologyAwareHintsEnabled", LIMIT, || {
+        c.all("events")
+            .iter()
+            .any(|e| e["reason"] == "TopologyAwareHintsEnabled")
+    });
+    assert_eq!(d.stop(), Some(0));
+}

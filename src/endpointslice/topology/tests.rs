@@ -1,0 +1,336 @@
+//! Upstream `topologycache_test.go` cases (TestSetNodes, TestGetAllocations,
+//! TestAddHints, TestGetOverloadedServices), in our words.
+
+use super::*;
+use crate::model::{Endpoint, EndpointConditions, EndpointHints, ForZone};
+
+fn node(
+    name: &str,
+    zone: Option<&str>,
+    cpu: Option<&str>,
+    ready: bool,
+    control_plane: bool,
+) -> Arc<Node> {
+    let mut n = Node::default();
+    n.metadata.name = name.into();
+    let mut labels: Vec<(&str, &str)> = Vec::new();
+    if let Some(z) = zone {
+        labels.push((ZONE_LABEL, z));
+    }
+    if control_plane {
+        labels.push(("node-role.kubernetes.io/control-plane", ""));
+    }
+    n.metadata.labels = labels.into_iter().collect();
+    n.ready = Some(ready);
+    n.allocatable_cpu = cpu.map(Into::into);
+    Arc::new(n)
+}
+
+fn two_zones(a_cpu: &str, b_cpu: &str) -> TopologyCache {
+    let mut c = TopologyCache::new();
+    c.set_nodes(&[
+        node("n1", Some("zone-a"), Some(a_cpu), true, false),
+        node("n2", Some("zone-b"), Some(b_cpu), true, false),
+    ]);
+    c
+}
+
+fn ep(zone: Option<&str>, ready: bool) -> Endpoint {
+    Endpoint {
+        addresses: vec!["10.0.0.1".into()],
+        conditions: EndpointConditions {
+            ready: Some(ready),
+            serving: Some(ready),
+            terminating: Some(false),
+        },
+        zone: zone.map(Into::into),
+        ..Default::default()
+    }
+}
+
+fn slice(name: &str, eps: Vec<Endpoint>) -> EndpointSlice {
+    let mut s = EndpointSlice::new(AddressType::IPv4);
+    s.metadata.name = name.into();
+    s.endpoints = eps;
+    s
+}
+
+fn si(create: Vec<EndpointSlice>, unchanged: Vec<EndpointSlice>) -> SliceInfo {
+    SliceInfo {
+        service_key: "ns/svc".into(),
+        address_type: Some(AddressType::IPv4),
+        to_create: create,
+        to_update: vec![],
+        unchanged,
+    }
+}
+
+fn hint_zones(slices: &[EndpointSlice]) -> Vec<Option<String>> {
+    slices
+        .iter()
+        .flat_map(|s| s.endpoints.iter())
+        .map(|e| e.hints.as_ref().map(|h| h.for_zones[0].name.clone()))
+        .collect()
+}
+
+type NodesRow = (&'static str, Vec<Arc<Node>>, Option<Vec<(&'static str, f64)>>);
+
+#[test]
+fn set_nodes_table() {
+    let cases: Vec<NodesRow> = vec![
+        (
+            "two equal zones",
+            vec![
+                node("a", Some("z1"), Some("2"), true, false),
+                node("b", Some("z2"), Some("2000m"), true, false),
+            ],
+            Some(vec![("z1", 0.5), ("z2", 0.5)]),
+        ),
+        (
+            "uneven",
+            vec![
+                node("a", Some("z1"), Some("1"), true, false),
+                node("b", Some("z2"), Some("3"), true, false),
+            ],
+            Some(vec![("z1", 0.25), ("z2", 0.75)]),
+        ),
+        (
+            "one zone only",
+            vec![
+                node("a", Some("z1"), Some("2"), true, false),
+                node("b", Some("z1"), Some("2"), true, false),
+            ],
+            None,
+        ),
+        (
+            "a node without zone",
+            vec![
+                node("a", Some("z1"), Some("2"), true, false),
+                node("b", None, Some("2"), true, false),
+                node("c", Some("z2"), Some("2"), true, false),
+            ],
+            None,
+        ),
+        (
+            "a node without cpu",
+            vec![
+                node("a", Some("z1"), Some("2"), true, false),
+                node("b", Some("z2"), None, true, false),
+            ],
+            None,
+        ),
+        (
+            "control plane and not-ready nodes ignored",
+            vec![
+                node("a", Some("z1"), Some("2"), true, false),
+                node("b", Some("z2"), Some("2"), true, false),
+                node("cp", None, None, true, true),
+                node("down", None, None, false, false),
+            ],
+            Some(vec![("z1", 0.5), ("z2", 0.5)]),
+        ),
+    ];
+    for (what, nodes, want) in cases {
+        let mut c = TopologyCache::new();
+        c.set_nodes(&nodes);
+        let want = want.map(|v| {
+            v.into_iter()
+                .map(|(z, r)| (z.to_string(), r))
+                .collect::<BTreeMap<_, _>>()
+        });
+        assert_eq!(c.ratios, want, "{what}");
+    }
+}
+
+#[test]
+fn allocations_table() {
+    let c = two_zones("1", "3");
+    let a = c.allocations(8).expect("allocations");
+    // desired 2 / 6; minimum ceil(2/1.2)=2, ceil(6/1.2)=5; maximum min + 8 - 7.
+    assert_eq!(
+        a["zone-a"],
+        Allocation {
+            minimum: 2,
+            maximum: 3,
+            desired: 2.0
+        }
+    );
+    assert_eq!(
+        a["zone-b"],
+        Allocation {
+            minimum: 5,
+            maximum: 6,
+            desired: 6.0
+        }
+    );
+    assert!(c
+        .allocations(1)
+        .unwrap_err()
+        .starts_with(messages::INSUFFICIENT_ENDPOINTS));
+    let skew = two_zones("1", "9");
+    // 3 endpoints: desired .3 / 2.7 → minimum 1 + 3 = 4 > 3.
+    assert!(skew
+        .allocations(3)
+        .unwrap_err()
+        .starts_with(messages::MIN_EXCEEDS_THRESHOLD));
+    assert_eq!(
+        TopologyCache::new().allocations(10).unwrap_err(),
+        messages::INSUFFICIENT_NODE_INFO
+    );
+}
+
+#[test]
+fn add_hints_own_zone_then_redistribution_and_events() {
+    let mut c = two_zones("2", "2");
+    // 2 + 2 ready endpoints: each gets its own zone; hints enabled once.
+    let (created, _, ev) = c.add_hints(&si(
+        vec![slice(
+            "",
+            vec![
+                ep(Some("zone-a"), true),
+                ep(Some("zone-a"), true),
+                ep(Some("zone-b"), true),
+                ep(Some("zone-b"), true),
+                ep(Some("zone-b"), false),
+            ],
+        )],
+        vec![],
+    ));
+    assert_eq!(
+        hint_zones(&created),
+        vec![
+            Some("zone-a".into()),
+            Some("zone-a".into()),
+            Some("zone-b".into()),
+            Some("zone-b".into()),
+            None
+        ]
+    );
+    assert_eq!(
+        ev,
+        vec![EventSpec::normal(
+            "TopologyAwareHintsEnabled",
+            "Topology Aware Hints has been enabled, addressType: IPv4"
+        )]
+    );
+    assert!(c.has_populated_hints("ns/svc"));
+    // 3 in zone-a, 1 in zone-b: one zone-a endpoint is hinted to zone-b; no new event.
+    let (created, _, ev) = c.add_hints(&si(
+        vec![slice(
+            "",
+            vec![
+                ep(Some("zone-a"), true),
+                ep(Some("zone-a"), true),
+                ep(Some("zone-a"), true),
+                ep(Some("zone-b"), true),
+            ],
+        )],
+        vec![],
+    ));
+    let zones = hint_zones(&created);
+    assert_eq!(
+        zones
+            .iter()
+            .filter(|z| z.as_deref() == Some("zone-b"))
+            .count(),
+        2,
+        "{zones:?}"
+    );
+    assert!(ev.is_empty());
+    assert!(c.get_overloaded_services().is_empty());
+}
+
+#[test]
+fn add_hints_gives_up_with_upstream_reasons() {
+    let mut c = two_zones("2", "2");
+    let (created, _, ev) = c.add_hints(&si(
+        vec![slice("", vec![ep(Some("zone-a"), true), ep(None, true)])],
+        vec![],
+    ));
+    assert!(hint_zones(&created).iter().all(Option::is_none));
+    assert_eq!(
+        ev,
+        vec![EventSpec::warning(
+            "TopologyAwareHintsDisabled",
+            "One or more endpoints do not have a zone specified, addressType: IPv4"
+        )]
+    );
+    assert!(!c.has_populated_hints("ns/svc"));
+    let mut none = TopologyCache::new();
+    let (_, _, ev) = none.add_hints(&si(vec![slice("", vec![ep(Some("zone-a"), true)])], vec![]));
+    assert_eq!(
+        ev[0].message,
+        format!("{}, addressType: IPv4", messages::INSUFFICIENT_NODE_INFO)
+    );
+}
+
+#[test]
+fn unchanged_slices_keep_valid_hints_and_lose_invalid_ones() {
+    let mut c = two_zones("2", "2");
+    let hinted = |z: &str| {
+        let mut e = ep(Some(z), true);
+        e.hints = Some(EndpointHints {
+            for_zones: vec![ForZone { name: z.into() }],
+            for_nodes: vec![],
+        });
+        e
+    };
+    let good = slice("good", vec![hinted("zone-a"), hinted("zone-b")]);
+    let missing = slice("missing", vec![ep(Some("zone-a"), true), hinted("zone-b")]);
+    let (_, updated, _) = c.add_hints(&si(vec![], vec![good, missing]));
+    assert_eq!(
+        updated
+            .iter()
+            .map(|s| s.metadata.name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["missing"]
+    );
+    assert_eq!(
+        hint_zones(&updated),
+        vec![Some("zone-a".into()), Some("zone-b".into())]
+    );
+}
+
+#[test]
+fn overloaded_services_after_node_changes() {
+    let mut c = two_zones("2", "2");
+    c.set_hints(
+        "ns/svc",
+        AddressType::IPv4,
+        [("zone-a".to_string(), 2), ("zone-b".to_string(), 2)]
+            .into_iter()
+            .collect(),
+    );
+    assert!(c.get_overloaded_services().is_empty());
+    // zone-b now has 3× the CPU: 2 of 4 endpoints is below ceil(4 × .75 / 1.2) = 3.
+    c.set_nodes(&[
+        node("n1", Some("zone-a"), Some("2"), true, false),
+        node("n2", Some("zone-b"), Some("6"), true, false),
+    ]);
+    assert_eq!(c.get_overloaded_services(), vec!["ns/svc".to_string()]);
+    c.remove_hints("ns/svc", AddressType::IPv4);
+    assert!(c.get_overloaded_services().is_empty());
+}
+
+#[test]
+fn remove_hints_from_slices_moves_hinted_unchanged_slices() {
+    let mut hinted = ep(Some("zone-a"), true);
+    hinted.hints = Some(EndpointHints {
+        for_zones: vec![ForZone {
+            name: "zone-a".into(),
+        }],
+        for_nodes: vec![],
+    });
+    let info = si(
+        vec![slice("", vec![hinted.clone()])],
+        vec![
+            slice("h", vec![hinted]),
+            slice("plain", vec![ep(Some("zone-a"), true)]),
+        ],
+    );
+    let (c, u) = remove_hints_from_slices(&info);
+    assert!(hint_zones(&c).iter().all(Option::is_none));
+    assert_eq!(u.len(), 1);
+    assert_eq!(u[0].metadata.name, "h");
+    assert!(hint_zones(&u).iter().all(Option::is_none));
+}
