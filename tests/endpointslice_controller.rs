@@ -267,3 +267,52 @@ fn topology_mode_auto_assigns_zone_hints_and_an_event() {
     });
     assert_eq!(d.stop(), Some(0));
 }
+
+#[test]
+fn readiness_flap_storm_ends_in_every_pods_last_state() {
+    let c = Cluster::start("es-flap");
+    let pods = names("flap", 40);
+    let mut items = vec![
+        node("node-a", "z1"),
+        service("default", "flap", "flap", json!(8080)),
+    ];
+    items.extend(
+        pods.iter()
+            .enumerate()
+            .map(|(i, n)| pod("default", n, "flap", &ip(i), true)),
+    );
+    c.load(items);
+    let d = Daemon::start(
+        &c,
+        "a",
+        "[leader_election]\nenabled = false\n[endpoints]\nenabled = false\n",
+    );
+    wait_until("40 ready", LIMIT, || {
+        shape(&c, "default", "flap").1.len() == 40
+    });
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (c, pods) = (&c, &pods);
+            s.spawn(move || {
+                let mut rng = fastrand::Rng::with_seed(100 + t);
+                for _ in 0..150 {
+                    let p = pods[rng.usize(..pods.len())].clone();
+                    c.set_ready("default", &[p], rng.bool());
+                }
+            });
+        }
+    });
+    let want: BTreeSet<String> = c
+        .all("pods")
+        .iter()
+        .filter(|p| p["status"]["conditions"][0]["status"] == "True")
+        .map(|p| p["status"]["podIP"].as_str().unwrap_or("").to_string())
+        .collect();
+    wait_until("every pod's last readiness", LIMIT, || {
+        shape(&c, "default", "flap").1 == want
+    });
+    d.wait_idle("endpoint_slice", 1.0, LIMIT);
+    assert_eq!(shape(&c, "default", "flap").1, want);
+    assert_eq!(shape(&c, "default", "flap").0.iter().sum::<usize>(), 40);
+    assert_eq!(d.stop(), Some(0));
+}

@@ -480,3 +480,21 @@ fn finalize_order_tracker_and_namespace_terminating() {
     let out = finalize(&s, &plan(&s, &pods(0..3), &[]), None, &fake, &tracker).expect("quietly");
     assert_eq!(out.created, 0);
 }
+
+#[test]
+fn a_service_port_change_moves_endpoints_to_a_new_port_map_by_recycling() {
+    let s = svc();
+    let now = apply(&s, &[], &plan(&s, &pods(0..3), &[]));
+    let mut changed = svc();
+    changed.ports[0].target_port = IntOrString::Int(9000);
+    let p = plan(&changed, &pods(0..3), &now);
+    assert_eq!(
+        counts(&p),
+        (0, 1, 0),
+        "the old port map's slice is reused by name"
+    );
+    let u = &p.by_type[0].1.updates[0];
+    assert_eq!(u.ports[0].port, Some(9000));
+    assert_eq!(u.metadata.name, now[0].metadata.name);
+    assert_eq!(u.endpoints.len(), 3);
+}

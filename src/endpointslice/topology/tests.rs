@@ -73,7 +73,11 @@ fn hint_zones(slices: &[EndpointSlice]) -> Vec<Option<String>> {
         .collect()
 }
 
-type NodesRow = (&'static str, Vec<Arc<Node>>, Option<Vec<(&'static str, f64)>>);
+type NodesRow = (
+    &'static str,
+    Vec<Arc<Node>>,
+    Option<Vec<(&'static str, f64)>>,
+);
 
 #[test]
 fn set_nodes_table() {
