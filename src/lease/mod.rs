@@ -1,2 +1,5 @@
 //! Leader election over a coordination.k8s.io/v1 Lease and this instance's
 //! heartbeat (identity) Lease.
+
+pub mod election;
+pub mod identity;
