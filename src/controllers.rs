@@ -31,8 +31,10 @@ use std::time::Duration;
 
 /// What the controllers need from the daemon.
 pub struct Deps {
-    /// API client for writes.
-    pub client: Client,
+    /// API client of the Endpoints controller.
+    pub endpoints_client: Client,
+    /// API client of the EndpointSlice controller.
+    pub slices_client: Client,
     /// Time.
     pub clock: SharedClock,
     /// Where metrics go.
@@ -96,7 +98,7 @@ impl Controllers {
                     endpoints_controller_rate_limiter(Arc::clone(&deps.clock)),
                 )?;
                 let writer = Arc::new(EndpointsWriter::new(
-                    deps.client.clone(),
+                    deps.endpoints_client.clone(),
                     deps.fence.clone(),
                     Arc::clone(&deps.endpoint_events),
                 ));
@@ -274,7 +276,7 @@ fn slice_parts(
         queue,
         topology_queue,
         shared,
-        client: deps.client.clone(),
+        client: deps.slices_client.clone(),
         fence: deps.fence.clone(),
         recorder: Arc::clone(&deps.slice_events),
         metrics: SliceMetrics::register(&deps.registry),

@@ -10,17 +10,19 @@ use crate::caches::{self, Caches};
 use crate::clock::{RealClock, SharedClock};
 use crate::config::{Config, ConfigErrors};
 use crate::controller::fence::Fence;
-use crate::controller::recorder::{self, EventRecorder, RecorderConfig};
+use crate::controller::recorder::{self, EventRecorder, Record, RecorderConfig};
 use crate::controllers::{Controllers, Deps, Running};
 use crate::health::{self, Liveness, Readiness};
 use crate::kube::{self, Client, ClientConfig};
+use crate::lease::thread::OnEvent;
+use crate::lease::{Election, LeaseConfig, LeaseThread};
 use crate::metrics::Registry;
 use crate::sdnotify::{self, Notifier};
 use crate::shutdown::Shutdown;
 use crate::{logging, signals};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why the daemon could not run, or stopped with a failure.
 #[derive(Debug)]
@@ -55,22 +57,46 @@ const WEDGED_AFTER: Duration = Duration::from_secs(300);
 /// How long in-flight syncs may take to finish at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
 
+/// Duration of this instance's identity Lease (renewed every quarter): the
+/// kubelet's node-lease figures.
+const HEARTBEAT: Duration = Duration::from_secs(40);
+
+/// client-go's leader-election health tolerance (kube-controller-manager's
+/// `/healthz` fails when the lease was not renewed within lease_duration +
+/// this).
+const HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
+
 /// How often the supervisor looks at the caches when systemd asks for no
 /// faster watchdog pings.
 const SUPERVISE_EVERY: Duration = Duration::from_secs(1);
 
-/// The API client the configuration describes.
+/// An API client as the configuration describes, sending
+/// `User-Agent: endpointd/<version> (<identity>)` plus `acting` (the
+/// controller) when given, so audit logs name the instance and the
+/// controller. Each client has its own token bucket, as each
+/// kube-controller-manager controller has its own clientset.
 pub fn client(
     cfg: &Config,
     clock: SharedClock,
     registry: &Registry,
+    acting: Option<&str>,
 ) -> Result<Client, kube::Error> {
     let k = &cfg.kubernetes;
     let mut cc = ClientConfig::infer(k.kubeconfig.as_deref(), k.context.as_deref())?;
     cc.qps = k.qps as f32;
     cc.burst = k.burst;
     cc.request_timeout = k.request_timeout;
+    cc.user_agent = user_agent(&cfg.leader_election.identity, acting);
     Client::new(cc, clock, Some(registry))
+}
+
+/// `endpointd/<version> (<identity>)[ <acting>]`.
+pub fn user_agent(identity: &str, acting: Option<&str>) -> String {
+    let base = format!("endpointd/{} ({identity})", env!("CARGO_PKG_VERSION"));
+    match acting {
+        Some(a) => format!("{base} {a}"),
+        None => base,
+    }
 }
 
 /// Run until SIGTERM/SIGINT. Returns after a graceful stop.
@@ -86,7 +112,9 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
     let clock = RealClock::shared();
     let registry = Registry::new();
     build_info(&registry);
-    let client = client(&cfg, Arc::clone(&clock), &registry).map_err(DaemonError::Client)?;
+    let client = client(&cfg, Arc::clone(&clock), &registry, None).map_err(DaemonError::Client)?;
+    let ep_client = client_for(&cfg, &clock, &registry, "endpoint-controller")?;
+    let es_client = client_for(&cfg, &clock, &registry, "endpointslice-controller")?;
     log::info!("API server {}", client.server());
     let shutdown = Shutdown::new();
     let current = Arc::new(Mutex::new(cfg.clone()));
@@ -119,11 +147,33 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         registry: Arc::clone(&registry),
         shutdown: shutdown.clone(),
     };
-    let fence = Fence::open();
-    let identity = &cfg.leader_election.identity;
-    let (ep_events, es_events) = event_recorders(&client, &fence, &env.clock, &registry, identity)?;
+    let le = &cfg.leader_election;
+    let fence = match le.enabled {
+        true => Fence::leased(Arc::clone(&env.clock), le.renew_deadline),
+        false => Fence::open(),
+    };
+    let identity = &le.identity;
+    let results = recorder::register(&registry);
+    let ep_events = event_recorder(
+        &ep_client,
+        &fence,
+        &env.clock,
+        &results,
+        "endpoint-controller",
+        identity,
+    )?;
+    let es_events = event_recorder(
+        &es_client,
+        &fence,
+        &env.clock,
+        &results,
+        "endpoint-slice-controller",
+        identity,
+    )?;
+    let lease = start_lease(&cfg, &client, &env.clock, &fence, es_events.clone())?;
     let deps = Deps {
-        client: client.clone(),
+        endpoints_client: ep_client,
+        slices_client: es_client,
         clock: Arc::clone(&env.clock),
         registry: Arc::clone(&registry),
         fence,
@@ -140,9 +190,15 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         caches: &caches,
         shutdown: &shutdown,
         readiness: &readiness,
+        liveness: &liveness,
         notifier: &notifier,
+        clock: Arc::clone(&env.clock),
+        lease: &lease,
+        election: le.enabled.then_some(le),
+        master: leader_metric(&registry, &le.lease_name),
         pending: Some(controllers),
         running: None,
+        last_round: (0, env.clock.now()),
     };
     let outcome = sup.run();
     let running = sup.running.take();
@@ -153,6 +209,8 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
             log::warn!("some syncs were still running after {DRAIN:?}; stopping anyway");
         }
     }
+    // Releases the election Lease unless it was lost.
+    lease.stop(Duration::from_secs(3));
     ep_events.stop(Duration::from_secs(1));
     es_events.stop(Duration::from_secs(1));
     caches.stop();
@@ -164,51 +222,107 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
     outcome
 }
 
-/// The two controllers' event recorders (upstream's event sources
+fn client_for(
+    cfg: &Config,
+    clock: &SharedClock,
+    registry: &Registry,
+    acting: &str,
+) -> Result<Client, DaemonError> {
+    client(cfg, Arc::clone(clock), registry, Some(acting)).map_err(DaemonError::Client)
+}
+
+/// One controller's event recorder (upstream's event sources
 /// `endpoint-controller` and `endpoint-slice-controller`).
-fn event_recorders(
+fn event_recorder(
     client: &Client,
     fence: &Fence,
     clock: &SharedClock,
-    registry: &Registry,
+    results: &Arc<crate::metrics::Family<crate::metrics::Counter>>,
+    component: &str,
     identity: &str,
-) -> Result<(EventRecorder, EventRecorder), DaemonError> {
-    let results = recorder::register(registry);
-    let start = |component: &str| {
-        let cfg = RecorderConfig {
-            component: component.to_string(),
-            instance: identity.to_string(),
-        };
-        EventRecorder::start(
-            client.clone(),
-            fence.clone(),
-            Arc::clone(clock),
-            Arc::clone(&results),
-            cfg,
-        )
-        .map_err(|e| DaemonError::Setup(format!("event recorder thread: {e}")))
+) -> Result<EventRecorder, DaemonError> {
+    let cfg = RecorderConfig {
+        component: component.to_string(),
+        instance: identity.to_string(),
     };
-    Ok((
-        start("endpoint-controller")?,
-        start("endpoint-slice-controller")?,
-    ))
+    EventRecorder::start(
+        client.clone(),
+        fence.clone(),
+        Arc::clone(clock),
+        Arc::clone(results),
+        cfg,
+    )
+    .map_err(|e| DaemonError::Setup(format!("event recorder thread: {e}")))
 }
 
-/// Watches the caches and, once they synced, the controllers.
+/// The lease thread: election (when enabled) and the heartbeat.
+fn start_lease(
+    cfg: &Config,
+    client: &Client,
+    clock: &SharedClock,
+    fence: &Fence,
+    events: EventRecorder,
+) -> Result<LeaseThread, DaemonError> {
+    let le = &cfg.leader_election;
+    let lc = LeaseConfig {
+        namespace: le.lease_namespace.clone(),
+        identity: le.identity.clone(),
+        election: le.enabled.then(|| Election {
+            name: le.lease_name.clone(),
+            lease_duration: le.lease_duration,
+            renew_deadline: le.renew_deadline,
+            retry_period: le.retry_period,
+        }),
+        heartbeat: HEARTBEAT,
+        abandoned_after: crate::lease::identity::ABANDONED_AFTER,
+    };
+    let on_event: OnEvent = Box::new(move |r, s| events.record(r, s));
+    LeaseThread::start(
+        client.clone(),
+        Arc::clone(clock),
+        fence.clone(),
+        lc,
+        on_event,
+    )
+    .map_err(|e| DaemonError::Setup(format!("lease thread: {e}")))
+}
+
+/// `leader_election_master_status{name}` (client-go's healthz adaptor
+/// metric).
+fn leader_metric(registry: &Registry, name: &str) -> Arc<crate::metrics::Gauge> {
+    registry
+        .gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            &["name"],
+        )
+        .with(&[name])
+}
+
+/// Watches the caches, the lease thread and, once they run, the
+/// controllers.
 struct Supervisor<'a> {
     caches: &'a Caches,
     shutdown: &'a Shutdown,
     readiness: &'a Readiness,
+    liveness: &'a Liveness,
     notifier: &'a Notifier,
+    clock: SharedClock,
+    lease: &'a LeaseThread,
+    election: Option<&'a crate::config::LeaderElection>,
+    master: Arc<crate::metrics::Gauge>,
     pending: Option<Controllers>,
     running: Option<Running>,
+    /// Lease-thread rounds last seen, and when they last moved.
+    last_round: (u64, Instant),
 }
 
 impl Supervisor<'_> {
-    /// Until shutdown: start the controllers once every cache synced, keep
-    /// readiness and STATUS current, ping the watchdog only while every
-    /// watcher thread runs and no worker is wedged, and fail (so systemd
-    /// restarts us) if a cache stopped.
+    /// Until shutdown: start the controllers once every cache synced and
+    /// (with election) this instance leads; keep readiness, liveness and
+    /// STATUS current; ping the watchdog only while every watcher thread,
+    /// the lease thread and every worker make progress; fail (so systemd
+    /// restarts us) if a cache stopped or leadership was lost.
     fn run(&mut self) -> Result<(), DaemonError> {
         let tick = sdnotify::watchdog_interval()
             .map(|w| (w / 2).min(SUPERVISE_EVERY))
@@ -218,32 +332,41 @@ impl Supervisor<'_> {
                 log::error!("a cache stopped updating; exiting so that systemd restarts endpointd");
                 return Err(DaemonError::Failed("a cache stopped updating".into()));
             }
-            if self.running.is_none() {
-                self.try_start()?;
+            let state = self.lease.state();
+            if state.lost() {
+                log::error!(
+                    "leaderelection lost; exiting so that systemd restarts endpointd as a standby"
+                );
+                return Err(DaemonError::Failed("leaderelection lost".into()));
             }
+            self.master.set(if state.leading() { 1.0 } else { 0.0 });
+            let synced = self.caches.unsynced();
+            if !synced.is_empty() {
+                self.readiness
+                    .set(Some(&format!("caches not synced: {}", synced.join(", "))));
+            } else if self.running.is_none() && (self.election.is_none() || state.leading()) {
+                self.start()?;
+            }
+            let role = self.role();
+            if synced.is_empty() {
+                self.readiness.set_ready(&role);
+            }
+            if let Some(problem) = self.problem() {
+                log::error!("{problem}; withholding the watchdog");
+                self.liveness.set(Some(&problem));
+                continue;
+            }
+            self.liveness.set(None);
             if let Some(r) = &self.running {
-                if let Some((key, d)) = r.pools().iter().find_map(|p| p.wedged(WEDGED_AFTER)) {
-                    log::error!(
-                        "a worker has been syncing {key} for {}s; withholding the watchdog",
-                        d.as_secs()
-                    );
-                    continue;
-                }
                 r.refresh_metrics();
-                notify(self.notifier.status(&self.status(r)));
             }
+            notify(self.notifier.status(&self.status(&role)));
             notify(self.notifier.watchdog());
         }
         Ok(())
     }
 
-    fn try_start(&mut self) -> Result<(), DaemonError> {
-        let missing = self.caches.unsynced();
-        if !missing.is_empty() {
-            self.readiness
-                .set(Some(&format!("caches not synced: {}", missing.join(", "))));
-            return Ok(());
-        }
+    fn start(&mut self) -> Result<(), DaemonError> {
         log::info!("caches synced: {}", self.caches.summary());
         let Some(c) = self.pending.take() else {
             return Ok(());
@@ -253,17 +376,59 @@ impl Supervisor<'_> {
             .map_err(|e| DaemonError::Setup(format!("worker threads: {e}")))?;
         let names: Vec<&str> = running.pools().iter().map(|p| p.controller()).collect();
         log::info!("controllers running: {}", names.join(", "));
-        self.readiness.set(None);
         self.running = Some(running);
         Ok(())
     }
 
-    fn status(&self, r: &Running) -> String {
-        format!(
-            "running; {}; {} syncs queued",
-            self.caches.summary(),
-            r.queued()
-        )
+    /// "leading", "standby; leader is X", or "running" without election.
+    fn role(&self) -> String {
+        let state = self.lease.state();
+        match (self.election, state.leading()) {
+            (None, _) => "running".into(),
+            (Some(_), true) => "leading".into(),
+            (Some(_), false) => match state.leader() {
+                l if l.is_empty() => "standby; no leader yet".into(),
+                l => format!("standby; leader is {l}"),
+            },
+        }
+    }
+
+    /// Why the process should not be considered alive, if it should not.
+    fn problem(&mut self) -> Option<String> {
+        let now = self.clock.now();
+        if let Some(r) = &self.running {
+            if let Some((key, d)) = r.pools().iter().find_map(|p| p.wedged(WEDGED_AFTER)) {
+                return Some(format!(
+                    "a worker has been syncing {key} for {}s",
+                    d.as_secs()
+                ));
+            }
+        }
+        let rounds = self.lease.state().rounds();
+        if rounds != self.last_round.0 {
+            self.last_round = (rounds, now);
+        }
+        if !self.lease.alive()
+            || now.saturating_duration_since(self.last_round.1) > Duration::from_secs(120)
+        {
+            return Some("the lease thread stopped making progress".into());
+        }
+        let (Some(le), true) = (self.election, self.lease.state().leading()) else {
+            return None;
+        };
+        let last = self.lease.state().last_renewal()?;
+        let age = now.saturating_duration_since(last);
+        (age > le.lease_duration + HEALTH_TOLERANCE).then(|| {
+            format!(
+                "leader election: the lease was not renewed for {}s",
+                age.as_secs()
+            )
+        })
+    }
+
+    fn status(&self, role: &str) -> String {
+        let queued = self.running.as_ref().map_or(0, Running::queued);
+        format!("{role}; {}; {queued} syncs queued", self.caches.summary())
     }
 }
 

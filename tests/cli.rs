@@ -244,9 +244,11 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
         .expect("spawn");
     let ready = recv_until(&sock, "READY=1");
     assert!(ready.contains("STATUS=syncing caches"), "{ready}");
-    let synced = recv_until(&sock, "STATUS=running;");
+    let synced = recv_until(&sock, "STATUS=leading;");
     assert!(
-        synced.contains("3 pods, 0 services, 0 nodes, 4 namespaces, 0 endpoints, 0 endpointslices; 0 syncs queued"),
+        synced
+            .contains("3 pods, 0 services, 0 nodes, 4 namespaces, 0 endpoints, 0 endpointslices; ")
+            && synced.contains(" syncs queued"),
         "{synced}"
     );
     recv_until(&sock, "WATCHDOG=1");
@@ -363,7 +365,7 @@ fn run_serves_health_metrics_and_readiness() {
     let mut child = spawn_serving(&cfg, &addr);
     assert_eq!(http_get(&addr, "/healthz"), (200, "ok\n".to_string()));
     let body = wait_for_readyz(&addr, "ok");
-    assert_eq!(body, "ok\n");
+    assert_eq!(body, "ok: leading\n");
     let (code, body) = http_get(&addr, "/metrics");
     assert_eq!(code, 200);
     assert!(

@@ -161,7 +161,10 @@ impl Story<'_> {
     }
 
     fn step2_start(&mut self) -> Result<Child, String> {
-        self.heading(2, "endpointd starts and writes every object");
+        self.heading(
+            2,
+            "endpointd starts, wins the lease and writes every object",
+        );
         let mark = observe::mark(self.store());
         self.start_mark = mark;
         let t0 = self.store().clock().wall();
@@ -173,6 +176,17 @@ impl Story<'_> {
             let why = observe::converged(self.store()).err().unwrap_or_default();
             self.say(format!("    {why}\n    endpointd log:\n{}", a.log_tail(15)));
         }
+        let holder = self.lease_holder();
+        self.say(format!(
+            "    lease holder: {}",
+            holder.as_deref().unwrap_or("<no lease>")
+        ));
+        self.check(
+            "2",
+            holder.as_deref() == Some("demo-a"),
+            "the lease held by demo-a",
+            holder.unwrap_or_default(),
+        );
         self.settle();
         for e in SERVICES {
             let ep = observe::endpoints(self.store(), e.name);
@@ -462,6 +476,12 @@ impl Story<'_> {
         std::thread::sleep(Duration::from_millis(500));
         let w = observe::writes_since(self.store(), mark);
         let holder = self.lease_holder();
+        self.check(
+            "7",
+            holder.as_deref() == Some("demo-b"),
+            "the lease held by demo-b",
+            holder.clone().unwrap_or_else(|| "no lease".into()),
+        );
         self.say(format!(
             "    lease holder: {}",
             holder.as_deref().unwrap_or("<no lease>")

@@ -115,14 +115,15 @@ pub fn decide(
     wall: SystemTime,
 ) -> Decision {
     let Some(got) = got else {
-        let mut l = Lease::default();
-        l.metadata = ObjectMeta {
-            namespace: name.0.to_string(),
-            name: name.1.to_string(),
-            ..ObjectMeta::default()
-        };
-        l.spec = record(me, duration, wall, None);
-        return Decision::Create(l);
+        return Decision::Create(Lease {
+            metadata: ObjectMeta {
+                namespace: name.0.to_string(),
+                name: name.1.to_string(),
+                ..ObjectMeta::default()
+            },
+            spec: record(me, duration, wall, None),
+            ..Lease::default()
+        });
     };
     obs.saw(got.clone(), now);
     let h = holder(&got);

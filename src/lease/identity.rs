@@ -6,7 +6,7 @@
 //!
 //! Pure; never does I/O.
 
-use crate::model::{Lease, MicroTime, ObjectMeta};
+use crate::model::{Lease, LeaseSpec, MicroTime, ObjectMeta};
 use std::time::{Duration, SystemTime};
 
 /// Label on every endpointd identity Lease: `kubectl get leases -n
@@ -54,19 +54,23 @@ const MAX_NAME: usize = 63;
 
 /// The identity Lease to create.
 pub fn new_lease(namespace: &str, identity: &str, duration: Duration, wall: SystemTime) -> Lease {
-    let mut l = Lease::default();
-    l.metadata = ObjectMeta {
-        name: lease_name(identity),
-        namespace: namespace.to_string(),
-        labels: [(IDENTITY_LABEL, IDENTITY_LABEL_VALUE)]
-            .into_iter()
-            .collect(),
-        ..ObjectMeta::default()
-    };
-    l.spec.holder_identity = Some(identity.to_string());
-    l.spec.lease_duration_seconds = Some(duration.as_secs().max(1) as i32);
-    l.spec.renew_time = Some(MicroTime::from_system(wall));
-    l
+    Lease {
+        metadata: ObjectMeta {
+            name: lease_name(identity),
+            namespace: namespace.to_string(),
+            labels: [(IDENTITY_LABEL, IDENTITY_LABEL_VALUE)]
+                .into_iter()
+                .collect(),
+            ..ObjectMeta::default()
+        },
+        spec: LeaseSpec {
+            holder_identity: Some(identity.to_string()),
+            lease_duration_seconds: Some(duration.as_secs().max(1) as i32),
+            renew_time: Some(MicroTime::from_system(wall)),
+            ..LeaseSpec::default()
+        },
+        ..Lease::default()
+    }
 }
 
 /// The next renewal of `base` (the seed's `newLease` from the last written

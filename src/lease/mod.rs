@@ -3,3 +3,6 @@
 
 pub mod election;
 pub mod identity;
+pub mod thread;
+
+pub use thread::{Election, LeaseConfig, LeaseState, LeaseThread};

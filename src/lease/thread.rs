@@ -1,0 +1,454 @@
+//! The lease thread: one thread, two jobs (upstream-spec F3–F8).
+//!
+//! 1. Leader election over `[leader_election] lease_namespace/lease_name`:
+//!    every `retry_period` (jittered ×1.2, as `JitterUntil`) acquire or
+//!    renew through [`super::election`]; every success opens the write
+//!    fence from the moment the request was *sent*; no successful renewal
+//!    within `renew_deadline` → leadership lost (fence closed, the daemon
+//!    exits 1 as kube-controller-manager does).
+//! 2. The heartbeat: this instance's identity Lease, renewed every quarter
+//!    of its duration (jitter 0.04) from the last written copy without a
+//!    read, up to 5 immediate retries, a conflict → read or create it
+//!    again, creating backs off 100 ms doubling to 7 s (between ticks, so
+//!    the election is never starved). While leading, identity Leases
+//!    abandoned for over an hour are deleted.
+//!
+//! On stop: release the election Lease if still ours (so a standby takes
+//! over within about one `retry_period`) and delete our identity Lease.
+//! Decisions are the pure functions of `election` and `identity`; this
+//! file only moves data and sleeps (interruptibly, through [`Shutdown`]).
+
+use super::election::{self, Decision, Observed};
+use super::identity;
+use crate::clock::SharedClock;
+use crate::controller::events::EventSpec;
+use crate::controller::fence::Fence;
+use crate::kube::{Client, ListParams, LEASES};
+use crate::model::{Lease, Object, ObjectReference};
+use crate::shutdown::Shutdown;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The election Lease and its timing (client-go's names).
+#[derive(Clone, Debug)]
+pub struct Election {
+    /// Lease name.
+    pub name: String,
+    /// Validity of a renewal.
+    pub lease_duration: Duration,
+    /// How long a leader keeps trying before it gives up.
+    pub renew_deadline: Duration,
+    /// Interval between attempts.
+    pub retry_period: Duration,
+}
+
+/// What the thread runs.
+#[derive(Clone, Debug)]
+pub struct LeaseConfig {
+    /// Namespace of both Leases.
+    pub namespace: String,
+    /// holderIdentity.
+    pub identity: String,
+    /// `None`: no election (the heartbeat still runs).
+    pub election: Option<Election>,
+    /// Duration of the identity Lease (renewed every quarter of it).
+    pub heartbeat: Duration,
+    /// Identity Leases expired for longer than this are deleted.
+    pub abandoned_after: Duration,
+}
+
+/// What the daemon reads.
+#[derive(Debug, Default)]
+pub struct LeaseState {
+    leading: AtomicBool,
+    lost: AtomicBool,
+    leader: Mutex<String>,
+    last_renewal: Mutex<Option<Instant>>,
+    rounds: AtomicU64,
+}
+
+impl LeaseState {
+    /// Whether this instance leads now.
+    pub fn leading(&self) -> bool {
+        self.leading.load(Ordering::SeqCst)
+    }
+    /// Whether it led and lost the lease (the daemon must exit).
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+    /// The holder last observed ("" if none).
+    pub fn leader(&self) -> String {
+        self.leader
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+    /// When the election Lease was last acquired or renewed by us.
+    pub fn last_renewal(&self) -> Option<Instant> {
+        *self.last_renewal.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Loop rounds so far (progress for the watchdog).
+    pub fn rounds(&self) -> u64 {
+        self.rounds.load(Ordering::Relaxed)
+    }
+}
+
+/// Emits an event about the election Lease.
+pub type OnEvent = Box<dyn Fn(&ObjectReference, &EventSpec) + Send>;
+
+struct Runner {
+    client: Client,
+    clock: SharedClock,
+    fence: Fence,
+    cfg: LeaseConfig,
+    state: Arc<LeaseState>,
+    stop: Shutdown,
+    on_event: OnEvent,
+    obs: Observed,
+    identity_lease: Option<Lease>,
+    ensure_backoff: Duration,
+}
+
+/// The running thread.
+pub struct LeaseThread {
+    state: Arc<LeaseState>,
+    stop: Shutdown,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn jitter(d: Duration, factor: f64) -> Duration {
+    d.mul_f64(1.0 + fastrand::f64() * factor)
+}
+
+impl Runner {
+    fn run(mut self) {
+        let start = self.clock.now();
+        let (mut next_elect, mut next_beat) = (start, start);
+        while !self.stop.is_triggered() {
+            let now = self.clock.now();
+            if let Some(e) = self.cfg.election.clone() {
+                if now >= next_elect {
+                    self.elect(&e);
+                    next_elect = self.clock.now() + jitter(e.retry_period, 1.2);
+                    if self.state.lost() {
+                        return;
+                    }
+                }
+            }
+            if now >= next_beat {
+                next_beat = self.clock.now() + self.heartbeat();
+            }
+            self.state.rounds.fetch_add(1, Ordering::Relaxed);
+            let next = match self.cfg.election {
+                Some(_) => next_elect.min(next_beat),
+                None => next_beat,
+            };
+            self.stop
+                .wait_timeout(next.saturating_duration_since(self.clock.now()));
+        }
+        self.release();
+    }
+
+    fn set_leader(&self, holder: &str) {
+        let mut l = self.state.leader.lock().unwrap_or_else(|p| p.into_inner());
+        if *l != holder {
+            log::info!(
+                "leader election: the lease is now held by {}",
+                if holder.is_empty() { "nobody" } else { holder }
+            );
+            *l = holder.to_string();
+        }
+    }
+
+    /// One election round (`tryAcquireOrRenew` + the renew-deadline check).
+    fn elect(&mut self, e: &Election) {
+        let me = self.cfg.identity.clone();
+        let sent = self.clock.now();
+        let ok = self.try_acquire_or_renew(e, &me, sent);
+        if ok {
+            self.fence.renewed(sent);
+            *self
+                .state
+                .last_renewal
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(sent);
+            if !self.state.leading.swap(true, Ordering::SeqCst) {
+                log::info!("leader election: {me} became leader");
+                let spec = EventSpec::normal("LeaderElection", format!("{me} became leader"));
+                (self.on_event)(&self.lease_ref(e), &spec);
+            }
+            self.set_leader(&me);
+            return;
+        }
+        if self.state.leading() {
+            let last = self.state.last_renewal().unwrap_or(sent);
+            if self.clock.now().saturating_duration_since(last) >= e.renew_deadline {
+                log::error!(
+                    "leader election: leadership lost (no renewal within {:?})",
+                    e.renew_deadline
+                );
+                self.fence.revoke();
+                self.state.leading.store(false, Ordering::SeqCst);
+                self.state.lost.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn try_acquire_or_renew(&mut self, e: &Election, me: &str, now: Instant) -> bool {
+        let wall = self.clock.wall();
+        let ns = self.cfg.namespace.clone();
+        if let Some(next) = election::fast_renew(&self.obs, me, e.lease_duration, now, wall) {
+            if let Ok(w) = self.client.update(&LEASES, Some(&ns), &next) {
+                self.obs.wrote(w, now);
+                return true;
+            }
+        }
+        let got = match self.client.get::<Lease>(&LEASES, Some(&ns), &e.name) {
+            Ok(l) => Some(l),
+            Err(err) if err.is_not_found() => None,
+            Err(err) => {
+                log::debug!("leader election: reading lease {ns}/{}: {err}", e.name);
+                return false;
+            }
+        };
+        match election::decide(
+            &mut self.obs,
+            got,
+            me,
+            (&ns, &e.name),
+            e.lease_duration,
+            now,
+            wall,
+        ) {
+            Decision::Held { holder } => {
+                self.set_leader(&holder);
+                if self.state.leading() {
+                    log::error!("leader election: leadership lost: {holder} holds the lease");
+                    self.fence.revoke();
+                    self.state.leading.store(false, Ordering::SeqCst);
+                    self.state.lost.store(true, Ordering::SeqCst);
+                }
+                false
+            }
+            Decision::Create(l) => self.write(self.client.create(&LEASES, Some(&ns), &l), now),
+            Decision::Update(l) => self.write(self.client.update(&LEASES, Some(&ns), &l), now),
+        }
+    }
+
+    fn write(&mut self, r: Result<Lease, crate::kube::Error>, now: Instant) -> bool {
+        match r {
+            Ok(w) => {
+                self.obs.wrote(w, now);
+                true
+            }
+            Err(err) => {
+                log::debug!("leader election: writing the lease: {err}");
+                false
+            }
+        }
+    }
+
+    fn lease_ref(&self, e: &Election) -> ObjectReference {
+        let l = self.obs.lease.as_ref();
+        ObjectReference {
+            kind: "Lease".into(),
+            api_version: "coordination.k8s.io/v1".into(),
+            namespace: self.cfg.namespace.clone(),
+            name: e.name.clone(),
+            uid: l.map(|l| l.uid().to_string()).unwrap_or_default(),
+            ..ObjectReference::default()
+        }
+    }
+}
+
+impl Runner {
+    /// One heartbeat round; how long until the next.
+    fn heartbeat(&mut self) -> Duration {
+        let every = jitter(self.cfg.heartbeat / 4, 0.04);
+        let ns = self.cfg.namespace.clone();
+        for attempt in 0..5 {
+            let Some(base) = self.identity_lease.clone() else {
+                return match self.ensure_identity() {
+                    true => every,
+                    false => self.backoff(),
+                };
+            };
+            let next = identity::renewed(&base, self.cfg.heartbeat, self.clock.wall());
+            match self.client.update(&LEASES, Some(&ns), &next) {
+                Ok(w) => {
+                    self.identity_lease = Some(w);
+                    if self.state.leading() {
+                        self.collect_abandoned();
+                    }
+                    return every;
+                }
+                Err(e) if e.is_conflict() || e.is_not_found() => self.identity_lease = None,
+                Err(e) => {
+                    log::debug!("heartbeat: renewing {}: {e}", base.name());
+                    if attempt > 0 {
+                        log::warn!("heartbeat: repeated failures renewing the identity lease: {e}");
+                    }
+                }
+            }
+        }
+        self.backoff()
+    }
+
+    fn backoff(&mut self) -> Duration {
+        let d = self.ensure_backoff;
+        self.ensure_backoff = (d * 2).min(Duration::from_secs(7));
+        d
+    }
+
+    /// Read our identity Lease, or create it (the seed's `ensureLease`).
+    fn ensure_identity(&mut self) -> bool {
+        let ns = self.cfg.namespace.clone();
+        let name = identity::lease_name(&self.cfg.identity);
+        let got = match self.client.get::<Lease>(&LEASES, Some(&ns), &name) {
+            Ok(l) => Ok(l),
+            Err(e) if e.is_not_found() => {
+                let l = identity::new_lease(
+                    &ns,
+                    &self.cfg.identity,
+                    self.cfg.heartbeat,
+                    self.clock.wall(),
+                );
+                self.client.create(&LEASES, Some(&ns), &l)
+            }
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok(l) => {
+                self.identity_lease = Some(l);
+                self.ensure_backoff = Duration::from_millis(100);
+                true
+            }
+            Err(e) => {
+                log::debug!("heartbeat: ensuring {ns}/{name}: {e}");
+                false
+            }
+        }
+    }
+
+    /// While leading: delete identity Leases abandoned for over an hour.
+    fn collect_abandoned(&self) {
+        let ns = &self.cfg.namespace;
+        let p = ListParams {
+            label_selector: Some(format!(
+                "{}={}",
+                identity::IDENTITY_LABEL,
+                identity::IDENTITY_LABEL_VALUE
+            )),
+            ..ListParams::default()
+        };
+        let Ok(list) = self.client.list::<Lease>(&LEASES, Some(ns), &p) else {
+            return;
+        };
+        let wall = self.clock.wall();
+        for l in list
+            .items
+            .iter()
+            .filter(|l| identity::abandoned(l, wall, self.cfg.abandoned_after))
+        {
+            log::info!(
+                "heartbeat: deleting the abandoned identity lease {ns}/{}",
+                l.name()
+            );
+            let _ = self.client.delete(&LEASES, Some(ns), l.name(), None);
+        }
+    }
+
+    /// On stop: release the election Lease if still ours, delete our
+    /// identity Lease (best effort, a few attempts).
+    fn release(&mut self) {
+        let ns = self.cfg.namespace.clone();
+        if let (Some(e), true) = (self.cfg.election.clone(), self.state.leading()) {
+            self.fence.revoke();
+            self.state.leading.store(false, Ordering::SeqCst);
+            for _ in 0..3 {
+                let Ok(got) = self.client.get::<Lease>(&LEASES, Some(&ns), &e.name) else {
+                    break;
+                };
+                let Some(rel) = election::release(&got, &self.cfg.identity, self.clock.wall())
+                else {
+                    break;
+                };
+                match self.client.update(&LEASES, Some(&ns), &rel) {
+                    Ok(_) => {
+                        log::info!("leader election: released the lease {ns}/{}", e.name);
+                        break;
+                    }
+                    Err(err) if err.is_conflict() => continue,
+                    Err(err) => {
+                        log::warn!("leader election: releasing the lease: {err}");
+                        break;
+                    }
+                }
+            }
+        }
+        let name = identity::lease_name(&self.cfg.identity);
+        let _ = self.client.delete(&LEASES, Some(&ns), &name, None);
+    }
+}
+
+impl LeaseThread {
+    /// Start the thread.
+    pub fn start(
+        client: Client,
+        clock: SharedClock,
+        fence: Fence,
+        cfg: LeaseConfig,
+        on_event: OnEvent,
+    ) -> std::io::Result<LeaseThread> {
+        let state = Arc::new(LeaseState::default());
+        let stop = Shutdown::new();
+        let runner = Runner {
+            client,
+            clock,
+            fence,
+            cfg,
+            state: Arc::clone(&state),
+            stop: stop.clone(),
+            on_event,
+            obs: Observed::default(),
+            identity_lease: None,
+            ensure_backoff: Duration::from_millis(100),
+        };
+        let thread = std::thread::Builder::new()
+            .name("lease".into())
+            .spawn(move || runner.run())?;
+        Ok(LeaseThread {
+            state,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &Arc<LeaseState> {
+        &self.state
+    }
+
+    /// Whether the thread still runs.
+    pub fn alive(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// Stop: release the Lease if ours, then end; wait at most `within`.
+    pub fn stop(mut self, within: Duration) {
+        self.stop.trigger();
+        if let Some(t) = self.thread.take() {
+            let step = Duration::from_millis(10);
+            let mut waited = Duration::ZERO;
+            while !t.is_finished() && waited < within {
+                std::thread::sleep(step);
+                waited += step;
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
+        }
+    }
+}

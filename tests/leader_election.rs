@@ -1,0 +1,208 @@
+//! Leader election with real processes against kube-sim: one leader
+//! writes, a standby only renews its own identity Lease, takeovers after
+//! SIGTERM (released lease) and SIGKILL (expired lease), and a paused
+//! leader that resumes after losing its lease writes nothing and exits 1.
+
+mod controller_support;
+
+use controller_support::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(30);
+/// lease_duration > renew_deadline > 1.2 × retry_period, short for tests.
+const FAST: &str = "[leader_election]\nlease_duration = \"3s\"\nrenew_deadline = \"2s\"\nretry_period = \"500ms\"\n";
+
+fn cfg(identity: &str) -> String {
+    format!("{FAST}identity = \"{identity}\"\n")
+}
+
+fn ready_body(d: &Daemon) -> String {
+    d.http_get("/readyz").map(|(_, b)| b).unwrap_or_default()
+}
+
+fn holder(c: &Cluster) -> Option<String> {
+    c.get("leases", "kube-system", "endpointd")?["spec"]["holderIdentity"]
+        .as_str()
+        .map(str::to_string)
+}
+
+fn ready_count(c: &Cluster, name: &str) -> usize {
+    c.get("endpoints", "default", name)
+        .map(|e| {
+            e["subsets"].as_array().map_or(0, |s| {
+                s.iter()
+                    .map(|x| x["addresses"].as_array().map_or(0, Vec::len))
+                    .sum()
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// A cluster with one service and `n` ready pods on node-a.
+fn cluster(name: &str, n: usize) -> Cluster {
+    let c = Cluster::start(name);
+    let mut items = vec![
+        node("node-a", "z1"),
+        service("default", "web", "web", json!(8080)),
+    ];
+    items.extend((0..n).map(|i| pod("default", &format!("web-{i}"), "web", &ip(i), true)));
+    c.load(items);
+    c
+}
+
+fn writes_of_standby(d: &Daemon) -> f64 {
+    let (_, body) = d.http_get("/metrics").unwrap_or_default();
+    body.lines()
+        .filter(|l| l.starts_with("rest_client_requests_total{"))
+        .filter(|l| {
+            ["create", "update", "delete", "patch"]
+                .iter()
+                .any(|v| l.contains(&format!("verb=\"{v}\"")))
+        })
+        .filter(|l| {
+            ["\"endpoints\"", "endpointslices", "events"]
+                .iter()
+                .any(|r| l.contains(r))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn one_leader_writes_and_the_standby_only_heartbeats() {
+    let c = cluster("le-two", 3);
+    let a = Daemon::start(&c, "a", &cfg("node-a"));
+    wait_until("a leads", LIMIT, || ready_body(&a) == "ok: leading\n");
+    let b = Daemon::start(&c, "b", &cfg("node-b"));
+    wait_until("b is a standby", LIMIT, || {
+        ready_body(&b) == "ok: standby; leader is node-a\n"
+    });
+    wait_until("3 ready addresses", LIMIT, || ready_count(&c, "web") == 3);
+    c.set_ready("default", &["web-0".to_string()], false);
+    wait_until("2 ready addresses", LIMIT, || ready_count(&c, "web") == 2);
+    assert_eq!(
+        writes_of_standby(&b),
+        0.0,
+        "the standby never writes Endpoints, EndpointSlices or Events"
+    );
+    assert!(writes_of_standby(&a) > 0.0);
+    let ids: Vec<String> = c
+        .all("leases")
+        .iter()
+        .filter(|l| l["metadata"]["labels"]["endpointd.io/identity"] == "endpointd")
+        .filter_map(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        ids.contains(&"node-a".to_string()) && ids.contains(&"node-b".to_string()),
+        "{ids:?}"
+    );
+    let (_, m) = a.http_get("/metrics").unwrap_or_default();
+    assert!(
+        m.contains("leader_election_master_status{name=\"endpointd\"} 1"),
+        "{m}"
+    );
+    let (_, m) = b.http_get("/metrics").unwrap_or_default();
+    assert!(
+        m.contains("leader_election_master_status{name=\"endpointd\"} 0"),
+        "{m}"
+    );
+    assert_eq!(b.http_get("/healthz").map(|(c, _)| c), Some(200));
+    assert_eq!(b.stop(), Some(0));
+    assert_eq!(a.stop(), Some(0));
+}
+
+#[test]
+fn sigterm_releases_the_lease_and_the_standby_takes_over_at_once() {
+    let c = cluster("le-term", 2);
+    let a = Daemon::start(&c, "a", &cfg("node-a"));
+    wait_until("a leads", LIMIT, || holder(&c).as_deref() == Some("node-a"));
+    let b = Daemon::start(&c, "b", &cfg("node-b"));
+    wait_until("b is a standby", LIMIT, || {
+        ready_body(&b).starts_with("ok: standby")
+    });
+    let t = Instant::now();
+    assert_eq!(a.stop(), Some(0));
+    wait_until("b leads", LIMIT, || ready_body(&b) == "ok: leading\n");
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_millis(2 * 500 + 1500),
+        "takeover took {took:?}"
+    );
+    c.set_ready("default", &["web-0".to_string()], false);
+    wait_until("b reacts", LIMIT, || ready_count(&c, "web") == 1);
+    assert_eq!(b.stop(), Some(0));
+}
+
+#[test]
+fn sigkill_leader_is_replaced_after_the_lease_expires_and_nothing_is_lost() {
+    let c = cluster("le-kill", 2);
+    let mut a = Daemon::start(&c, "a", &cfg("node-a"));
+    wait_until("a leads", LIMIT, || holder(&c).as_deref() == Some("node-a"));
+    let b = Daemon::start(&c, "b", &cfg("node-b"));
+    wait_until("b is a standby", LIMIT, || {
+        ready_body(&b).starts_with("ok: standby")
+    });
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    let t = Instant::now();
+    c.set_ready("default", &["web-1".to_string()], false);
+    wait_until("b leads", LIMIT, || ready_body(&b) == "ok: leading\n");
+    assert!(
+        t.elapsed() < Duration::from_millis(3000 + 2 * 500 + 1500),
+        "{:?}",
+        t.elapsed()
+    );
+    wait_until("the change made while nobody led is written", LIMIT, || {
+        ready_count(&c, "web") == 1
+    });
+    assert_eq!(b.stop(), Some(0));
+}
+
+#[test]
+fn a_paused_leader_writes_nothing_after_resuming_and_exits() {
+    let c = cluster("le-stop", 2);
+    let mut a = Daemon::start(&c, "a", &cfg("node-a"));
+    wait_until("a leads", LIMIT, || holder(&c).as_deref() == Some("node-a"));
+    let b = Daemon::start(&c, "b", &cfg("node-b"));
+    wait_until("b is a standby", LIMIT, || {
+        ready_body(&b).starts_with("ok: standby")
+    });
+    let pid = a.child.id().to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-STOP", &pid])
+        .status();
+    wait_until("b takes over", LIMIT, || ready_body(&b) == "ok: leading\n");
+    c.set_ready("default", &["web-0".to_string()], false);
+    wait_until("b writes the change", LIMIT, || ready_count(&c, "web") == 1);
+    b.wait_idle("endpoint", 1.0, LIMIT);
+    let before = c.write_count("endpoints") + c.write_count("endpointslices");
+    let _ = std::process::Command::new("kill")
+        .args(["-CONT", &pid])
+        .status();
+    let deadline = Instant::now() + LIMIT;
+    let code = loop {
+        if let Ok(Some(s)) = a.child.try_wait() {
+            break s.code();
+        }
+        assert!(Instant::now() < deadline, "the resumed leader did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        code,
+        Some(1),
+        "lost leadership → exit 1 so systemd restarts it as a standby"
+    );
+    assert!(
+        a.log_text().contains("leaderelection lost"),
+        "{}",
+        a.log_text()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        c.write_count("endpoints") + c.write_count("endpointslices"),
+        before,
+        "the resumed leader wrote nothing"
+    );
+    assert_eq!(b.stop(), Some(0));
+}
