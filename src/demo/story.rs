@@ -549,19 +549,32 @@ impl Story<'_> {
     }
 
     fn keep_running(&mut self, b: &Child) {
+        let pod = self.dir.join("pod-web-9.json");
+        let manifest = cluster::pod(
+            "web",
+            "web-9",
+            "edge-3",
+            &["10.100.0.9".to_string()],
+            true,
+            ("http", 8080),
+        );
+        let _ = std::fs::write(&pod, manifest.to_string());
+        let flip = r#"'{"status":{"conditions":[{"type":"Ready","status":"False"}]}}'"#;
         self.say("");
-        self.say("kube-sim and endpointd keep running. Try (Ctrl-C stops both):");
+        self.say("kube-sim and endpointd keep running; Ctrl-C stops both. Try:");
+        self.say(format!("  export KUBECONFIG={}", self.kubeconfig.display()));
+        self.say("  kubectl -n demo get pods,svc,endpoints,endpointslices");
+        self.say("  kubectl -n demo get endpointslices -w        # in a second terminal");
+        self.say("  # kube-sim has no kubelet: a pod is created with its status");
+        self.say(format!("  kubectl apply -f {}", pod.display()));
+        self.say("  kubectl -n demo patch pod web-0 --subresource=status \\");
+        self.say(format!("      --type=merge -p {flip}"));
+        self.say("  kubectl -n demo delete pod web-9");
         self.say(format!(
-            "    export KUBECONFIG={}",
-            self.kubeconfig.display()
-        ));
-        self.say("    kubectl get pods,svc,endpoints,endpointslices -n demo");
-        self.say("    kubectl -n demo delete pod web-0");
-        self.say("    kubectl -n demo get endpointslices -w");
-        self.say(format!(
-            "    curl -s http://{}/metrics | grep endpointd_",
+            "  curl -s http://{}/metrics | grep ^endpoint",
             b.addr
         ));
+        self.say(format!("  endpointd's log: {}", b.log.display()));
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             let _ = signal_hook::flag::register(sig, std::sync::Arc::clone(&stop));
