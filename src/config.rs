@@ -88,6 +88,9 @@ pub struct LeaderElection {
     pub renew_deadline: Duration,
     /// Interval between acquire/renew attempts.
     pub retry_period: Duration,
+    /// Duration of this instance's identity Lease (the heartbeat), renewed
+    /// every quarter of it.
+    pub heartbeat_duration: Duration,
 }
 
 /// The Endpoints controller.

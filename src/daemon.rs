@@ -57,10 +57,6 @@ const WEDGED_AFTER: Duration = Duration::from_secs(300);
 /// How long in-flight syncs may take to finish at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// Duration of this instance's identity Lease (renewed every quarter): the
-/// kubelet's node-lease figures.
-const HEARTBEAT: Duration = Duration::from_secs(40);
-
 /// client-go's leader-election health tolerance (kube-controller-manager's
 /// `/healthz` fails when the lease was not renewed within lease_duration +
 /// this).
@@ -273,7 +269,7 @@ fn start_lease(
             renew_deadline: le.renew_deadline,
             retry_period: le.retry_period,
         }),
-        heartbeat: HEARTBEAT,
+        heartbeat: le.heartbeat_duration,
         abandoned_after: crate::lease::identity::ABANDONED_AFTER,
     };
     let on_event: OnEvent = Box::new(move |r, s| events.record(r, s));

@@ -29,6 +29,7 @@ impl Effective {
                 lease_duration: format_duration(le.lease_duration),
                 renew_deadline: format_duration(le.renew_deadline),
                 retry_period: format_duration(le.retry_period),
+                heartbeat_duration: format_duration(le.heartbeat_duration),
             },
             endpoints: EffEndpoints {
                 enabled: ep.enabled,
@@ -97,6 +98,7 @@ struct EffLeaderElection {
     lease_duration: String,
     renew_deadline: String,
     retry_period: String,
+    heartbeat_duration: String,
 }
 
 #[derive(Serialize)]

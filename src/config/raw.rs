@@ -41,6 +41,7 @@ pub struct LeaderElection {
     pub lease_duration: Field<String>,
     pub renew_deadline: Field<String>,
     pub retry_period: Field<String>,
+    pub heartbeat_duration: Field<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

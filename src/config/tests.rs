@@ -68,6 +68,7 @@ fn shipped_config_toml_is_the_defaults() {
         "lease_duration",
         "renew_deadline",
         "retry_period",
+        "heartbeat_duration",
         "workers",
         "batch_period",
         "max_endpoints_per_slice",
@@ -263,4 +264,31 @@ fn uuid_shape() {
     );
     assert!(parts[2].starts_with('4'));
     assert_ne!(u, random_uuid());
+}
+
+#[test]
+fn heartbeat_duration_defaults_and_bounds() {
+    let c = Config::parse("config.toml", "").expect("defaults");
+    assert_eq!(
+        c.leader_election.heartbeat_duration,
+        Duration::from_secs(40)
+    );
+    let c = Config::parse(
+        "config.toml",
+        "[leader_election]\nheartbeat_duration = \"1m\"\n",
+    )
+    .expect("1m");
+    assert_eq!(
+        c.leader_election.heartbeat_duration,
+        Duration::from_secs(60)
+    );
+    let e = Config::parse(
+        "config.toml",
+        "[leader_election]\nheartbeat_duration = \"2s\"\n",
+    )
+    .expect_err("too short");
+    assert_eq!(
+        e.to_string(),
+        "config.toml: leader_election.heartbeat_duration = \"2s\": must be at least 4s (the identity Lease is renewed every quarter of it) (line 2)"
+    );
 }

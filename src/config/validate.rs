@@ -215,8 +215,22 @@ impl Validator<'_> {
             );
             self.fail("leader_election.renew_deadline", &r.renew_deadline, msg);
         }
+        let heartbeat_duration = self.duration(
+            "leader_election.heartbeat_duration",
+            &r.heartbeat_duration,
+            Duration::from_secs(40),
+        );
+        if heartbeat_duration < Duration::from_secs(4) {
+            let msg = "must be at least 4s (the identity Lease is renewed every quarter of it)";
+            self.fail(
+                "leader_election.heartbeat_duration",
+                &r.heartbeat_duration,
+                msg,
+            );
+        }
         LeaderElection {
             enabled: r.enabled.map(|s| s.into_inner()).unwrap_or(true),
+            heartbeat_duration,
             lease_namespace,
             lease_name,
             identity,
