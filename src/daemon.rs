@@ -14,7 +14,7 @@ use crate::controller::recorder::{self, EventRecorder, Record, RecorderConfig};
 use crate::controllers::{Controllers, Deps, Running};
 use crate::health::{self, Liveness, Readiness};
 use crate::kube::{self, Client, ClientConfig};
-use crate::lease::thread::OnEvent;
+use crate::lease::thread::{OnEvent, OnRepeatedFailure};
 use crate::lease::{Election, LeaseConfig, LeaseThread};
 use crate::metrics::Registry;
 use crate::sdnotify::{self, Notifier};
@@ -166,7 +166,10 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         "endpoint-slice-controller",
         identity,
     )?;
-    let lease = start_lease(&cfg, &client, &env.clock, &fence, es_events.clone())?;
+    let all_clients = [client.clone(), ep_client.clone(), es_client.clone()];
+    let reset: OnRepeatedFailure =
+        Box::new(move || all_clients.iter().for_each(Client::reset_connections));
+    let lease = start_lease(&cfg, &client, &env.clock, &fence, es_events.clone(), reset)?;
     let deps = Deps {
         endpoints_client: ep_client,
         slices_client: es_client,
@@ -258,6 +261,7 @@ fn start_lease(
     clock: &SharedClock,
     fence: &Fence,
     events: EventRecorder,
+    reset: OnRepeatedFailure,
 ) -> Result<LeaseThread, DaemonError> {
     let le = &cfg.leader_election;
     let lc = LeaseConfig {
@@ -279,6 +283,7 @@ fn start_lease(
         fence.clone(),
         lc,
         on_event,
+        reset,
     )
     .map_err(|e| DaemonError::Setup(format!("lease thread: {e}")))
 }

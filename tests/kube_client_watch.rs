@@ -104,6 +104,42 @@ fn shutdown_watches_wakes_a_blocked_read_but_writes_still_work() {
 }
 
 #[test]
+fn reset_connections_breaks_a_blocked_watch_and_new_watches_reconnect() {
+    let srv = Server::start(|r, _| match r.target.contains("watch=true") {
+        true => Reply::Stream(
+            vec![(Duration::ZERO, ev("ADDED", "a", "5"))],
+            Some(Duration::from_secs(20)),
+        ),
+        false => json(200, &pod_json("p", "1")),
+    });
+    let c = client(&srv.url, RealClock::shared(), None);
+    let mut w = c
+        .watch::<Pod>(&PODS, None, &WatchParams::default())
+        .expect("watch");
+    assert!(matches!(w.next(), Some(Ok(WatchEvent::Added(_)))));
+    let c2 = c.clone();
+    let t0 = Instant::now();
+    let h = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        c2.reset_connections();
+    });
+    let next = w.next();
+    assert!(matches!(next, Some(Err(_)) | None), "{next:?}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "the half-open watch was dropped"
+    );
+    h.join().expect("reset thread");
+    let mut again = c
+        .watch::<Pod>(&PODS, None, &WatchParams::default())
+        .expect("a new watch on a new connection");
+    assert!(matches!(again.next(), Some(Ok(WatchEvent::Added(_)))));
+    let _: Pod = c
+        .get(&PODS, Some("ns"), "p")
+        .expect("ordinary requests work");
+}
+
+#[test]
 fn silent_watch_hits_the_idle_read_timeout() {
     let srv = Server::start(|_, _| {
         Reply::Stream(

@@ -125,6 +125,12 @@ impl Client {
         self.t.shutdown_watches()
     }
 
+    /// Drop every pooled connection so the next requests and watches
+    /// reconnect (see the heartbeat's repeated-failure handling).
+    pub fn reset_connections(&self) {
+        self.t.reset_connections()
+    }
+
     fn run<T: DeserializeOwned>(&self, req: Req<'_>) -> Result<T, Error> {
         let what = format!("{} {}", req.verb.as_str(), req.resource);
         decode(self.t.execute(&req)?, &what)

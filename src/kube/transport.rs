@@ -47,8 +47,11 @@ pub(crate) struct Req<'a> {
 pub(crate) struct Transport {
     pub base: String,
     pub server: String,
-    agent: Agent,
+    agent: Mutex<Agent>,
     watch_agent: Mutex<Option<Agent>>,
+    /// What the agents are built from, to build them again.
+    agent_cfg: ClientConfig,
+    tls_cfg: ureq::tls::TlsConfig,
     pub watch_shutdown: Arc<AtomicBool>,
     pub watch_idle_margin: Duration,
     auth: Auth,
@@ -125,8 +128,10 @@ impl Transport {
         Ok(Transport {
             base,
             server: cfg.server.clone(),
-            agent: agent(cfg, tls_cfg.clone(), false)?,
-            watch_agent: Mutex::new(Some(agent(cfg, tls_cfg, true)?)),
+            agent: Mutex::new(agent(cfg, tls_cfg.clone(), false)?),
+            watch_agent: Mutex::new(Some(agent(cfg, tls_cfg.clone(), true)?)),
+            agent_cfg: cfg.clone(),
+            tls_cfg,
             watch_shutdown: Arc::new(AtomicBool::new(false)),
             watch_idle_margin: cfg.watch_idle_margin,
             auth: cfg.auth.clone(),
@@ -152,6 +157,33 @@ impl Transport {
             .take();
         if let Some(a) = a {
             a.shutdown();
+        }
+    }
+
+    /// Drop every pooled connection: new agents replace the old ones, so
+    /// the next requests open fresh connections, and blocked watch reads on
+    /// the old watch agent fail at once so the informers reconnect. Used
+    /// after repeated heartbeat failures, against half-open TCP connections
+    /// that a flaky link leaves behind (the kubelet's
+    /// `onRepeatedHeartbeatFailure`). Requests in flight finish on the old
+    /// agent. Does nothing after `shutdown_watches` for the watch agent.
+    pub fn reset_connections(&self) {
+        if let Ok(a) = agent(&self.agent_cfg, self.tls_cfg.clone(), false) {
+            *self.agent.lock().unwrap_or_else(|p| p.into_inner()) = a;
+        }
+        if self.watch_shutdown.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(fresh) = agent(&self.agent_cfg, self.tls_cfg.clone(), true) else {
+            return;
+        };
+        let old = self
+            .watch_agent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(fresh);
+        if let Some(old) = old {
+            old.shutdown();
         }
     }
 
@@ -265,7 +297,8 @@ impl Transport {
         let mut attempt = 0;
         let mut reauthed = false;
         loop {
-            let err = match self.once(&self.agent, req, None) {
+            let agent = self.agent.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let err = match self.once(&agent, req, None) {
                 Ok(r) => return Ok(r),
                 Err(e) => e,
             };

@@ -98,6 +98,11 @@ impl LeaseState {
 /// Emits an event about the election Lease.
 pub type OnEvent = Box<dyn Fn(&ObjectReference, &EventSpec) + Send>;
 
+/// Called when renewing the identity Lease failed twice in one round for a
+/// reason other than a conflict: the daemon drops the API clients' pooled
+/// connections (the kubelet's `onRepeatedHeartbeatFailure`).
+pub type OnRepeatedFailure = Box<dyn Fn() + Send>;
+
 struct Runner {
     client: Client,
     clock: SharedClock,
@@ -106,6 +111,7 @@ struct Runner {
     state: Arc<LeaseState>,
     stop: Shutdown,
     on_event: OnEvent,
+    on_repeated_failure: OnRepeatedFailure,
     obs: Observed,
     identity_lease: Option<Lease>,
     ensure_backoff: Duration,
@@ -268,6 +274,7 @@ impl Runner {
     fn heartbeat(&mut self) -> Duration {
         let every = jitter(self.cfg.heartbeat / 4, 0.04);
         let ns = self.cfg.namespace.clone();
+        let mut reset = false;
         for attempt in 0..5 {
             let Some(base) = self.identity_lease.clone() else {
                 return match self.ensure_identity() {
@@ -287,8 +294,10 @@ impl Runner {
                 Err(e) if e.is_conflict() || e.is_not_found() => self.identity_lease = None,
                 Err(e) => {
                     log::debug!("heartbeat: renewing {}: {e}", base.name());
-                    if attempt > 0 {
-                        log::warn!("heartbeat: repeated failures renewing the identity lease: {e}");
+                    if attempt > 0 && !reset {
+                        log::warn!("heartbeat: repeated failures renewing the identity lease ({e}); dropping pooled API connections");
+                        (self.on_repeated_failure)();
+                        reset = true;
                     }
                 }
             }
@@ -401,6 +410,7 @@ impl LeaseThread {
         fence: Fence,
         cfg: LeaseConfig,
         on_event: OnEvent,
+        on_repeated_failure: OnRepeatedFailure,
     ) -> std::io::Result<LeaseThread> {
         let state = Arc::new(LeaseState::default());
         let stop = Shutdown::new();
@@ -412,6 +422,7 @@ impl LeaseThread {
             state: Arc::clone(&state),
             stop: stop.clone(),
             on_event,
+            on_repeated_failure,
             obs: Observed::default(),
             identity_lease: None,
             ensure_backoff: Duration::from_millis(100),
