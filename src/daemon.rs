@@ -54,6 +54,12 @@ impl std::error::Error for DaemonError {}
 /// wedged (the watchdog then stops, so systemd restarts endpointd).
 const WEDGED_AFTER: Duration = Duration::from_secs(300);
 
+/// READY=1 is sent once the caches synced and the role is settled (the
+/// controllers run, or this instance is a standby), or after this long in
+/// any case: an instance started while the API server is unreachable must
+/// not be killed by systemd's start timeout (90 s in the shipped unit).
+const READY_GRACE: Duration = Duration::from_secs(60);
+
 /// How long in-flight syncs may take to finish at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
 
@@ -184,7 +190,7 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
     let caches = Caches::start(&client, &cfg, &env, hooks)
         .map_err(|e| DaemonError::Setup(format!("informer threads: {e}")))?;
     let notifier = Notifier::from_env();
-    notify(notifier.ready("syncing caches"));
+    notify(notifier.status("syncing caches"));
     let mut sup = Supervisor {
         caches: &caches,
         shutdown: &shutdown,
@@ -198,6 +204,8 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         pending: Some(controllers),
         running: None,
         last_round: (0, env.clock.now()),
+        started: env.clock.now(),
+        ready_sent: false,
     };
     let outcome = sup.run();
     let running = sup.running.take();
@@ -316,6 +324,10 @@ struct Supervisor<'a> {
     running: Option<Running>,
     /// Lease-thread rounds last seen, and when they last moved.
     last_round: (u64, Instant),
+    /// When supervision began (for the READY grace period).
+    started: Instant,
+    /// Whether READY=1 was sent.
+    ready_sent: bool,
 }
 
 impl Supervisor<'_> {
@@ -361,7 +373,17 @@ impl Supervisor<'_> {
             if let Some(r) = &self.running {
                 r.refresh_metrics();
             }
-            notify(self.notifier.status(&self.status(&role)));
+            let status = self.status(&role);
+            let settled = synced.is_empty() && (self.running.is_some() || !state.leading());
+            let waited = self.clock.now().saturating_duration_since(self.started) >= READY_GRACE;
+            if !self.ready_sent && (settled || waited) {
+                // Start order: caches synced → leadership settled →
+                // controllers running → READY=1.
+                self.ready_sent = true;
+                notify(self.notifier.ready(&status));
+            } else {
+                notify(self.notifier.status(&status));
+            }
             notify(self.notifier.watchdog());
         }
         Ok(())
