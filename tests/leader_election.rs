@@ -87,6 +87,32 @@ fn one_leader_writes_and_the_standby_only_heartbeats() {
         "the standby never writes Endpoints, EndpointSlices or Events"
     );
     assert!(writes_of_standby(&a) > 0.0);
+    let by = |who: &str| -> Vec<String> {
+        c.sim
+            .store()
+            .write_log()
+            .into_iter()
+            .filter(|w| w.user_agent.contains(who))
+            .map(|w| w.resource)
+            .collect()
+    };
+    let standby = by("(node-b)");
+    assert!(
+        !standby.is_empty() && standby.iter().all(|r| r == "leases"),
+        "kube-sim's write log: the standby wrote only its leases: {standby:?}"
+    );
+    let leader = by("(node-a)");
+    assert!(
+        leader.iter().any(|r| r == "endpoints") && leader.iter().any(|r| r == "endpointslices"),
+        "{leader:?}"
+    );
+    assert!(c
+        .sim
+        .store()
+        .write_log()
+        .iter()
+        .filter(|w| w.resource == "endpoints")
+        .all(|w| w.user_agent.contains("(node-a) endpoint-controller")));
     let ids: Vec<String> = c
         .all("leases")
         .iter()
@@ -177,6 +203,7 @@ fn a_paused_leader_writes_nothing_after_resuming_and_exits() {
     wait_until("b writes the change", LIMIT, || ready_count(&c, "web") == 1);
     b.wait_idle("endpoint", 1.0, LIMIT);
     let before = c.write_count("endpoints") + c.write_count("endpointslices");
+    let mark = c.sim.store().write_log().len();
     let _ = std::process::Command::new("kill")
         .args(["-CONT", &pid])
         .status();
@@ -203,6 +230,15 @@ fn a_paused_leader_writes_nothing_after_resuming_and_exits() {
         c.write_count("endpoints") + c.write_count("endpointslices"),
         before,
         "the resumed leader wrote nothing"
+    );
+    let by_a: Vec<String> = c.sim.store().write_log()[mark..]
+        .iter()
+        .filter(|w| w.user_agent.contains("(node-a)") && w.resource != "leases")
+        .map(|w| format!("{} {}", w.verb, w.resource))
+        .collect();
+    assert!(
+        by_a.is_empty(),
+        "kube-sim's write log: the resumed leader wrote {by_a:?}"
     );
     assert_eq!(b.stop(), Some(0));
 }

@@ -23,6 +23,12 @@ pub struct WriteRecord {
     /// Wall time of the write.
     #[serde(with = "system_time_secs")]
     pub time: SystemTime,
+    /// Who wrote: a client certificate's CN, `token-user`,
+    /// `system:anonymous`, or `system:kube-sim` for kube-sim's own writes.
+    pub user: String,
+    /// The request's `User-Agent` (`kube-sim` for its own writes).
+    #[serde(rename = "userAgent")]
+    pub user_agent: String,
 }
 
 mod system_time_secs {

@@ -23,6 +23,7 @@ pub mod mvcc;
 pub mod obj;
 pub mod objects;
 pub mod patch;
+pub mod requester;
 pub mod requestinfo;
 pub mod resources;
 pub mod rest;

@@ -258,7 +258,13 @@ fn is_health(path: &str) -> bool {
 
 impl Handler for SimHandler {
     fn handle(&self, req: Request) -> Response {
-        let resp = self.route(&req);
+        let user = match (&req.client_cn, req.header("authorization")) {
+            (Some(cn), _) => cn.clone(),
+            (None, Some(_)) => "token-user".to_string(),
+            (None, None) => "system:anonymous".to_string(),
+        };
+        let agent = req.header("user-agent").unwrap_or("").to_string();
+        let resp = super::requester::with(&user, &agent, || self.route(&req));
         // Method, path and status only: never headers (they carry the token).
         log::debug!(
             "{} {} {} -> {}",

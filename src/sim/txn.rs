@@ -239,6 +239,7 @@ impl Txn<'_> {
             .or_default()
             .push(Version { rv, obj: stored });
         inner.prune(key);
+        let (user, user_agent) = super::requester::current();
         inner.log.push(WriteRecord {
             verb: verb.to_string(),
             resource: key.info().resource.to_string(),
@@ -246,6 +247,8 @@ impl Txn<'_> {
             name: key.name.clone(),
             resource_version: rv,
             time: self.store.clock().wall(),
+            user,
+            user_agent,
         });
         let ev = Arc::new(Event {
             rv,
