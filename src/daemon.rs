@@ -420,7 +420,8 @@ impl Supervisor<'_> {
     fn problem(&mut self) -> Option<String> {
         let now = self.clock.now();
         if let Some(r) = &self.running {
-            if let Some((key, d)) = r.pools().iter().find_map(|p| p.wedged(WEDGED_AFTER)) {
+            let limit = crate::controller::worker::test_wedge().map_or(WEDGED_AFTER, |(_, d)| d);
+            if let Some((key, d)) = r.pools().iter().find_map(|p| p.wedged(limit)) {
                 return Some(format!(
                     "a worker has been syncing {key} for {}s",
                     d.as_secs()

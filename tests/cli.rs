@@ -469,3 +469,60 @@ fn run_keeps_going_while_the_api_server_is_down_and_syncs_once_it_is_up() {
     kill(child.id(), "-TERM");
     assert_eq!(child.wait().expect("wait").code(), Some(0));
 }
+
+#[test]
+fn a_wedged_worker_withholds_the_watchdog_and_fails_healthz() {
+    let d = tmpdir("wedge");
+    let (sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 2);
+    sim.store()
+        .load_list(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+             "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}]}))
+        .expect("service");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let cfg = config_with(
+        &d,
+        &kc,
+        &format!("[server]\nlisten = \"{addr}\"\n[endpointslices]\nenabled = false\n"),
+    );
+    let sock_path = d.join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("NOTIFY_SOCKET", &sock_path)
+        .env("WATCHDOG_USEC", "400000")
+        .env("ENDPOINTD_TEST_WEDGE", "default/web,600")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    recv_until(&sock, "WATCHDOG=1");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let body = loop {
+        let (code, body) = http_get(&addr, "/healthz");
+        if code == 500 {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "healthz never failed: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        body.contains("a worker has been syncing default/web"),
+        "{body}"
+    );
+    // Drain what was sent before, then no ping for a while.
+    while sock.recv(&mut [0u8; 1024]).is_ok() {}
+    let quiet_until = Instant::now() + Duration::from_millis(1500);
+    let mut buf = [0u8; 1024];
+    while Instant::now() < quiet_until {
+        if let Ok(n) = sock.recv(&mut buf) {
+            let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+            assert!(!msg.contains("WATCHDOG=1"), "pinged while wedged: {msg}");
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -51,6 +51,22 @@ pub trait Syncer: Send + Sync + 'static {
     fn sync(&self, key: &str) -> Result<(), SyncError>;
 }
 
+/// Test hook (`ENDPOINTD_TEST_WEDGE=<key>,<millis>`): a sync of `<key>`
+/// never returns, and the supervisor calls a worker wedged after
+/// `<millis>`. For the process tests of the watchdog only; unset in
+/// production, where it costs one comparison per sync.
+pub const TEST_WEDGE_ENV: &str = "ENDPOINTD_TEST_WEDGE";
+
+/// The test hook's (key, threshold), if set and well-formed.
+pub fn test_wedge() -> Option<(String, Duration)> {
+    let v = std::env::var(TEST_WEDGE_ENV).ok()?;
+    let (key, ms) = v.rsplit_once(',')?;
+    Some((
+        key.to_string(),
+        Duration::from_millis(ms.trim().parse().ok()?),
+    ))
+}
+
 /// What one worker is doing.
 #[derive(Debug, Default)]
 struct Slot {
@@ -65,6 +81,7 @@ struct Ctx {
     metrics: Arc<ControllerMetrics>,
     clock: SharedClock,
     slots: Vec<Slot>,
+    wedge: Option<String>,
 }
 
 /// Running workers of one controller.
@@ -105,6 +122,15 @@ impl Ctx {
     fn process(&self, slot: usize, key: &str) {
         let start = self.clock.now();
         self.set_busy(slot, Some((start, key.to_string())));
+        if self.wedge.as_deref() == Some(key) {
+            log::warn!(
+                "{}: test hook {TEST_WEDGE_ENV}: the sync of {key} never returns",
+                self.controller
+            );
+            loop {
+                std::thread::park();
+            }
+        }
         let outcome =
             catch_unwind(AssertUnwindSafe(|| self.syncer.sync(key))).unwrap_or_else(|p| {
                 self.metrics.panicked(self.controller);
@@ -176,6 +202,7 @@ impl WorkerPool {
             metrics,
             clock,
             slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
+            wedge: test_wedge().map(|(k, _)| k),
         });
         let mut threads = Vec::with_capacity(ctx.slots.len());
         for i in 0..ctx.slots.len() {
