@@ -23,7 +23,7 @@ use super::identity;
 use crate::clock::SharedClock;
 use crate::controller::events::EventSpec;
 use crate::controller::fence::Fence;
-use crate::kube::{Client, ListParams, LEASES};
+use crate::kube::{Client, Error, ListParams, LEASES};
 use crate::model::{Lease, Object, ObjectReference};
 use crate::shutdown::Shutdown;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -103,8 +103,41 @@ pub type OnEvent = Box<dyn Fn(&ObjectReference, &EventSpec) + Send>;
 /// connections (the kubelet's `onRepeatedHeartbeatFailure`).
 pub type OnRepeatedFailure = Box<dyn Fn() + Send>;
 
+/// The Lease requests the thread makes (the API client in the daemon, an
+/// in-memory fake in the tests).
+pub trait LeaseApi: Send {
+    /// GET.
+    fn get(&self, ns: &str, name: &str) -> Result<Lease, Error>;
+    /// POST.
+    fn create(&self, ns: &str, l: &Lease) -> Result<Lease, Error>;
+    /// PUT (optimistic concurrency through the resourceVersion).
+    fn update(&self, ns: &str, l: &Lease) -> Result<Lease, Error>;
+    /// DELETE.
+    fn delete(&self, ns: &str, name: &str) -> Result<(), Error>;
+    /// LIST with a label selector.
+    fn list(&self, ns: &str, p: &ListParams) -> Result<Vec<Lease>, Error>;
+}
+
+impl LeaseApi for Client {
+    fn get(&self, ns: &str, name: &str) -> Result<Lease, Error> {
+        Client::get(self, &LEASES, Some(ns), name)
+    }
+    fn create(&self, ns: &str, l: &Lease) -> Result<Lease, Error> {
+        Client::create(self, &LEASES, Some(ns), l)
+    }
+    fn update(&self, ns: &str, l: &Lease) -> Result<Lease, Error> {
+        Client::update(self, &LEASES, Some(ns), l)
+    }
+    fn delete(&self, ns: &str, name: &str) -> Result<(), Error> {
+        Client::delete(self, &LEASES, Some(ns), name, None)
+    }
+    fn list(&self, ns: &str, p: &ListParams) -> Result<Vec<Lease>, Error> {
+        Client::list::<Lease>(self, &LEASES, Some(ns), p).map(|l| l.items)
+    }
+}
+
 struct Runner {
-    client: Client,
+    api: Box<dyn LeaseApi>,
     clock: SharedClock,
     fence: Fence,
     cfg: LeaseConfig,
@@ -206,12 +239,12 @@ impl Runner {
         let wall = self.clock.wall();
         let ns = self.cfg.namespace.clone();
         if let Some(next) = election::fast_renew(&self.obs, me, e.lease_duration, now, wall) {
-            if let Ok(w) = self.client.update(&LEASES, Some(&ns), &next) {
+            if let Ok(w) = self.api.update(&ns, &next) {
                 self.obs.wrote(w, now);
                 return true;
             }
         }
-        let got = match self.client.get::<Lease>(&LEASES, Some(&ns), &e.name) {
+        let got = match self.api.get(&ns, &e.name) {
             Ok(l) => Some(l),
             Err(err) if err.is_not_found() => None,
             Err(err) => {
@@ -238,12 +271,12 @@ impl Runner {
                 }
                 false
             }
-            Decision::Create(l) => self.write(self.client.create(&LEASES, Some(&ns), &l), now),
-            Decision::Update(l) => self.write(self.client.update(&LEASES, Some(&ns), &l), now),
+            Decision::Create(l) => self.write(self.api.create(&ns, &l), now),
+            Decision::Update(l) => self.write(self.api.update(&ns, &l), now),
         }
     }
 
-    fn write(&mut self, r: Result<Lease, crate::kube::Error>, now: Instant) -> bool {
+    fn write(&mut self, r: Result<Lease, Error>, now: Instant) -> bool {
         match r {
             Ok(w) => {
                 self.obs.wrote(w, now);
@@ -283,7 +316,7 @@ impl Runner {
                 };
             };
             let next = identity::renewed(&base, self.cfg.heartbeat, self.clock.wall());
-            match self.client.update(&LEASES, Some(&ns), &next) {
+            match self.api.update(&ns, &next) {
                 Ok(w) => {
                     self.identity_lease = Some(w);
                     if self.state.leading() {
@@ -315,7 +348,7 @@ impl Runner {
     fn ensure_identity(&mut self) -> bool {
         let ns = self.cfg.namespace.clone();
         let name = identity::lease_name(&self.cfg.identity);
-        let got = match self.client.get::<Lease>(&LEASES, Some(&ns), &name) {
+        let got = match self.api.get(&ns, &name) {
             Ok(l) => Ok(l),
             Err(e) if e.is_not_found() => {
                 let l = identity::new_lease(
@@ -324,7 +357,7 @@ impl Runner {
                     self.cfg.heartbeat,
                     self.clock.wall(),
                 );
-                self.client.create(&LEASES, Some(&ns), &l)
+                self.api.create(&ns, &l)
             }
             Err(e) => Err(e),
         };
@@ -352,12 +385,11 @@ impl Runner {
             )),
             ..ListParams::default()
         };
-        let Ok(list) = self.client.list::<Lease>(&LEASES, Some(ns), &p) else {
+        let Ok(items) = self.api.list(ns, &p) else {
             return;
         };
         let wall = self.clock.wall();
-        for l in list
-            .items
+        for l in items
             .iter()
             .filter(|l| identity::abandoned(l, wall, self.cfg.abandoned_after))
         {
@@ -365,7 +397,7 @@ impl Runner {
                 "heartbeat: deleting the abandoned identity lease {ns}/{}",
                 l.name()
             );
-            let _ = self.client.delete(&LEASES, Some(ns), l.name(), None);
+            let _ = self.api.delete(ns, l.name());
         }
     }
 
@@ -377,14 +409,14 @@ impl Runner {
             self.fence.revoke();
             self.state.leading.store(false, Ordering::SeqCst);
             for _ in 0..3 {
-                let Ok(got) = self.client.get::<Lease>(&LEASES, Some(&ns), &e.name) else {
+                let Ok(got) = self.api.get(&ns, &e.name) else {
                     break;
                 };
                 let Some(rel) = election::release(&got, &self.cfg.identity, self.clock.wall())
                 else {
                     break;
                 };
-                match self.client.update(&LEASES, Some(&ns), &rel) {
+                match self.api.update(&ns, &rel) {
                     Ok(_) => {
                         log::info!("leader election: released the lease {ns}/{}", e.name);
                         break;
@@ -398,14 +430,14 @@ impl Runner {
             }
         }
         let name = identity::lease_name(&self.cfg.identity);
-        let _ = self.client.delete(&LEASES, Some(&ns), &name, None);
+        let _ = self.api.delete(&ns, &name);
     }
 }
 
 impl LeaseThread {
     /// Start the thread.
     pub fn start(
-        client: Client,
+        api: impl LeaseApi + 'static,
         clock: SharedClock,
         fence: Fence,
         cfg: LeaseConfig,
@@ -415,7 +447,7 @@ impl LeaseThread {
         let state = Arc::new(LeaseState::default());
         let stop = Shutdown::new();
         let runner = Runner {
-            client,
+            api: Box::new(api),
             clock,
             fence,
             cfg,
@@ -463,3 +495,7 @@ impl LeaseThread {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "thread_tests.rs"]
+mod tests;

@@ -1,0 +1,302 @@
+//! The lease thread's rounds, driven step by step with a fake clock against
+//! an in-memory Lease API: acquire, the fast-path renewal, renew deadline →
+//! lost, takeover after expiry, release; the heartbeat's create, renewal
+//! without a read, conflict → re-ensure, repeated failures → connection
+//! reset, and the ensure backoff ladder.
+
+use super::*;
+use crate::clock::FakeClock;
+use crate::kube::Status;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU32;
+
+#[derive(Default)]
+struct Store {
+    leases: Mutex<HashMap<(String, String), Lease>>,
+    rv: AtomicU64,
+    down: AtomicBool,
+    conflicts: AtomicU32,
+    gets: AtomicU32,
+    updates: AtomicU32,
+}
+
+#[derive(Clone, Default)]
+struct FakeApi(Arc<Store>);
+
+fn status(code: u16, reason: &str) -> Error {
+    Error::Api(Status::from_value(
+        serde_json::json!({"kind": "Status", "code": code, "reason": reason}),
+    ))
+}
+
+impl FakeApi {
+    fn check(&self) -> Result<(), Error> {
+        match self.0.down.load(Ordering::SeqCst) {
+            true => Err(status(503, "ServiceUnavailable")),
+            false => Ok(()),
+        }
+    }
+    fn stamp(&self, l: &Lease) -> Lease {
+        let mut l = l.clone();
+        l.metadata.resource_version = (self.0.rv.fetch_add(1, Ordering::SeqCst) + 1).to_string();
+        l
+    }
+    fn lease(&self, ns: &str, name: &str) -> Option<Lease> {
+        self.0
+            .leases
+            .lock()
+            .expect("lock")
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
+    }
+    fn put(&self, l: Lease) {
+        let k = (l.metadata.namespace.clone(), l.metadata.name.clone());
+        self.0.leases.lock().expect("lock").insert(k, l);
+    }
+}
+
+impl LeaseApi for FakeApi {
+    fn get(&self, ns: &str, name: &str) -> Result<Lease, Error> {
+        self.check()?;
+        self.0.gets.fetch_add(1, Ordering::SeqCst);
+        self.lease(ns, name).ok_or_else(|| status(404, "NotFound"))
+    }
+    fn create(&self, ns: &str, l: &Lease) -> Result<Lease, Error> {
+        self.check()?;
+        if self.lease(ns, &l.metadata.name).is_some() {
+            return Err(status(409, "AlreadyExists"));
+        }
+        let mut l = self.stamp(l);
+        l.metadata.namespace = ns.to_string();
+        self.put(l.clone());
+        Ok(l)
+    }
+    fn update(&self, ns: &str, l: &Lease) -> Result<Lease, Error> {
+        self.check()?;
+        self.0.updates.fetch_add(1, Ordering::SeqCst);
+        if self.0.conflicts.load(Ordering::SeqCst) > 0 {
+            self.0.conflicts.fetch_sub(1, Ordering::SeqCst);
+            return Err(status(409, "Conflict"));
+        }
+        let cur = self
+            .lease(ns, &l.metadata.name)
+            .ok_or_else(|| status(404, "NotFound"))?;
+        if cur.metadata.resource_version != l.metadata.resource_version {
+            return Err(status(409, "Conflict"));
+        }
+        let l = self.stamp(l);
+        self.put(l.clone());
+        Ok(l)
+    }
+    fn delete(&self, ns: &str, name: &str) -> Result<(), Error> {
+        self.check()?;
+        self.0
+            .leases
+            .lock()
+            .expect("lock")
+            .remove(&(ns.to_string(), name.to_string()));
+        Ok(())
+    }
+    fn list(&self, ns: &str, _p: &ListParams) -> Result<Vec<Lease>, Error> {
+        self.check()?;
+        Ok(self
+            .0
+            .leases
+            .lock()
+            .expect("lock")
+            .values()
+            .filter(|l| l.metadata.namespace == ns)
+            .cloned()
+            .collect())
+    }
+}
+
+const E: fn() -> Election = || Election {
+    name: "endpointd".into(),
+    lease_duration: Duration::from_secs(15),
+    renew_deadline: Duration::from_secs(10),
+    retry_period: Duration::from_secs(2),
+};
+
+fn runner(
+    api: &FakeApi,
+    clock: &Arc<FakeClock>,
+    me: &str,
+    resets: Arc<AtomicU32>,
+) -> (Runner, Fence) {
+    let fence = Fence::leased(clock.clone(), E().renew_deadline);
+    let r = Runner {
+        api: Box::new(api.clone()),
+        clock: clock.clone(),
+        fence: fence.clone(),
+        cfg: LeaseConfig {
+            namespace: "kube-system".into(),
+            identity: me.into(),
+            election: Some(E()),
+            heartbeat: Duration::from_secs(40),
+            abandoned_after: Duration::from_secs(3600),
+        },
+        state: Arc::new(LeaseState::default()),
+        stop: Shutdown::new(),
+        on_event: Box::new(|_, _| {}),
+        on_repeated_failure: Box::new(move || {
+            resets.fetch_add(1, Ordering::SeqCst);
+        }),
+        obs: Observed::default(),
+        identity_lease: None,
+        ensure_backoff: Duration::from_millis(100),
+    };
+    (r, fence)
+}
+
+#[test]
+fn acquire_renew_fast_path_then_lose_after_the_renew_deadline() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (mut a, fence) = runner(&api, &clock, "a", Arc::default());
+    assert!(
+        fence.check().is_err(),
+        "closed before the first acquisition"
+    );
+    a.elect(&E());
+    assert!(a.state.leading() && fence.check().is_ok());
+    assert_eq!(
+        api.lease("kube-system", "endpointd")
+            .and_then(|l| l.spec.holder_identity),
+        Some("a".into())
+    );
+    let gets = api.0.gets.load(Ordering::SeqCst);
+    clock.step(Duration::from_secs(2));
+    a.elect(&E());
+    assert_eq!(
+        api.0.gets.load(Ordering::SeqCst),
+        gets,
+        "a renewal within the lease uses the fast path: no read"
+    );
+    // The API server goes away: renewals fail until renew_deadline passes.
+    api.0.down.store(true, Ordering::SeqCst);
+    for _ in 0..4 {
+        clock.step(Duration::from_secs(2));
+        a.elect(&E());
+        assert!(
+            a.state.leading() && !a.state.lost(),
+            "still leading within the deadline"
+        );
+    }
+    assert!(fence.check().is_ok(), "8 s since the last renewal < 10 s");
+    clock.step(Duration::from_secs(2));
+    assert!(
+        fence.check().is_err(),
+        "the fence closes at renew_deadline, before the thread notices"
+    );
+    a.elect(&E());
+    assert!(a.state.lost() && !a.state.leading());
+}
+
+#[test]
+fn a_standby_takes_over_only_after_the_lease_expired_locally() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (mut a, _) = runner(&api, &clock, "a", Arc::default());
+    let (mut b, b_fence) = runner(&api, &clock, "b", Arc::default());
+    a.elect(&E());
+    b.elect(&E());
+    assert!(!b.state.leading() && b.state.leader() == "a");
+    // a stops renewing (killed). b sees the same record for 15 s of its time.
+    for _ in 0..7 {
+        clock.step(Duration::from_secs(2));
+        b.elect(&E());
+        assert!(!b.state.leading(), "at {:?}", clock.elapsed());
+    }
+    clock.step(Duration::from_secs(2));
+    b.elect(&E());
+    assert!(b.state.leading() && b_fence.check().is_ok());
+    let l = api.lease("kube-system", "endpointd").expect("lease");
+    assert_eq!(
+        (l.spec.holder_identity.as_deref(), l.spec.lease_transitions),
+        (Some("b"), Some(1))
+    );
+    // a comes back: it sees b's valid lease and has lost.
+    a.elect(&E());
+    assert!(a.state.lost());
+}
+
+#[test]
+fn release_hands_the_lease_over_at_once() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (mut a, fence) = runner(&api, &clock, "a", Arc::default());
+    let (mut b, _) = runner(&api, &clock, "b", Arc::default());
+    a.elect(&E());
+    b.elect(&E());
+    a.release();
+    assert!(fence.check().is_err());
+    let l = api.lease("kube-system", "endpointd").expect("lease");
+    assert_eq!(
+        (
+            l.spec.holder_identity.clone(),
+            l.spec.lease_duration_seconds
+        ),
+        (None, Some(1))
+    );
+    clock.step(Duration::from_secs(2));
+    b.elect(&E());
+    assert!(b.state.leading(), "a released lease is free at once");
+}
+
+#[test]
+fn heartbeat_create_renew_conflict_and_repeated_failures() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let resets = Arc::new(AtomicU32::new(0));
+    let (mut a, _) = runner(&api, &clock, "node-a_1234", resets.clone());
+    let every = a.heartbeat();
+    assert!(
+        every >= Duration::from_secs(10) && every <= Duration::from_millis(10_400),
+        "{every:?}"
+    );
+    let name = identity::lease_name("node-a_1234");
+    let first = api
+        .lease("kube-system", &name)
+        .expect("identity lease created");
+    assert_eq!(first.spec.holder_identity.as_deref(), Some("node-a_1234"));
+    let gets = api.0.gets.load(Ordering::SeqCst);
+    clock.step(Duration::from_secs(10));
+    a.heartbeat();
+    assert_eq!(
+        api.0.gets.load(Ordering::SeqCst),
+        gets,
+        "renewed from the last written copy, without a read"
+    );
+    assert!(
+        api.lease("kube-system", &name)
+            .expect("lease")
+            .spec
+            .renew_time
+            > first.spec.renew_time
+    );
+    // A conflict: read again and renew in the same round.
+    api.0.conflicts.store(1, Ordering::SeqCst);
+    a.heartbeat();
+    assert_eq!(api.0.gets.load(Ordering::SeqCst), gets + 1);
+    assert!(a.identity_lease.is_some());
+    assert_eq!(
+        resets.load(Ordering::SeqCst),
+        0,
+        "conflicts are not failures"
+    );
+    // Down: five attempts fail; the connections are reset once; then the
+    // ensure backoff ladder 100 ms … 7 s.
+    api.0.down.store(true, Ordering::SeqCst);
+    let d0 = a.heartbeat();
+    assert_eq!(resets.load(Ordering::SeqCst), 1);
+    assert_eq!(d0, Duration::from_millis(100));
+    a.identity_lease = None;
+    let ladder: Vec<u64> = (0..8).map(|_| a.heartbeat().as_millis() as u64).collect();
+    assert_eq!(ladder, vec![200, 400, 800, 1600, 3200, 6400, 7000, 7000]);
+    api.0.down.store(false, Ordering::SeqCst);
+    assert!(
+        a.heartbeat() >= Duration::from_secs(10),
+        "back to the normal interval"
+    );
+}
