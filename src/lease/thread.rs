@@ -1,8 +1,8 @@
 //! The lease thread: one thread, two jobs (upstream-spec F3–F8).
 //!
 //! 1. Leader election over `[leader_election] lease_namespace/lease_name`:
-//!    every `retry_period` (jittered ×1.2, as `JitterUntil`) acquire or
-//!    renew through [`super::election`]; every success opens the write
+//!    renew every `retry_period`, or (standby) try to acquire every
+//!    `retry_period` jittered up to ×1.6, through [`super::election`]; every success opens the write
 //!    fence from the moment the request was *sent*; no successful renewal
 //!    within `renew_deadline` → leadership lost (fence closed, the daemon
 //!    exits 1 as kube-controller-manager does).
@@ -157,6 +157,18 @@ pub struct LeaseThread {
     thread: Option<JoinHandle<()>>,
 }
 
+/// When to try again: a leader renews every `retry_period` (client-go's
+/// renew loop is not jittered); a standby retries every `retry_period`
+/// jittered up to ×1.6 — less than client-go's ×2.2 (jitter 1.2), so that a
+/// released lease is taken over within 2 × `retry_period` while standbys
+/// still spread their reads.
+fn next_attempt(e: &Election, leading: bool) -> Duration {
+    match leading {
+        true => e.retry_period,
+        false => jitter(e.retry_period, 0.6),
+    }
+}
+
 fn jitter(d: Duration, factor: f64) -> Duration {
     d.mul_f64(1.0 + fastrand::f64() * factor)
 }
@@ -170,7 +182,7 @@ impl Runner {
             if let Some(e) = self.cfg.election.clone() {
                 if now >= next_elect {
                     self.elect(&e);
-                    next_elect = self.clock.now() + jitter(e.retry_period, 1.2);
+                    next_elect = self.clock.now() + next_attempt(&e, self.state.leading());
                     if self.state.lost() {
                         return;
                     }
