@@ -123,6 +123,13 @@ fn one_leader_writes_and_the_standby_only_heartbeats() {
         ids.contains(&"node-a".to_string()) && ids.contains(&"node-b".to_string()),
         "{ids:?}"
     );
+    wait_until("the 'became leader' Event on the Lease", LIMIT, || {
+        c.all("events").iter().any(|e| {
+            e["reason"] == "LeaderElection"
+                && e["message"] == "node-a became leader"
+                && e["involvedObject"]["kind"] == "Lease"
+        })
+    });
     let (_, m) = a.http_get("/metrics").unwrap_or_default();
     assert!(
         m.contains("leader_election_master_status{name=\"endpointd\"} 1"),
