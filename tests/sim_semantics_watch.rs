@@ -145,6 +145,7 @@ fn bookmarks_initial_events_and_timeout() {
     let sim = Sim::with(StoreConfig {
         history: 100,
         bookmark_interval: Duration::from_secs(1),
+        ..StoreConfig::default()
     });
     sim.create(PODS, NS, pod("a"));
     let wl = sim.watch(
@@ -344,6 +345,7 @@ fn huge_timeout_seconds_and_bookmark_interval_do_not_overflow() {
     let sim = Sim::with(StoreConfig {
         history: 100,
         bookmark_interval: Duration::MAX,
+        ..StoreConfig::default()
     });
     let w = sim.watch(
         PODS,

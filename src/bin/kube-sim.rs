@@ -14,6 +14,7 @@ use std::time::Duration;
 const USAGE: &str = "\
 usage: kube-sim [--listen ADDR] [--tls] [--token TOKEN] [--kubeconfig-out PATH]
                 [--history N] [--bookmark-interval DURATION] [--load FILE]
+                [--kubelet [--ready-after DURATION] [--grace-period-cap DURATION]]
 
 An in-memory Kubernetes API server (core/v1, discovery.k8s.io/v1,
 coordination.k8s.io/v1, events.k8s.io/v1) speaking the real REST and watch
@@ -29,6 +30,17 @@ protocol.
   --bookmark-interval DUR    interval of BOOKMARK events, e.g. 1s, 500ms (default 1s,
                              at most 1h)
   --load FILE                create the items of a v1 List (JSON or YAML) at start
+  --kubelet                  simulate a kubelet: nodes get a podCIDR and Ready; pods
+                             are bound to Ready nodes, get an IP from the node's
+                             podCIDR, turn Running, and Ready after --ready-after;
+                             the annotation sim.endpointd.io/ready: \"false\" makes a
+                             pod NotReady; DELETE is graceful (terminating for the
+                             grace period, at most --grace-period-cap). Without it,
+                             pods keep the status they are written with and are
+                             deleted at once.
+  --ready-after DUR          with --kubelet: started → Ready delay (default 1s)
+  --grace-period-cap DUR     with --kubelet: longest time a deleted pod stays
+                             terminating (default 5s)
   -h, --help                 this text
 
 Prints the server URL on stdout once listening. SIGTERM or SIGINT stops it.
@@ -106,6 +118,19 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Pars
                 opts.bookmark_interval = d;
             }
             Long("load") => opts.load = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
+            Long("kubelet") => {
+                opts.kubelet.get_or_insert_with(Default::default);
+            }
+            Long("ready-after") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--ready-after")?;
+                opts.kubelet
+                    .get_or_insert_with(Default::default)
+                    .ready_after = parse_duration(&v)?;
+            }
+            Long("grace-period-cap") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--grace-period-cap")?;
+                opts.kubelet.get_or_insert_with(Default::default).grace_cap = parse_duration(&v)?;
+            }
             _ => return Err(arg.unexpected().to_string()),
         }
     }

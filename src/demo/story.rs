@@ -6,6 +6,7 @@ use super::cluster::{self, NS, SERVICES};
 use super::observe::{self, Writes};
 use super::render;
 use super::{Options, Report};
+use crate::sim::kubelet::KubeletOptions;
 use crate::sim::server::{SimOptions, SimServer};
 use crate::sim::store::Store;
 use serde_json::{json, Value};
@@ -15,6 +16,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// How long any one wait may take before the step fails.
 const LIMIT: Duration = Duration::from_secs(20);
+/// How long the simulated kubelet keeps a deleted pod terminating.
+const GRACE_CAP: Duration = Duration::from_secs(3);
+
 /// No write for this long: the daemon has settled.
 const QUIET: Duration = Duration::from_millis(1200);
 
@@ -35,7 +39,15 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<Report, String> {
     let dir = std::env::temp_dir().join(format!("endpointd-demo-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let sim = SimServer::start(SimOptions::default()).map_err(|e| format!("kube-sim: {e}"))?;
+    let sim = SimServer::start(SimOptions {
+        kubelet: Some(KubeletOptions {
+            ready_after: Duration::from_secs(1),
+            grace_cap: GRACE_CAP,
+            every: Duration::from_millis(50),
+        }),
+        ..SimOptions::default()
+    })
+    .map_err(|e| format!("kube-sim: {e}"))?;
     let kubeconfig = dir.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)
         .map_err(|e| format!("kubeconfig: {e}"))?;
@@ -256,6 +268,20 @@ impl Story<'_> {
         });
     }
 
+    /// DELETE as the API server does it: with the simulated kubelet, the
+    /// pod turns terminating and the kubelet removes it later.
+    fn graceful_delete(&self, name: &str) {
+        let Some(info) = crate::sim::resources::lookup("", "v1", "pods") else {
+            return;
+        };
+        let key = crate::sim::store::Key::new(info, NS, name);
+        let now = self.store().clock().wall();
+        let opts = crate::sim::deletion::DeleteOptions::default();
+        let _ = self
+            .store()
+            .txn(|t| crate::sim::deletion::delete_in(t, &key, &opts, now));
+    }
+
     fn delete_pods(&self, names: &[String]) {
         let Some(info) = crate::sim::resources::lookup("", "v1", "pods") else {
             return;
@@ -327,12 +353,7 @@ impl Story<'_> {
         let (w, t0) = self.change(
             "4",
             "web-2 terminating",
-            |s| {
-                s.modify_pods(&["web-2"], |v| {
-                    v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:02:00Z");
-                    v["metadata"]["deletionGracePeriodSeconds"] = json!(30);
-                })
-            },
+            |s| s.graceful_delete("web-2"),
             |s| {
                 observe::slices(s, "web")
                     .iter()
@@ -359,7 +380,7 @@ impl Story<'_> {
         let (w, _) = self.change(
             "4",
             "web-2 gone",
-            |s| s.delete_pods(&["web-2".to_string()]),
+            |_| {},
             |s| {
                 observe::slices(s, "web")
                     .iter()
@@ -368,6 +389,10 @@ impl Story<'_> {
                     == 2
             },
         );
+        self.say(format!(
+            "    the kubelet removed it after its grace period (capped at {}s):",
+            GRACE_CAP.as_secs()
+        ));
         self.say(format!(
             "    web-2 gone: {} EndpointSlice update(s), {} Endpoints write(s)",
             w.slices.len(),
@@ -550,26 +575,26 @@ impl Story<'_> {
 
     fn keep_running(&mut self, b: &Child) {
         let pod = self.dir.join("pod-web-9.json");
-        let manifest = cluster::pod(
-            "web",
-            "web-9",
-            "edge-3",
-            &["10.100.0.9".to_string()],
-            true,
-            ("http", 8080),
-        );
+        let manifest = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-9", "namespace": NS, "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "main", "image": "registry.example/demo:1",
+                     "ports": [{"name": "http", "containerPort": 8080}]}]}});
         let _ = std::fs::write(&pod, manifest.to_string());
-        let flip = r#"'{"status":{"conditions":[{"type":"Ready","status":"False"}]}}'"#;
         self.say("");
-        self.say("kube-sim and endpointd keep running; Ctrl-C stops both. Try:");
+        self.say("kube-sim (with its simulated kubelet) and endpointd keep running;");
+        self.say("Ctrl-C stops both. Try:");
         self.say(format!("  export KUBECONFIG={}", self.kubeconfig.display()));
         self.say("  kubectl -n demo get pods,svc,endpoints,endpointslices");
         self.say("  kubectl -n demo get endpointslices -w        # in a second terminal");
-        self.say("  # kube-sim has no kubelet: a pod is created with its status");
         self.say(format!("  kubectl apply -f {}", pod.display()));
-        self.say("  kubectl -n demo patch pod web-0 --subresource=status \\");
-        self.say(format!("      --type=merge -p {flip}"));
-        self.say("  kubectl -n demo delete pod web-9");
+        self.say("      # bound, an IP from its node's podCIDR, Ready after 1 s");
+        self.say("  kubectl -n demo annotate pod web-9 sim.endpointd.io/ready=false");
+        self.say("  kubectl -n demo annotate pod web-9 sim.endpointd.io/ready-");
+        self.say("  kubectl -n demo delete pod web-9 --wait=false");
+        self.say(format!(
+            "      # terminating for {}s, then gone",
+            GRACE_CAP.as_secs()
+        ));
         self.say(format!(
             "  curl -s http://{}/metrics | grep ^endpoint",
             b.addr

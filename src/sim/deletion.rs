@@ -4,8 +4,11 @@
 //! collector empties and removes it), and `propagationPolicy=Orphan`.
 //!
 //! Decides synchronously under the store lock; background cleanup is
-//! [`super::gc`]'s job. Pods are deleted at once (there is no kubelet to
-//! finish a graceful deletion).
+//! [`super::gc`]'s job. Pods are deleted at once unless the simulated
+//! kubelet runs ([`super::kubelet`]): then a DELETE marks the pod
+//! terminating (deletionTimestamp, deletionGracePeriodSeconds) and the
+//! kubelet removes it when its grace period is over; a grace period of 0,
+//! or a second DELETE, removes it at once.
 //!
 //! It must never wait or sleep while holding the store lock, and never
 //! remove an object whose finalizers are not all gone.
@@ -34,6 +37,8 @@ pub struct DeleteOptions {
     pub orphan: bool,
     /// `propagationPolicy` is Foreground.
     pub foreground: bool,
+    /// `gracePeriodSeconds` (body or query).
+    pub grace_period_seconds: Option<i64>,
 }
 
 impl DeleteOptions {
@@ -49,6 +54,10 @@ impl DeleteOptions {
             o.resource_version = s("/preconditions/resourceVersion");
             policy = s("/propagationPolicy").or(policy);
             o.orphan = v.get("orphanDependents").and_then(Value::as_bool) == Some(true);
+            o.grace_period_seconds = v.get("gracePeriodSeconds").and_then(Value::as_i64);
+        }
+        if let Some(g) = req.query("gracePeriodSeconds").and_then(|g| g.parse().ok()) {
+            o.grace_period_seconds = Some(g);
         }
         match policy.as_deref() {
             None | Some("Background") => {}
@@ -157,6 +166,24 @@ pub fn delete_in(
         let obj = t.put(key, "delete", v);
         t.gc(GcWork::Foreground(uid));
         return Ok(Outcome::Pending(obj));
+    }
+    if info.resource == "pods" && t.store().config().graceful_pods && !pending {
+        let grace = opts.grace_period_seconds.unwrap_or_else(|| {
+            cur_value
+                .pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(30)
+        });
+        if grace > 0 {
+            let mut v = cur_value.clone();
+            if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                // As upstream: the time at which the pod will be gone.
+                let at = now + std::time::Duration::from_secs(grace as u64);
+                m.insert("deletionTimestamp".into(), json!(rfc3339(at)));
+                m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+            }
+            return Ok(Outcome::Pending(t.put(key, "delete", v)));
+        }
     }
     let has_finalizers = cur_value
         .pointer("/metadata/finalizers")

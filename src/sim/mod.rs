@@ -17,6 +17,7 @@ pub mod event;
 pub mod eventsapi;
 pub mod faults;
 pub mod gc;
+pub mod kubelet;
 pub mod list;
 pub mod load;
 pub mod mvcc;

@@ -44,6 +44,9 @@ pub struct SimOptions {
     pub load: Option<PathBuf>,
     /// Time source for the store, latency and outages.
     pub clock: SharedClock,
+    /// Run the simulated kubelet (off: pods keep the status they are
+    /// written with and are deleted at once).
+    pub kubelet: Option<super::kubelet::KubeletOptions>,
 }
 
 impl std::fmt::Debug for SimOptions {
@@ -71,6 +74,7 @@ impl Default for SimOptions {
             bookmark_interval: store.bookmark_interval,
             load: None,
             clock: RealClock::shared(),
+            kubelet: None,
         }
     }
 }
@@ -325,6 +329,7 @@ pub struct SimServer {
     faults: Arc<Faults>,
     url: String,
     pki: Option<SimPki>,
+    kubelet: Option<super::kubelet::Kubelet>,
 }
 
 impl std::fmt::Debug for SimServer {
@@ -352,6 +357,7 @@ impl SimServer {
         let cfg = StoreConfig {
             history: opts.history,
             bookmark_interval: opts.bookmark_interval,
+            graceful_pods: opts.kubelet.is_some(),
         };
         let store = Store::new(cfg, Arc::clone(&opts.clock));
         if let Some(path) = &opts.load {
@@ -391,6 +397,13 @@ impl SimServer {
         let _ = handler.addr.set(addr.to_string());
         faults.attach(http.control());
         let scheme = if opts.tls { "https" } else { "http" };
+        let kubelet = match &opts.kubelet {
+            Some(k) => Some(
+                super::kubelet::Kubelet::start(Arc::clone(&store), k.clone())
+                    .map_err(SimError::Listen)?,
+            ),
+            None => None,
+        };
         Ok(SimServer {
             url: format!("{scheme}://{addr}"),
             http: Some(http),
@@ -398,6 +411,7 @@ impl SimServer {
             store,
             faults,
             pki,
+            kubelet,
         })
     }
 
@@ -465,6 +479,9 @@ impl SimServer {
     }
 
     fn stop_inner(&mut self) {
+        if let Some(k) = self.kubelet.as_mut() {
+            k.stop();
+        }
         if let Some(http) = self.http.take() {
             self.store.shutdown();
             http.shutdown();

@@ -34,6 +34,9 @@ pub struct StoreConfig {
     pub history: usize,
     /// Interval of BOOKMARK events on watches that asked for them.
     pub bookmark_interval: Duration,
+    /// Pods are deleted gracefully (a simulated kubelet finishes them):
+    /// DELETE sets deletionTimestamp and keeps the pod terminating.
+    pub graceful_pods: bool,
 }
 
 impl Default for StoreConfig {
@@ -41,6 +44,7 @@ impl Default for StoreConfig {
         StoreConfig {
             history: 10_000,
             bookmark_interval: Duration::from_secs(1),
+            graceful_pods: false,
         }
     }
 }

@@ -1,0 +1,118 @@
+//! kube-sim's simulated kubelet: binding, pod IPs from the node's podCIDR,
+//! Ready after a delay, the readiness annotation, and graceful deletion
+//! observed through a watch (MODIFIED with deletionTimestamp, then DELETED).
+
+use endpointd::clock::RealClock;
+use endpointd::kube::{Client, ClientConfig, WatchEvent, WatchParams, PODS};
+use endpointd::model::Pod;
+use endpointd::sim::kubelet::KubeletOptions;
+use endpointd::sim::resources::lookup;
+use endpointd::sim::server::{SimOptions, SimServer};
+use endpointd::sim::store::Key;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+fn pod_value(sim: &SimServer, name: &str) -> Option<Value> {
+    let k = Key::new(lookup("", "v1", "pods").expect("pods"), "default", name);
+    sim.store().txn(|t| t.get(&k).map(|o| o.value()))
+}
+
+fn wait(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn pods_live_like_pods_under_the_simulated_kubelet() {
+    let sim = SimServer::start(SimOptions {
+        kubelet: Some(KubeletOptions {
+            ready_after: Duration::from_secs(2),
+            grace_cap: Duration::from_millis(800),
+            every: Duration::from_millis(20),
+        }),
+        ..SimOptions::default()
+    })
+    .expect("kube-sim");
+    sim.store()
+        .load_list(&json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
+             "spec": {"containers": [{"name": "c", "image": "nginx"}], "terminationGracePeriodSeconds": 30}}]}))
+        .expect("load");
+    wait("bound, started", || {
+        pod_value(&sim, "web").is_some_and(|p| p["status"]["phase"] == "Running")
+    });
+    let p = pod_value(&sim, "web").expect("pod");
+    let node = p["spec"]["nodeName"].as_str().expect("bound").to_string();
+    let ip = p["status"]["podIP"].as_str().expect("ip").to_string();
+    let idx = if node == "a" { 0 } else { 1 };
+    assert!(ip.starts_with(&format!("10.244.{idx}.")), "{ip} on {node}");
+    assert_eq!(
+        p["status"]["conditions"][0]["status"], "False",
+        "not Ready before the delay"
+    );
+    let ready = |v: &Value| {
+        v["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    };
+    wait("Ready after the delay", || {
+        pod_value(&sim, "web").is_some_and(|p| ready(&p))
+    });
+    let k = Key::new(lookup("", "v1", "pods").expect("pods"), "default", "web");
+    sim.store().txn(|t| {
+        let mut v = t.get(&k).expect("pod").value();
+        v["metadata"]["annotations"] = json!({"sim.endpointd.io/ready": "false"});
+        t.put(&k, "update", v);
+    });
+    wait("NotReady by annotation", || {
+        pod_value(&sim, "web").is_some_and(|p| !ready(&p))
+    });
+
+    let client =
+        Client::new(ClientConfig::new(sim.url()), RealClock::shared(), None).expect("client");
+    let mut w = client
+        .watch::<Pod>(
+            &PODS,
+            Some("default"),
+            &WatchParams {
+                resource_version: Some(
+                    p["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap_or("0")
+                        .to_string(),
+                ),
+                ..WatchParams::default()
+            },
+        )
+        .expect("watch");
+    client
+        .delete(&PODS, Some("default"), "web", None)
+        .expect("delete");
+    let t0 = Instant::now();
+    let mut saw_terminating = false;
+    loop {
+        match w.next() {
+            Some(Ok(WatchEvent::Modified(p))) => {
+                saw_terminating |= p.metadata.deletion_timestamp.is_some()
+            }
+            Some(Ok(WatchEvent::Deleted(_))) => break,
+            Some(Ok(_)) => {}
+            other => panic!("watch ended: {other:?}"),
+        }
+    }
+    assert!(
+        saw_terminating,
+        "MODIFIED with deletionTimestamp before DELETED"
+    );
+    assert!(
+        t0.elapsed() >= Duration::from_millis(700),
+        "stayed terminating for the (capped) grace period"
+    );
+    sim.stop();
+}
