@@ -571,6 +571,11 @@ impl Story<'_> {
         if self.report.failures.is_empty() {
             self.say("    every step showed what it should.");
         }
+        if !self.opts.keep_running {
+            self.say("  Try next:");
+            self.say("    endpointd demo --keep-running   # explore it with kubectl");
+            self.say("    cargo test                      # every test, incl. kubectl's");
+        }
     }
 
     fn keep_running(&mut self, b: &Child) {
