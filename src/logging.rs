@@ -80,6 +80,24 @@ pub fn detect_style() -> Style {
     style_for(std::env::var("JOURNAL_STREAM").ok().as_deref(), stderr_id())
 }
 
+/// Whether a record reaches the log. endpointd's own records (targets
+/// `endpointd…`, `kube_sim…`) always pass the level filter; a dependency's
+/// only at warn and error, unless `RUST_LOG` names that crate in a
+/// directive (`RUST_LOG=ureq=trace`). A global `trace` must never turn on
+/// a dependency's debug output: the HTTP library's trace wire dump prints
+/// every request header, `Authorization: Bearer …` included.
+pub fn admitted(target: &str, level: Level, rust_log: Option<&str>) -> bool {
+    let krate = target.split("::").next().unwrap_or(target);
+    if matches!(krate, "endpointd" | "kube_sim") || level <= Level::Warn {
+        return true;
+    }
+    rust_log.is_some_and(|spec| {
+        spec.split(',')
+            .filter_map(|d| d.split_once('=').map(|(m, _)| m.trim()))
+            .any(|m| m.split("::").next() == Some(krate))
+    })
+}
+
 /// Whether `RUST_LOG` is set (it then owns the filter).
 pub fn rust_log_set() -> bool {
     std::env::var_os("RUST_LOG").is_some_and(|v| !v.is_empty())
@@ -96,7 +114,11 @@ pub fn init(level: LevelFilter) {
     } else {
         b.filter_level(LevelFilter::Trace);
     }
+    let rust_log = std::env::var("RUST_LOG").ok();
     b.format(move |buf, rec| {
+        if !admitted(rec.target(), rec.level(), rust_log.as_deref()) {
+            return Ok(());
+        }
         let line = format_line(
             style,
             rec.level(),
@@ -125,6 +147,44 @@ pub fn set_level(level: LevelFilter) -> bool {
 mod tests {
     use super::*;
     use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn dependencies_are_quiet_unless_named() {
+        let cases: &[(&str, Level, Option<&str>, bool)] = &[
+            ("endpointd::daemon", Level::Trace, None, true),
+            ("kube_sim", Level::Debug, None, true),
+            ("ureq_proto::util", Level::Trace, None, false),
+            ("ureq_proto::util", Level::Trace, Some("trace"), false),
+            (
+                "ureq::pool",
+                Level::Debug,
+                Some("debug,endpointd=trace"),
+                false,
+            ),
+            ("rustls::client", Level::Warn, None, true),
+            ("ureq::error", Level::Error, Some("off"), true),
+            (
+                "ureq_proto::util",
+                Level::Trace,
+                Some("ureq_proto=trace"),
+                true,
+            ),
+            (
+                "ureq::pool",
+                Level::Debug,
+                Some("info,ureq::pool=debug"),
+                true,
+            ),
+            ("ureq_proto::util", Level::Trace, Some("ureq=trace"), false),
+        ];
+        for (target, level, spec, want) in cases {
+            assert_eq!(
+                admitted(target, *level, *spec),
+                *want,
+                "{target} {level} {spec:?}"
+            );
+        }
+    }
 
     #[test]
     fn journald_lines_have_priority_and_no_timestamp() {

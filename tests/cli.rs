@@ -526,3 +526,71 @@ fn a_wedged_worker_withholds_the_watchdog_and_fails_healthz() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn trace_logs_never_contain_the_token_or_a_url_password() {
+    let d = tmpdir("secrets");
+    let token = "s3cretTOKEN-0123456789abcdef";
+    let sim = SimServer::start(SimOptions {
+        token: Some(token.to_string()),
+        ..SimOptions::default()
+    })
+    .expect("kube-sim");
+    sim.store()
+        .load_list(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+             "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "default", "labels": {"app": "web"}},
+             "spec": {"containers": [{"name": "c", "image": "i"}]},
+             "status": {"phase": "Running", "podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}],
+                        "conditions": [{"type": "Ready", "status": "True"}]}}]}))
+        .expect("fixtures");
+    let kc = d.join("kubeconfig");
+    sim.write_kubeconfig(&kc).expect("kubeconfig");
+    let password = "hunter2-Pa55word";
+    let text = std::fs::read_to_string(&kc).expect("read kubeconfig");
+    let url = sim.url().to_string();
+    let with_password = url.replacen("http://", &format!("http://admin:{password}@"), 1);
+    std::fs::write(&kc, text.replace(&url, &with_password)).expect("rewrite kubeconfig");
+    let cfg = config_with(
+        &d,
+        &kc,
+        "[server]\nlisten = \"\"\n[log]\nlevel = \"trace\"\n",
+    );
+    let log_path = d.join("trace.log");
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while sim
+        .store()
+        .write_log()
+        .iter()
+        .all(|w| w.resource != "endpointslices")
+    {
+        assert!(Instant::now() < deadline, "no write happened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill(child.id(), "-TERM");
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log_path).expect("log");
+    assert!(
+        log.contains("TRACE") || log.contains("DEBUG"),
+        "trace logging was on:\n{log}"
+    );
+    for secret in [token, password] {
+        for i in 0..=secret.len() - 8 {
+            let piece = &secret[i..i + 8];
+            assert!(
+                !log.contains(piece),
+                "{piece:?} of a secret in the log:\n{log}"
+            );
+        }
+    }
+    assert!(log.contains("***@"), "the server URL is shown redacted");
+}

@@ -93,11 +93,31 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<A
     })
 }
 
+/// The URL with any `user:password@` replaced by `***@`: the form every
+/// log line, error and metric label gets (a password in a server URL must
+/// never be printed).
+pub fn redact_userinfo(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let host = match authority.rfind('@') {
+        Some(i) => format!("***@{}", &authority[i + 1..]),
+        None => authority.to_string(),
+    };
+    match scheme {
+        Some(s) => format!("{s}://{host}{tail}"),
+        None => format!("{host}{tail}"),
+    }
+}
+
 fn server_err(cfg: &ClientConfig, e: impl std::fmt::Display) -> Error {
     Error::Config {
         source: cfg.source.clone(),
         field: "server".into(),
-        message: format!("invalid server URL {:?}: {e}", cfg.server),
+        message: format!("invalid server URL {:?}: {e}", redact_userinfo(&cfg.server)),
     }
 }
 
@@ -127,7 +147,7 @@ impl Transport {
         };
         Ok(Transport {
             base,
-            server: cfg.server.clone(),
+            server: redact_userinfo(&cfg.server),
             agent: Mutex::new(agent(cfg, tls_cfg.clone(), false)?),
             watch_agent: Mutex::new(Some(agent(cfg, tls_cfg.clone(), true)?)),
             agent_cfg: cfg.clone(),
@@ -332,6 +352,26 @@ impl Transport {
                 self.once(&agent, req, Some(idle))
             }
             other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact_userinfo;
+
+    #[test]
+    fn userinfo_never_survives() {
+        let cases = [
+            ("http://admin:hunter2@host:6443", "http://***@host:6443"),
+            ("https://user@host/path?x=1", "https://***@host/path?x=1"),
+            ("https://host:6443", "https://host:6443"),
+            ("https://a:b@c@host/p@q", "https://***@host/p@q"),
+            ("host:6443", "host:6443"),
+            ("u:p@host", "***@host"),
+        ];
+        for (url, want) in cases {
+            assert_eq!(redact_userinfo(url), want, "{url}");
         }
     }
 }
