@@ -21,8 +21,13 @@ pub struct RunResult {
     pub failures: Vec<String>,
 }
 
+/// The bench's own client: no client-side rate limit, so that the load
+/// generator is never the bottleneck.
 fn client(url: &str) -> Client {
-    Client::new(ClientConfig::new(url), RealClock::shared(), None).expect("client")
+    let mut cfg = ClientConfig::new(url);
+    cfg.qps = 100_000.0;
+    cfg.burst = 100_000;
+    Client::new(cfg, RealClock::shared(), None).expect("client")
 }
 
 fn ms(d: Duration) -> f64 {
@@ -394,8 +399,11 @@ pub fn burst(dir: &Path) -> RunResult {
                 let c = c.clone();
                 let mut mine: Vec<DynamicObject> = chunk.to_vec();
                 s.spawn(move || {
+                    // 250 flips over 24 of the 25 pods: some pods flip an
+                    // odd number of times, so the final state differs and
+                    // the batched syncs must still write it.
                     for k in 0..250 {
-                        let i = k % mine.len();
+                        let i = k % (mine.len() - 1).max(1);
                         let p = &mut mine[i];
                         let ready = p.rest["status"]["conditions"][0]["status"] != "True";
                         p.rest["status"]["conditions"] =
@@ -408,7 +416,7 @@ pub fn burst(dir: &Path) -> RunResult {
                 });
             }
         });
-        let burst_s = t.elapsed().as_secs_f64().max(1.0);
+        let burst_s = t.elapsed().as_secs_f64();
         let (w1, _) = settle(&url, Duration::from_millis(2500), Duration::from_secs(60));
         let (ep, sl) = (w1.0 - w0.0, w1.1 - w0.1);
         println!("burst (batch_period {batch}): 1000 flips in {burst_s:.2} s → {sl} slice writes, {ep} Endpoints writes");
@@ -416,9 +424,8 @@ pub fn burst(dir: &Path) -> RunResult {
             batch.into(),
             json!({"flips": 1000, "seconds": burst_s, "slice_writes": sl, "endpoints_writes": ep}),
         );
-        if batch == "1s"
-            && (sl as f64 > 2.0 * burst_s.ceil() + 2.0 || ep as f64 > 2.0 * burst_s.ceil() + 2.0)
-        {
+        let bound = 2.0 * burst_s.ceil();
+        if batch == "1s" && (sl == 0 || ep == 0 || sl as f64 > bound || ep as f64 > bound) {
             failures.push(format!(
                 "burst with batch_period 1s wrote {sl} slices and {ep} Endpoints"
             ));
