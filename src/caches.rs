@@ -149,7 +149,15 @@ impl Caches {
         };
         Ok(Caches {
             client: client.clone(),
-            pods: informer(client, kube::PODS, &reflector, env, &m, None, pod_handlers)?,
+            pods: informer(
+                client,
+                kube::PODS,
+                &reflector,
+                env,
+                &m,
+                Some(IndexKey::NamespacedLabelPairs),
+                pod_handlers,
+            )?,
             services,
             nodes: informer(client, kube::NODES, &reflector, env, &m, None, hooks.nodes)?,
             namespaces: informer(

@@ -7,7 +7,8 @@
 //! [`crate::model::Labels`] when the Service was cached, so there is no
 //! selector cache to keep in step as upstream has. Must never write.
 
-use crate::informer::Store;
+use crate::informer::store::label_pair_value;
+use crate::informer::{IndexKey, Store};
 use crate::model::{Object, Pod, Service};
 use std::collections::BTreeSet;
 
@@ -31,12 +32,26 @@ pub fn selects(svc: &Service, pod: &Pod) -> bool {
 }
 
 /// The pods of `svc`'s namespace its selector matches (what a sync reads;
-/// upstream `podLister.Pods(ns).List(selector)`).
+/// upstream `podLister.Pods(ns).List(selector)`, which scans the whole
+/// namespace). With the pod cache's label-pair index the scan starts from
+/// the smallest bucket among the selector's pairs, so a sync costs the
+/// pods it selects, not the pods of its namespace; without the index (or
+/// for `{}`) the namespace is scanned.
 pub fn pods_for_service(pods: &Store<Pod>, svc: &Service) -> Vec<std::sync::Arc<Pod>> {
     let Some(sel) = svc.selector.as_ref() else {
         return Vec::new();
     };
-    let mut v = pods.list_namespace(&svc.metadata.namespace);
+    let ns = &*svc.metadata.namespace;
+    let by = IndexKey::NamespacedLabelPairs;
+    let smallest = sel
+        .iter()
+        .map(|(k, v)| label_pair_value(ns, k, v))
+        .filter_map(|value| Some((pods.index_count(by, &value)?, value)))
+        .min();
+    let mut v = match smallest {
+        Some((_, value)) => pods.by_index(by, &value),
+        None => pods.list_namespace(ns),
+    };
     v.retain(|p| sel.matches(&p.metadata.labels));
     v
 }
@@ -62,6 +77,64 @@ mod tests {
         p.metadata.name = "p".into();
         p.metadata.labels = labels.iter().copied().collect::<Labels>();
         p
+    }
+
+    #[test]
+    fn pods_for_service_with_and_without_the_label_index() {
+        for indexed in [false, true] {
+            let keys: &[IndexKey] = match indexed {
+                true => &[IndexKey::Namespace, IndexKey::NamespacedLabelPairs],
+                false => &[IndexKey::Namespace],
+            };
+            let store: Store<Pod> = Store::new(keys);
+            for (i, (ns, labels)) in [
+                ("ns", &[("app", "web"), ("tier", "fe")][..]),
+                ("ns", &[("app", "web")][..]),
+                ("ns", &[("app", "db")][..]),
+                ("other", &[("app", "web"), ("tier", "fe")][..]),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let mut p = pod(ns, labels);
+                p.metadata.name = format!("p{i}").into();
+                store.apply(WatchEvent::Added(p));
+            }
+            let names = |s: &Service| {
+                let mut v: Vec<String> = pods_for_service(&store, s)
+                    .iter()
+                    .map(|p| p.metadata.name.to_string())
+                    .collect();
+                v.sort();
+                v
+            };
+            assert_eq!(
+                names(&svc("ns", "a", Some(&[("app", "web")]))),
+                ["p0", "p1"],
+                "{indexed}"
+            );
+            assert_eq!(
+                names(&svc("ns", "b", Some(&[("app", "web"), ("tier", "fe")]))),
+                ["p0"],
+                "{indexed}"
+            );
+            assert_eq!(
+                names(&svc("ns", "c", Some(&[]))),
+                ["p0", "p1", "p2"],
+                "{indexed}"
+            );
+            assert!(names(&svc("ns", "d", Some(&[("app", "none")]))).is_empty());
+            assert!(names(&svc("ns", "e", None)).is_empty());
+            // A relabelled pod moves buckets.
+            let mut moved = pod("ns", &[("app", "db")]);
+            moved.metadata.name = "p1".into();
+            store.apply(WatchEvent::Modified(moved));
+            assert_eq!(
+                names(&svc("ns", "a", Some(&[("app", "web")]))),
+                ["p0"],
+                "{indexed}"
+            );
+        }
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub trait Cacheable: Clone + Send + Sync + 'static {
     fn resource_version(&self) -> &str;
     /// The value of label `name`, if set.
     fn label(&self, name: &str) -> Option<&str>;
+    /// Every label, for indexes over all of them (none by default).
+    fn label_pairs(&self) -> Vec<(&str, &str)> {
+        Vec::new()
+    }
 }
 
 /// Every API object of the model is cacheable.
@@ -39,6 +43,9 @@ impl<T: crate::model::Object> Cacheable for T {
     }
     fn label(&self, name: &str) -> Option<&str> {
         self.labels().get(name)
+    }
+    fn label_pairs(&self) -> Vec<(&str, &str)> {
+        self.labels().iter().collect()
     }
 }
 

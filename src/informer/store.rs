@@ -42,20 +42,40 @@ pub enum IndexKey {
     /// `namespace/value` of the named label, e.g. `NamespacedLabel(SERVICE_NAME_LABEL)`
     /// files EndpointSlices under their Service's key `"ns/svc"`.
     NamespacedLabel(&'static str),
+    /// `namespace/key=value` for every label: an equality selector's pods
+    /// are then found without scanning their namespace.
+    NamespacedLabelPairs,
 }
 
 impl IndexKey {
-    fn value<'a, T: Cacheable>(&self, obj: &'a T) -> Option<Cow<'a, str>> {
+    /// The values `obj` is filed under in this index (none, one, or — for
+    /// [`IndexKey::NamespacedLabelPairs`] — one per label).
+    fn values<'a, T: Cacheable>(&self, obj: &'a T) -> Vec<Cow<'a, str>> {
         match self {
             IndexKey::Namespace => Some(obj.namespace())
                 .filter(|ns| !ns.is_empty())
-                .map(Cow::Borrowed),
-            IndexKey::Label(l) => obj.label(l).map(Cow::Borrowed),
+                .map(Cow::Borrowed)
+                .into_iter()
+                .collect(),
+            IndexKey::Label(l) => obj.label(l).map(Cow::Borrowed).into_iter().collect(),
             IndexKey::NamespacedLabel(l) => obj
                 .label(l)
-                .map(|v| Cow::Owned(format!("{}/{v}", obj.namespace()))),
+                .map(|v| Cow::Owned(format!("{}/{v}", obj.namespace())))
+                .into_iter()
+                .collect(),
+            IndexKey::NamespacedLabelPairs => obj
+                .label_pairs()
+                .into_iter()
+                .map(|(k, v)| Cow::Owned(label_pair_value(obj.namespace(), k, v)))
+                .collect(),
         }
     }
+}
+
+/// The [`IndexKey::NamespacedLabelPairs`] value of label `key=value` in
+/// namespace `ns`.
+pub fn label_pair_value(ns: &str, key: &str, value: &str) -> String {
+    format!("{ns}/{key}={value}")
 }
 
 type Bucket = HashSet<Arc<str>>;
@@ -91,7 +111,7 @@ impl<T: Cacheable> Inner<T> {
 
     fn index_add(&mut self, key: &Arc<str>, obj: &T) {
         for ix in &mut self.indexes {
-            if let Some(v) = ix.by.value(obj) {
+            for v in ix.by.values(obj) {
                 match ix.buckets.get_mut(v.as_ref()) {
                     Some(b) => {
                         b.insert(Arc::clone(key));
@@ -107,7 +127,7 @@ impl<T: Cacheable> Inner<T> {
 
     fn index_remove(&mut self, key: &str, obj: &T) {
         for ix in &mut self.indexes {
-            if let Some(v) = ix.by.value(obj) {
+            for v in ix.by.values(obj) {
                 if let Some(b) = ix.buckets.get_mut(v.as_ref()) {
                     b.remove(key);
                     if b.is_empty() {
@@ -238,10 +258,18 @@ impl<T: Cacheable> Store<T> {
             None => inner
                 .items
                 .values()
-                .filter(|o| by.value(o.as_ref()).as_deref() == Some(value))
+                .filter(|o| by.values(o.as_ref()).iter().any(|v| v == value))
                 .cloned()
                 .collect(),
         }
+    }
+
+    /// How many objects are filed under `value` in index `by` (`None`
+    /// without that index).
+    pub fn index_count(&self, by: IndexKey, value: &str) -> Option<usize> {
+        let inner = self.read();
+        let ix = inner.indexes.iter().find(|ix| ix.by == by)?;
+        Some(ix.buckets.get(value).map_or(0, |b| b.len()))
     }
 
     /// Objects in namespace `ns`.
