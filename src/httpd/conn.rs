@@ -135,14 +135,14 @@ impl ConnIo<'_> {
                 wire::write_head(&mut out, resp.status, &resp.headers, framing, close)?;
                 s.write_all(&out)?;
                 s.flush()?;
-                // Nagle back on for streams: while an event is unacknowledged
-                // the kernel gathers the next ones into one segment, so a busy
-                // watch wakes its reader once per batch, not per event. On
-                // loopback (benches/sim.rs, 100 watches) this took writes/s
-                // with fan-out from ~1,800 to ~2,250; a lone event still
-                // leaves at once (measured p50 48-120 us for paced events,
-                // max 1.3 ms inside back-to-back bursts).
-                let _ = self.probe.set_nodelay(false);
+                // Streams keep TCP_NODELAY, as Go's net/http (the real API
+                // server) does. Re-enabling Nagle here once raised the sim
+                // bench's fan-out throughput (~1,800 → ~2,250 writes/s with
+                // 100 watches), but on a busy watch it holds an event back
+                // until the previous segment is acknowledged, and with the
+                // reader's delayed ACK that is up to ~40 ms: it put a 40-60 ms
+                // tail on endpointd's change → write latency in the e2e bench
+                // that a real API server would not cause.
                 return self.stream(s, reader, &rx);
             }
         };
