@@ -61,6 +61,18 @@ impl Shutdown {
     }
 }
 
+/// Join `t` if it ends within `within` (polling, real time); otherwise
+/// leave it to end on its own. Returns whether it was joined.
+pub fn join_within(t: std::thread::JoinHandle<()>, within: Duration) -> bool {
+    let step = Duration::from_millis(10);
+    let mut waited = Duration::ZERO;
+    while !t.is_finished() && waited < within {
+        std::thread::sleep(step);
+        waited += step;
+    }
+    t.is_finished() && t.join().is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,19 @@
 //!
 //! Pure functions; must never read a cache or the clock.
 
-use crate::model::{Pod, Service};
+use crate::model::{ObjectReference, Pod, Service};
+
+/// The `targetRef` of a pod's endpoint: kind, namespace, name and uid,
+/// without resourceVersion (current upstream; comparisons ignore it).
+pub fn pod_reference(pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        kind: "Pod".into(),
+        namespace: pod.metadata.namespace.to_string(),
+        name: pod.metadata.name.to_string(),
+        uid: pod.metadata.uid.to_string(),
+        ..ObjectReference::default()
+    }
+}
 
 /// Whether the controllers manage endpoints for this Service at all: it has
 /// a selector (possibly empty: `{}` selects every pod of the namespace) and

@@ -180,15 +180,7 @@ impl EventRecorder {
         let _ = self.tx.send_timeout(Msg::Stop, within);
         let t = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(t) = t {
-            let step = Duration::from_millis(10);
-            let mut waited = Duration::ZERO;
-            while !t.is_finished() && waited < within {
-                std::thread::sleep(step);
-                waited += step;
-            }
-            if t.is_finished() {
-                let _ = t.join();
-            }
+            crate::shutdown::join_within(t, within);
         }
     }
 }

@@ -6,8 +6,8 @@
 //!
 //! Pure; must never read a cache or the clock.
 
-use crate::controller::podutil::{hostname_for, should_pod_be_in_endpoints};
-use crate::model::{EndpointAddress, EndpointPort, EndpointSubset, ObjectReference, Pod, Service};
+use crate::controller::podutil::{hostname_for, pod_reference, should_pod_be_in_endpoints};
+use crate::model::{EndpointAddress, EndpointPort, EndpointSubset, Pod, Service};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -36,13 +36,7 @@ pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
         ip: ip.to_string(),
         hostname: hostname_for(pod, svc).unwrap_or("").to_string(),
         node_name: Some(pod.node_name.to_string()),
-        target_ref: Some(ObjectReference {
-            kind: "Pod".into(),
-            namespace: pod.metadata.namespace.to_string(),
-            name: pod.metadata.name.to_string(),
-            uid: pod.metadata.uid.to_string(),
-            ..ObjectReference::default()
-        }),
+        target_ref: Some(pod_reference(pod)),
     })
 }
 

@@ -6,7 +6,7 @@
 //!
 //! Pure; must never read a cache.
 
-use crate::controller::podutil::hostname_for;
+use crate::controller::podutil::{hostname_for, pod_reference};
 use crate::model::{
     AddressType, Endpoint, EndpointConditions, EndpointSlicePort, Node, ObjectReference, Pod,
     Service, ZONE_LABEL,
@@ -119,13 +119,7 @@ pub fn pod_to_endpoint(
             terminating: Some(terminating),
         },
         hostname: hostname_for(pod, svc).map(str::to_string),
-        target_ref: Some(ObjectReference {
-            kind: "Pod".into(),
-            namespace: pod.metadata.namespace.to_string(),
-            name: pod.metadata.name.to_string(),
-            uid: pod.metadata.uid.to_string(),
-            ..ObjectReference::default()
-        }),
+        target_ref: Some(pod_reference(pod)),
         node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.to_string()),
         zone: node
             .and_then(|n| n.metadata.labels.get(ZONE_LABEL))

@@ -495,15 +495,7 @@ impl LeaseThread {
     pub fn stop(mut self, within: Duration) {
         self.stop.trigger();
         if let Some(t) = self.thread.take() {
-            let step = Duration::from_millis(10);
-            let mut waited = Duration::ZERO;
-            while !t.is_finished() && waited < within {
-                std::thread::sleep(step);
-                waited += step;
-            }
-            if t.is_finished() {
-                let _ = t.join();
-            }
+            crate::shutdown::join_within(t, within);
         }
     }
 }
