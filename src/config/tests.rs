@@ -149,7 +149,8 @@ fn every_rule_names_its_key() {
         ),
         ("[endpoints]\nworkers = 0\n", "config.toml: endpoints.workers = 0: must be at least 1 (line 2)"),
         ("[endpointslices]\nworkers = -3\n", "config.toml: endpointslices.workers = -3: must be at least 1 (line 2)"),
-        ("[kubernetes]\nqps = 0.0\n", "config.toml: kubernetes.qps = 0.0: must be a number greater than 0 (line 2)"),
+        ("[kubernetes]\nqps = 0.0\n", "config.toml: kubernetes.qps = 0.0: must be a number of at least 0.01 (requests per second) (line 2)"),
+        ("[kubernetes]\nqps = 1e-50\n", "config.toml: kubernetes.qps = 1e-50: must be a number of at least 0.01 (requests per second) (line 2)"),
         ("[kubernetes]\nburst = 0\n", "config.toml: kubernetes.burst = 0: must be at least 1 (line 2)"),
         (
             "[kubernetes]\nrequest_timeout = \"0s\"\n",

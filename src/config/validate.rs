@@ -4,6 +4,10 @@
 use super::raw::{self, Field, RawConfig};
 use super::*;
 
+/// Smallest client-side rate accepted: below it the limiter's token
+/// arithmetic (f32) rounds the rate to zero and would disable limiting.
+pub const MIN_QPS: f64 = 0.01;
+
 /// Validate `raw` (parsed from `text`, named `file` in messages).
 pub(super) fn validate(file: &str, text: &str, raw: RawConfig) -> Result<Config, ConfigErrors> {
     let mut v = Validator {
@@ -113,9 +117,10 @@ impl Validator<'_> {
         };
         let qps = match r.qps.as_ref().map(|s| *s.get_ref()) {
             None => 20.0,
-            Some(q) if q.is_finite() && q > 0.0 => q,
+            Some(q) if q.is_finite() && q >= MIN_QPS => q,
             Some(_) => {
-                self.fail("kubernetes.qps", &r.qps, "must be a number greater than 0");
+                let msg = format!("must be a number of at least {MIN_QPS} (requests per second)");
+                self.fail("kubernetes.qps", &r.qps, msg);
                 20.0
             }
         };

@@ -11,14 +11,23 @@ use std::fmt;
 use std::time::Duration;
 
 /// Largest server-requested retry delay honoured (`Retry-After` header or
-/// `details.retryAfterSeconds`); larger values are capped to it. The value
-/// comes from the server, and an uncapped one (up to `u64::MAX` seconds)
-/// overflows `Instant + Duration` in callers that schedule a retry.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10 * 60);
+/// `details.retryAfterSeconds`); larger values are capped to it (and the
+/// cap is logged). 30 s is client-go's practice: a server (or anything in
+/// front of it) asking for an hour must not park an informer or a sync that
+/// long, and an uncapped value (up to `u64::MAX` seconds) would overflow
+/// `Instant + Duration` in callers that schedule a retry.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// A server-supplied retry delay in seconds, capped at [`MAX_RETRY_AFTER`].
 pub fn retry_after_secs(secs: u64) -> Duration {
-    Duration::from_secs(secs).min(MAX_RETRY_AFTER)
+    let d = Duration::from_secs(secs);
+    if d > MAX_RETRY_AFTER {
+        log::info!(
+            "the API server asked to retry after {secs}s; waiting {}s at most",
+            MAX_RETRY_AFTER.as_secs()
+        );
+    }
+    d.min(MAX_RETRY_AFTER)
 }
 
 /// Parse a `Retry-After` header value (delay-seconds form), capped at
@@ -39,7 +48,7 @@ pub struct Status {
     /// `Status.details.causes`.
     pub causes: Vec<Cause>,
     /// `Status.details.retryAfterSeconds`, or the `Retry-After` header,
-    /// capped at `MAX_RETRY_AFTER` (10 minutes).
+    /// capped at `MAX_RETRY_AFTER` (30 s).
     pub retry_after: Option<Duration>,
 }
 
@@ -274,6 +283,13 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_cannot_park_a_caller_for_more_than_30_seconds() {
+        assert_eq!(parse_retry_after("3600"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_retry_after("29"), Some(Duration::from_secs(29)));
+        assert_eq!(retry_after_secs(u64::MAX), Duration::from_secs(30));
+    }
 
     fn api(body: &str, code: u16) -> Error {
         Error::Api(Status::from_body(code, body.as_bytes(), None))
