@@ -291,7 +291,11 @@ fn huge_retry_after_from_the_server_is_capped() {
         .list::<Pod>(&PODS, Some("default"), &ListParams::default())
         .expect_err("429");
     let ra = e.retry_after().expect("retry-after kept");
-    assert_eq!(ra, Duration::from_secs(30), "capped at 30 s (client-go's practice)");
+    assert_eq!(
+        ra,
+        Duration::from_secs(30),
+        "capped at 30 s (client-go's practice)"
+    );
     assert!(std::time::Instant::now().checked_add(ra).is_some());
     s.stop();
 }

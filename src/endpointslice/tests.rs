@@ -498,3 +498,30 @@ fn a_service_port_change_moves_endpoints_to_a_new_port_map_by_recycling() {
     assert_eq!(u.metadata.name, now[0].metadata.name);
     assert_eq!(u.endpoints.len(), 3);
 }
+
+#[test]
+fn legacy_ip_and_unknown_address_types_decode_and_are_deleted() {
+    let s = svc();
+    let mut legacy: EndpointSlice = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "foo-legacy", "namespace": NS, "uid": "l1",
+                     "labels": {"kubernetes.io/service-name": "foo", MANAGED_BY_LABEL: MANAGED_BY},
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "foo", "uid": "svc-uid", "controller": true}]},
+        "addressType": "IP", "endpoints": [], "ports": []}))
+    .expect("an IP slice decodes");
+    assert_eq!(legacy.address_type, AddressType::IP);
+    let odd: EndpointSlice =
+        serde_json::from_value(serde_json::json!({"addressType": "Bogus"})).expect("decodes");
+    assert_eq!(odd.address_type, AddressType::Unknown);
+    legacy.metadata.generation = Some(1);
+    let p = plan(&s, &pods(0..2), &[Arc::new(legacy)]);
+    assert_eq!(
+        p.unsupported.len(),
+        1,
+        "the IP slice is deleted after the per-type writes"
+    );
+    assert_eq!(
+        p.by_type[0].1.creates.len(),
+        1,
+        "an IPv4 slice is created, not recycled from the IP one"
+    );
+}

@@ -64,6 +64,13 @@ pub enum AddressType {
     IPv6,
     /// `FQDN` (never written by the controller).
     FQDN,
+    /// The deprecated `IP` type of early v1beta1 slices: only ever
+    /// deleted (upstream-spec B9).
+    IP,
+    /// Any other value, so that one odd slice cannot break a LIST; such
+    /// slices are never written, only deleted when they are ours.
+    #[serde(other)]
+    Unknown,
 }
 
 /// `discovery/v1.Endpoint`.
