@@ -296,3 +296,17 @@ fn rsa_pkcs1_and_ec_sec1_client_keys_authenticate() {
         );
     }
 }
+
+#[test]
+fn an_invalid_tls_server_name_is_refused_when_the_client_is_built() {
+    use endpointd::clock::RealClock;
+    use endpointd::kube::{Client, ClientConfig};
+    let mut cfg = ClientConfig::new("https://127.0.0.1:6443");
+    cfg.tls.server_name = Some("localhost/x".into());
+    let e = Client::new(cfg, RealClock::shared(), None).expect_err("refused");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("tls-server-name") && msg.contains("localhost/x"),
+        "{msg}"
+    );
+}

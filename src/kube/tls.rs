@@ -239,9 +239,31 @@ impl Resolver for PinnedResolver {
     }
 }
 
+/// Whether `name` is usable as `tls-server-name`: an IP address, or a DNS
+/// name (dot-separated labels of letters, digits and inner hyphens, at
+/// most 63 characters each and 253 in all). Anything else — a `/`, a `@`,
+/// a space — would change the request URL, not just the name checked.
+pub fn valid_server_name(name: &str) -> bool {
+    if name.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
+}
+
 /// For `tls-server-name`: the server URL with its host replaced by `name`
-/// (the port is kept, made explicit).
+/// (the port is kept, made explicit). `name` must pass
+/// [`valid_server_name`].
 pub fn url_with_server_name(server: &Uri, name: &str) -> Result<String, String> {
+    if !valid_server_name(name) {
+        return Err(format!("{name:?} is not a DNS name or an IP address"));
+    }
     let scheme = server.scheme_str().unwrap_or("https");
     let port = server
         .port_u16()
@@ -258,6 +280,38 @@ pub fn url_with_server_name(server: &Uri, name: &str) -> Result<String, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_server_name_must_be_a_dns_name_or_an_ip() {
+        for ok in [
+            "kubernetes",
+            "kubernetes.default.svc",
+            "API-1.example.com",
+            "10.0.0.1",
+            "fd00::1",
+        ] {
+            assert!(valid_server_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "localhost/x",
+            "a b",
+            "user@host",
+            "-x",
+            "x-",
+            "a..b",
+            "host:443",
+            "[fd00::1]",
+        ] {
+            assert!(!valid_server_name(bad), "{bad}");
+        }
+        let uri: Uri = "https://10.0.0.1:6443".parse().expect("uri");
+        assert!(url_with_server_name(&uri, "localhost/x").is_err());
+        assert_eq!(
+            url_with_server_name(&uri, "kubernetes").as_deref(),
+            Ok("https://kubernetes:6443")
+        );
+    }
 
     #[test]
     fn insecure_skip_tls_verify_with_a_ca_is_rejected() {

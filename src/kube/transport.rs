@@ -142,7 +142,11 @@ impl Transport {
                 .build()
         };
         let base = match &cfg.tls.server_name {
-            Some(name) => tls::url_with_server_name(&uri, name).map_err(|e| server_err(cfg, e))?,
+            Some(name) => tls::url_with_server_name(&uri, name).map_err(|e| Error::Config {
+                source: cfg.source.clone(),
+                field: "tls-server-name".into(),
+                message: e,
+            })?,
             None => cfg.server.trim_end_matches('/').to_string(),
         };
         Ok(Transport {
