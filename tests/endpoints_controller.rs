@@ -203,24 +203,8 @@ fn readiness_flap_storm_ends_in_every_pods_last_state() {
     wait_until("40 ready", LIMIT, || {
         counts(&c, "default", "flap") == Some((40, 0))
     });
-    std::thread::scope(|s| {
-        for t in 0..4u64 {
-            let (c, pods) = (&c, &pods);
-            s.spawn(move || {
-                let mut rng = fastrand::Rng::with_seed(t);
-                for _ in 0..150 {
-                    let p = pods[rng.usize(..pods.len())].clone();
-                    c.set_ready("default", &[p], rng.bool());
-                }
-            });
-        }
-    });
-    let want_ready: BTreeSet<String> = c
-        .all("pods")
-        .iter()
-        .filter(|p| p["status"]["conditions"][0]["status"] == "True")
-        .map(|p| p["status"]["podIP"].as_str().unwrap_or("").to_string())
-        .collect();
+    c.flap_storm("default", &pods, 0);
+    let want_ready = c.ready_ips("default");
     wait_until("the final readiness of every pod", LIMIT, || {
         c.get("endpoints", "default", "flap")
             .is_some_and(|ep| addresses(&ep).0 == want_ready)

@@ -305,24 +305,8 @@ fn readiness_flap_storm_ends_in_every_pods_last_state() {
     wait_until("40 ready", LIMIT, || {
         shape(&c, "default", "flap").1.len() == 40
     });
-    std::thread::scope(|s| {
-        for t in 0..4u64 {
-            let (c, pods) = (&c, &pods);
-            s.spawn(move || {
-                let mut rng = fastrand::Rng::with_seed(100 + t);
-                for _ in 0..150 {
-                    let p = pods[rng.usize(..pods.len())].clone();
-                    c.set_ready("default", &[p], rng.bool());
-                }
-            });
-        }
-    });
-    let want: BTreeSet<String> = c
-        .all("pods")
-        .iter()
-        .filter(|p| p["status"]["conditions"][0]["status"] == "True")
-        .map(|p| p["status"]["podIP"].as_str().unwrap_or("").to_string())
-        .collect();
+    c.flap_storm("default", &pods, 100);
+    let want = c.ready_ips("default");
     wait_until("every pod's last readiness", LIMIT, || {
         shape(&c, "default", "flap").1 == want
     });

@@ -132,6 +132,32 @@ impl Cluster {
         });
     }
 
+    /// A readiness-flap storm: 4 threads, 150 random flips each, no pause,
+    /// seeded so a failure reproduces.
+    pub fn flap_storm(&self, ns: &str, pods: &[String], seed: u64) {
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                s.spawn(move || {
+                    let mut rng = fastrand::Rng::with_seed(seed + t);
+                    for _ in 0..150 {
+                        let p = pods[rng.usize(..pods.len())].clone();
+                        self.set_ready(ns, &[p], rng.bool());
+                    }
+                });
+            }
+        });
+    }
+
+    /// The IPs of the pods of `ns` whose Ready condition is True.
+    pub fn ready_ips(&self, ns: &str) -> std::collections::BTreeSet<String> {
+        self.all("pods")
+            .iter()
+            .filter(|p| p["metadata"]["namespace"] == ns)
+            .filter(|p| p["status"]["conditions"][0]["status"] == "True")
+            .map(|p| p["status"]["podIP"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
     /// Delete objects, in one transaction.
     pub fn delete(&self, resource: &str, ns: &str, names: &[String]) {
         self.sim.store().txn(|t| {
