@@ -29,9 +29,30 @@ pub struct EndpointsWriter {
     /// Keys we created that the cache has not shown yet, with the
     /// resourceVersion the create returned.
     created: Mutex<HashMap<String, String>>,
-    /// The resourceVersion of our last write per key, so that handlers can
-    /// tell our own writes from a foreign writer's.
-    written: Mutex<HashMap<String, String>>,
+    /// A fingerprint of the content (labels, annotations, subsets) of our
+    /// last write per key, recorded *before* the request, so that handlers
+    /// can tell our own writes from a foreign writer's even when the watch
+    /// event overtakes the write's response (a resourceVersion recorded
+    /// after the response cannot: that race made the handler take our own
+    /// write for a foreign one and sync again at once).
+    sent: Mutex<HashMap<String, u64>>,
+}
+
+/// What a write decides about an Endpoints: its labels, annotations and
+/// subsets (everything else is server-set or identity), hashed.
+pub fn fingerprint(obj: &Endpoints) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    // Serialising the model cannot fail (string keys, no floats); an error
+    // would hash as the empty content, which only costs a spurious sync.
+    let bytes = serde_json::to_vec(&(
+        &obj.metadata.labels,
+        &obj.metadata.annotations,
+        &obj.subsets,
+    ))
+    .unwrap_or_default();
+    bytes.hash(&mut h);
+    h.finish()
 }
 
 fn reference(obj: &Endpoints, ns: &str) -> ObjectReference {
@@ -69,19 +90,20 @@ impl EndpointsWriter {
             recorder,
             stale: StaleTracker::default(),
             created: Mutex::default(),
-            written: Mutex::default(),
+            sent: Mutex::default(),
         }
     }
 
-    /// Whether `rv` is the resourceVersion our last write of `key` produced.
-    pub fn is_own_write(&self, key: &str, rv: &str) -> bool {
-        let w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-        w.get(key).is_some_and(|own| own == rv)
+    /// Whether `obj` (as the cache now shows it) has the content of our
+    /// last write of `key`: then nothing needs correcting, whoever wrote it.
+    pub fn is_own_content(&self, key: &str, obj: &Endpoints) -> bool {
+        let s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        s.get(key).is_some_and(|own| *own == fingerprint(obj))
     }
 
-    fn wrote(&self, key: &str, rv: &str) {
-        let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-        w.insert(key.to_string(), rv.to_string());
+    fn sending(&self, key: &str, obj: &Endpoints) {
+        let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        s.insert(key.to_string(), fingerprint(obj));
     }
 
     fn created(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
@@ -117,10 +139,10 @@ impl EndpointsWriter {
         self.fence
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
+        self.sending(key, obj);
         match self.client.create(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
                 let rv = written.resource_version().to_string();
-                self.wrote(key, &rv);
                 self.created().insert(key.to_string(), rv);
                 Ok(())
             }
@@ -141,9 +163,9 @@ impl EndpointsWriter {
         self.fence
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
+        self.sending(key, obj);
         match self.client.update(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
-                self.wrote(key, written.resource_version());
                 if written.resource_version() != obj.resource_version() {
                     self.stale.stale(key, obj.resource_version());
                 }
@@ -170,7 +192,7 @@ impl EndpointsWriter {
         }
         self.stale.delete(key);
         self.created().remove(key);
-        self.written
+        self.sent
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
@@ -180,5 +202,32 @@ impl EndpointsWriter {
     fn warn(&self, obj: &Endpoints, ns: &str, reason: &str, msg: String) {
         self.recorder
             .record(&reference(obj, ns), &EventSpec::warning(reason, msg));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fingerprint;
+    use crate::model::Endpoints;
+
+    fn ep(rv: &str, ip: &str) -> Endpoints {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "ns", "resourceVersion": rv,
+                         "uid": format!("u-{rv}"), "labels": {"app": "web"}},
+            "subsets": [{"addresses": [{"ip": ip}], "ports": [{"port": 80, "protocol": "TCP"}]}]
+        }))
+        .expect("endpoints")
+    }
+
+    #[test]
+    fn fingerprint_is_the_written_content_not_the_server_fields() {
+        // What we sent (no RV, no UID) and what the watch shows back.
+        let mut sent = ep("", "10.0.0.1");
+        sent.metadata.uid.clear();
+        assert_eq!(fingerprint(&sent), fingerprint(&ep("42", "10.0.0.1")));
+        assert_ne!(fingerprint(&sent), fingerprint(&ep("43", "10.0.0.2")));
+        let mut relabelled = ep("44", "10.0.0.1");
+        relabelled.metadata.labels.insert("app", "other");
+        assert_ne!(fingerprint(&sent), fingerprint(&relabelled));
     }
 }

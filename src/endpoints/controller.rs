@@ -114,7 +114,8 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
 /// Endpoints deleted → sync its Service (C1); beyond upstream, an
 /// Endpoints changed by someone else → sync its Service too, so a foreign
 /// edit is corrected at once (upstream only notices at the Service's next
-/// sync). Our own writes are recognised by resourceVersion and ignored.
+/// sync). Our own writes are recognised by their content (see
+/// [`EndpointsWriter::is_own_content`]) and ignored.
 pub struct EndpointsHandler {
     queue: RateLimitingQueue<String>,
     writer: Arc<EndpointsWriter>,
@@ -132,7 +133,7 @@ impl EventHandler<Endpoints> for EndpointsHandler {
     fn on_update(&self, old: &Arc<Endpoints>, new: &Arc<Endpoints>) {
         let key = new.key();
         let foreign = old.resource_version() != new.resource_version()
-            && !self.writer.is_own_write(&key, new.resource_version());
+            && !self.writer.is_own_content(&key, new);
         if foreign {
             self.queue.add(key);
         }
