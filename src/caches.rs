@@ -102,9 +102,10 @@ impl Caches {
     pub fn start(client: &Client, cfg: &Config, env: &Env, hooks: Hooks) -> io::Result<Caches> {
         let reflector = ReflectorConfig {
             watch_list: cfg.kubernetes.watch_list,
+            max_list_items: cfg.kubernetes.max_list_items,
             ..ReflectorConfig::default()
         };
-        let m = InformerMetrics::register(&env.registry);
+        let m = InformerMetrics::register(&env.registry, env.clock.clone());
         let by_service = IndexKey::NamespacedLabel(SERVICE_NAME_LABEL);
         let svc_handlers: Vec<Arc<dyn EventHandler<Service>>> = match hooks.targets.is_empty() {
             true => Vec::new(),

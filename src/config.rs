@@ -67,7 +67,22 @@ pub struct Kubernetes {
     /// Informers sync through watch-list (`sendInitialEvents`) instead of
     /// paginated LISTs.
     pub watch_list: bool,
+    /// Cap on one non-watch response body, in bytes.
+    pub max_response_bytes: u64,
+    /// Cap on the objects of one LIST (all pages together).
+    pub max_list_items: usize,
+    /// A watch silent for longer than this is restarted.
+    pub watch_idle_timeout: Duration,
 }
+
+/// Smallest `kubernetes.max_response_bytes` (1 MiB): below it, ordinary
+/// pages of a real cluster would fail.
+pub const MIN_RESPONSE_BYTES: i64 = 1 << 20;
+
+/// Smallest `kubernetes.watch_idle_timeout`: kube-apiserver sends a
+/// bookmark about once a minute, so a shorter bound would restart healthy
+/// quiet watches.
+pub const MIN_WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(70);
 
 /// Lease-based leader election (coordination.k8s.io/v1).
 #[derive(Debug, Clone, PartialEq)]

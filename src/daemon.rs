@@ -88,6 +88,11 @@ pub fn client(
     cc.qps = k.qps as f32;
     cc.burst = k.burst;
     cc.request_timeout = k.request_timeout;
+    cc.watch_idle_timeout = Some(k.watch_idle_timeout);
+    cc.body_limits = kube::BodyLimits {
+        max_bytes: k.max_response_bytes,
+        max_items: k.max_list_items,
+    };
     cc.user_agent = user_agent(&cfg.leader_election.identity, acting);
     Client::new(cc, clock, Some(registry))
 }

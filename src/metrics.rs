@@ -165,10 +165,21 @@ enum Entry {
     Histogram(Arc<Family<Histogram>>),
 }
 
+/// A function run before every rendering, to refresh gauges that are
+/// computed rather than kept (e.g. "seconds since").
+pub type Collector = Box<dyn Fn() + Send + Sync>;
+
 /// The set of metric families a process exposes.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Registry {
     entries: Mutex<Vec<Entry>>,
+    collectors: Mutex<Vec<Collector>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
 }
 
 fn family<T>(
@@ -230,8 +241,24 @@ impl Registry {
         f
     }
 
+    /// Run `f` before every rendering (it must be quick and never block).
+    pub fn on_collect(&self, f: Collector) {
+        self.collectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(f);
+    }
+
     /// Render every family in the Prometheus text format 0.0.4.
     pub fn render(&self) -> String {
+        for c in self
+            .collectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            c();
+        }
         let entries = self
             .entries
             .lock()

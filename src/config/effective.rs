@@ -20,6 +20,9 @@ impl Effective {
                 burst: k.burst,
                 request_timeout: format_duration(k.request_timeout),
                 watch_list: k.watch_list,
+                max_response_bytes: k.max_response_bytes,
+                max_list_items: k.max_list_items,
+                watch_idle_timeout: format_duration(k.watch_idle_timeout),
             },
             leader_election: EffLeaderElection {
                 enabled: le.enabled,
@@ -87,6 +90,9 @@ struct EffKubernetes {
     burst: u32,
     request_timeout: String,
     watch_list: bool,
+    max_response_bytes: u64,
+    max_list_items: usize,
+    watch_idle_timeout: String,
 }
 
 #[derive(Serialize)]

@@ -29,6 +29,9 @@ pub struct Kubernetes {
     pub burst: Field<i64>,
     pub request_timeout: Field<String>,
     pub watch_list: Field<bool>,
+    pub max_response_bytes: Field<i64>,
+    pub max_list_items: Field<i64>,
+    pub watch_idle_timeout: Field<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -18,6 +18,9 @@ fn empty_file_gives_documented_defaults() {
     assert_eq!(c.kubernetes.burst, 30);
     assert_eq!(c.kubernetes.request_timeout, Duration::from_secs(30));
     assert!(!c.kubernetes.watch_list);
+    assert_eq!(c.kubernetes.max_response_bytes, 64 << 20);
+    assert_eq!(c.kubernetes.max_list_items, 200_000);
+    assert_eq!(c.kubernetes.watch_idle_timeout, Duration::from_secs(120));
     let le = &c.leader_election;
     assert!(le.enabled);
     assert_eq!(le.lease_namespace, "kube-system");
@@ -61,6 +64,9 @@ fn shipped_config_toml_is_the_defaults() {
         "burst",
         "request_timeout",
         "watch_list",
+        "max_response_bytes",
+        "max_list_items",
+        "watch_idle_timeout",
         "enabled",
         "lease_namespace",
         "lease_name",
@@ -152,6 +158,18 @@ fn every_rule_names_its_key() {
         ("[kubernetes]\nqps = 0.0\n", "config.toml: kubernetes.qps = 0.0: must be a number of at least 0.01 (requests per second) (line 2)"),
         ("[kubernetes]\nqps = 1e-50\n", "config.toml: kubernetes.qps = 1e-50: must be a number of at least 0.01 (requests per second) (line 2)"),
         ("[kubernetes]\nburst = 0\n", "config.toml: kubernetes.burst = 0: must be at least 1 (line 2)"),
+        (
+            "[kubernetes]\nmax_response_bytes = 1000\n",
+            "config.toml: kubernetes.max_response_bytes = 1000: must be at least 1048576 (1 MiB) (line 2)",
+        ),
+        (
+            "[kubernetes]\nmax_list_items = 10\n",
+            "config.toml: kubernetes.max_list_items = 10: must be at least 1000 (line 2)",
+        ),
+        (
+            "[kubernetes]\nwatch_idle_timeout = \"30s\"\n",
+            "config.toml: kubernetes.watch_idle_timeout = \"30s\": must be at least 1m10s (the API server sends a bookmark about once a minute) (line 2)",
+        ),
         (
             "[kubernetes]\nrequest_timeout = \"0s\"\n",
             "config.toml: kubernetes.request_timeout = \"0s\": must be greater than 0 (line 2)",

@@ -144,6 +144,41 @@ impl Validator<'_> {
                 "must be greater than 0",
             );
         }
+        let default_bytes = crate::kube::DEFAULT_MAX_RESPONSE_BYTES;
+        let max_response_bytes = match r.max_response_bytes.as_ref().map(|s| *s.get_ref()) {
+            None => default_bytes,
+            Some(b) if b >= MIN_RESPONSE_BYTES => b as u64,
+            Some(_) => {
+                let msg = format!("must be at least {MIN_RESPONSE_BYTES} (1 MiB)");
+                self.fail("kubernetes.max_response_bytes", &r.max_response_bytes, msg);
+                default_bytes
+            }
+        };
+        let default_items = crate::kube::DEFAULT_MAX_LIST_ITEMS;
+        let max_list_items = match r.max_list_items.as_ref().map(|s| *s.get_ref()) {
+            None => default_items,
+            Some(n) if n >= 1000 => usize::try_from(n).unwrap_or(usize::MAX),
+            Some(_) => {
+                self.fail(
+                    "kubernetes.max_list_items",
+                    &r.max_list_items,
+                    "must be at least 1000",
+                );
+                default_items
+            }
+        };
+        let watch_idle_timeout = self.duration(
+            "kubernetes.watch_idle_timeout",
+            &r.watch_idle_timeout,
+            Duration::from_secs(120),
+        );
+        if r.watch_idle_timeout.is_some() && watch_idle_timeout < MIN_WATCH_IDLE_TIMEOUT {
+            let msg = format!(
+                "must be at least {} (the API server sends a bookmark about once a minute)",
+                format_duration(MIN_WATCH_IDLE_TIMEOUT)
+            );
+            self.fail("kubernetes.watch_idle_timeout", &r.watch_idle_timeout, msg);
+        }
         Kubernetes {
             kubeconfig,
             context,
@@ -151,6 +186,9 @@ impl Validator<'_> {
             burst,
             request_timeout,
             watch_list: r.watch_list.map(|s| s.into_inner()).unwrap_or(false),
+            max_response_bytes,
+            max_list_items,
+            watch_idle_timeout: watch_idle_timeout.max(MIN_WATCH_IDLE_TIMEOUT),
         }
     }
 

@@ -7,9 +7,11 @@
 //! Registers families once ([`InformerMetrics::register`]); it never reads
 //! time itself (the watcher thread passes wall time from its clock).
 
-use std::sync::Arc;
-use std::time::SystemTime;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
 
+use crate::clock::SharedClock;
 use crate::metrics::{Counter, Family, Gauge, Registry};
 
 /// Metric families for informers.
@@ -21,12 +23,18 @@ pub struct InformerMetrics {
     last_event: Arc<Family<Gauge>>,
     objects: Arc<Family<Gauge>>,
     synced: Arc<Family<Gauge>>,
+    fallbacks: Arc<Family<Counter>>,
+    watch_idle: Arc<Family<Gauge>>,
+    /// When each resource's watch last showed life (opened, event, bookmark).
+    last_active: Mutex<HashMap<String, Instant>>,
 }
 
 impl InformerMetrics {
-    /// Register the families in `registry` (call once per process).
-    pub fn register(registry: &Registry) -> Arc<InformerMetrics> {
-        Arc::new(InformerMetrics {
+    /// Register the families in `registry` (call once per process). The
+    /// watch-idle gauge is computed from `clock` whenever the registry is
+    /// rendered.
+    pub fn register(registry: &Registry, clock: SharedClock) -> Arc<InformerMetrics> {
+        let m = Arc::new(InformerMetrics {
             lists: registry.counter(
                 "endpointd_informer_lists_total",
                 "Complete LISTs applied to the cache; kind=initial|relist.",
@@ -57,7 +65,54 @@ impl InformerMetrics {
                 "1 once the first list has been delivered to handlers.",
                 &["resource"],
             ),
-        })
+            fallbacks: registry.counter(
+                "endpointd_informer_watch_list_fallbacks_total",
+                "Informers that gave up watch-list (refused or ignored by the server) and use LIST.",
+                &["resource"],
+            ),
+            watch_idle: registry.gauge(
+                "endpointd_informer_watch_idle_seconds",
+                "Seconds since the resource's watch last delivered an event or bookmark (or was opened); a watch silent for longer than kubernetes.watch_idle_timeout is restarted.",
+                &["resource"],
+            ),
+            last_active: Mutex::new(HashMap::new()),
+        });
+        let weak = Arc::downgrade(&m);
+        registry.on_collect(Box::new(move || {
+            if let Some(m) = weak.upgrade() {
+                m.refresh_idle(clock.now());
+            }
+        }));
+        m
+    }
+
+    fn refresh_idle(&self, now: Instant) {
+        let last = self.last_active.lock().unwrap_or_else(|p| p.into_inner());
+        for (resource, t) in last.iter() {
+            let idle = now.saturating_duration_since(*t).as_secs_f64();
+            self.watch_idle.with(&[resource]).set(idle);
+        }
+    }
+
+    /// A watch of `resource` was opened at `now`.
+    pub(crate) fn watch_opened(&self, resource: &str, now: Instant) {
+        self.watch_active(resource, now);
+    }
+
+    /// A watch of `resource` delivered something at `now`.
+    pub(crate) fn watch_active(&self, resource: &str, now: Instant) {
+        let mut last = self.last_active.lock().unwrap_or_else(|p| p.into_inner());
+        match last.get_mut(resource) {
+            Some(t) => *t = now,
+            None => {
+                last.insert(resource.to_string(), now);
+            }
+        }
+    }
+
+    /// `resource` gave up watch-list.
+    pub(crate) fn watch_list_fallback(&self, resource: &str) {
+        self.fallbacks.with(&[resource]).inc();
     }
 
     pub(crate) fn list_done(

@@ -64,9 +64,12 @@ impl<T: Cacheable> Worker<T> {
         self.watch_stream(req);
         if watch_list && !self.reflector.uses_watch_list() {
             log::warn!(
-                "informer {}: watch-list refused; using LIST from now on",
+                "informer {}: watch-list refused or ignored by the server; using LIST from now on",
                 self.source.resource()
             );
+            if let Some(m) = &self.metrics {
+                m.watch_list_fallback(self.source.resource());
+            }
         }
     }
 
@@ -75,15 +78,19 @@ impl<T: Cacheable> Worker<T> {
             Ok(s) => s,
             Err(e) => {
                 self.report_error("watch", &e);
-                let _ = self
+                let out = self
                     .reflector
                     .step(Input::WatchOpened(Err(e)), self.clock.now());
+                self.apply(out);
                 return;
             }
         };
         let _ = self
             .reflector
             .step(Input::WatchOpened(Ok(())), self.clock.now());
+        if let Some(m) = &self.metrics {
+            m.watch_opened(self.source.resource(), self.clock.now());
+        }
         for item in stream {
             if self.shutdown.is_triggered() {
                 return;
@@ -97,12 +104,14 @@ impl<T: Cacheable> Worker<T> {
                 return;
             }
         }
-        let _ = self.reflector.step(Input::WatchEnded, self.clock.now());
+        let out = self.reflector.step(Input::WatchEnded, self.clock.now());
+        self.apply(out);
     }
 
     fn apply(&mut self, out: Output<T>) {
         match out {
             Output::None => {}
+            Output::Failed(e) => self.report_error("list or watch", &e),
             Output::Replace { items, rv } => {
                 let initial = !self.synced.load(Ordering::SeqCst);
                 let notes = self.store.replace(items, &rv, initial);
@@ -136,6 +145,7 @@ impl<T: Cacheable> Worker<T> {
                         self.store.len(),
                         self.clock.wall(),
                     );
+                    m.watch_active(self.source.resource(), self.clock.now());
                 }
             }
         }

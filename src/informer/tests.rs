@@ -153,7 +153,7 @@ fn dropped_watch_resumes_from_last_rv_without_relist() {
 fn expired_watch_relists_with_synthetic_events_and_tombstones() {
     let h = Harness::new();
     let reg = Registry::new();
-    let metrics = InformerMetrics::register(&reg);
+    let metrics = InformerMetrics::register(&reg, h.clock.clone());
     let first = vec![obj("n", "a", "1"), obj("n", "b", "1"), obj("n", "c", "1")];
     h.src.push_list(Ok(page(first, "10", None)));
     let tx1 = h.channel_watch();

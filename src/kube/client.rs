@@ -2,11 +2,12 @@
 //! patch/delete over any [`Resource`], sharing one transport (agents, token
 //! bucket, metrics) between all clones.
 //!
-//! LIST bodies are deserialised straight from the socket (no size limit, no
-//! intermediate `Value`); watches are handed out as [`WatchStream`]s. Must
+//! LIST bodies are deserialised straight from the socket (capped in bytes
+//! and items, no intermediate `Value`); watches are handed out as [`WatchStream`]s. Must
 //! never retry a watch (the informer owns that policy) and never buffer a
 //! response it can stream.
 
+use super::body;
 use super::config::ClientConfig;
 use super::error::Error;
 use super::request::{self, ListParams, PatchType, Preconditions, Resource, WatchParams};
@@ -17,7 +18,7 @@ use crate::clock::SharedClock;
 use crate::metrics::Registry;
 use crate::model::Object;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::io::BufReader;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,31 +36,6 @@ pub struct ObjectList<T> {
     pub resource_version: String,
     /// `metadata.continue` (`None` on the last page).
     pub continue_token: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(bound = "T: DeserializeOwned")]
-struct ListWire<T> {
-    #[serde(default)]
-    metadata: ListMeta,
-    #[serde(default = "Vec::new", deserialize_with = "nullable_vec")]
-    items: Vec<T>,
-}
-
-fn nullable_vec<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: DeserializeOwned,
-{
-    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
-}
-
-#[derive(Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct ListMeta {
-    resource_version: String,
-    #[serde(rename = "continue")]
-    continue_token: Option<String>,
 }
 
 /// A blocking Kubernetes API client. Cheap to clone; clones share the
@@ -87,17 +63,6 @@ fn named<'a>(r: &Resource, name: &'a str) -> Result<&'a str, Error> {
         )));
     }
     Ok(name)
-}
-
-fn decode<T: DeserializeOwned>(
-    resp: ureq::http::Response<ureq::Body>,
-    what: &str,
-) -> Result<T, Error> {
-    let reader = BufReader::with_capacity(64 * 1024, resp.into_body().into_reader());
-    serde_json::from_reader(reader).map_err(|e| Error::Decode {
-        what: what.to_string(),
-        detail: e.to_string(),
-    })
 }
 
 impl Client {
@@ -133,7 +98,10 @@ impl Client {
 
     fn run<T: DeserializeOwned>(&self, req: Req<'_>) -> Result<T, Error> {
         let what = format!("{} {}", req.verb.as_str(), req.resource);
-        decode(self.t.execute(&req)?, &what)
+        let resp = self.t.execute(&req)?;
+        let body = resp.into_body().into_reader();
+        body::decode(body, &what, &self.t.server, &self.t.body_limits)
+            .inspect_err(|e| self.t.record_body_error(&req, e))
     }
 
     /// GET one object.
@@ -159,22 +127,40 @@ impl Client {
         namespace: Option<&str>,
         p: &ListParams,
     ) -> Result<ObjectList<T>, Error> {
-        let w: ListWire<T> = self.run(Req {
+        let req = Req {
             verb: Verb::List,
             resource: r.label(),
             method: "GET",
             path_and_query: with_query(r.path(namespace, None, None), request::list_query(p)),
             payload: None,
-        })?;
+        };
+        let what = format!("list {}", req.resource);
+        let resp = self.t.execute(&req)?;
+        // Items cost at least their in-memory size whatever their JSON
+        // size (`{}` is 2 bytes): a page may hold no more items than fit in
+        // the byte cap at that size, nor more than a whole LIST may.
+        let mut limits = self.t.body_limits;
+        let per_item = std::mem::size_of::<T>().max(1) as u64;
+        let fit = usize::try_from(limits.max_bytes / per_item).unwrap_or(usize::MAX);
+        limits.max_items = limits.max_items.min(fit.max(1));
+        let w: body::ListBody<T> = body::decode_list(
+            resp.into_body().into_reader(),
+            &what,
+            &self.t.server,
+            &limits,
+        )
+        .inspect_err(|e| self.t.record_body_error(&req, e))?;
         Ok(ObjectList {
             items: w.items,
-            resource_version: w.metadata.resource_version,
-            continue_token: w.metadata.continue_token.filter(|c| !c.is_empty()),
+            resource_version: w.resource_version,
+            continue_token: w.continue_token,
         })
     }
 
     /// Start a WATCH. The stream's idle read timeout is `timeoutSeconds`
-    /// (or [`DEFAULT_WATCH_TIMEOUT`]) plus `ClientConfig::watch_idle_margin`.
+    /// (or [`DEFAULT_WATCH_TIMEOUT`]) plus `ClientConfig::watch_idle_margin`,
+    /// and at most `ClientConfig::watch_idle_timeout` when bookmarks are
+    /// requested (a healthy server then never stays silent that long).
     pub fn watch<T: Object>(
         &self,
         r: &Resource,
@@ -192,9 +178,13 @@ impl Client {
             path_and_query: with_query(r.path(namespace, None, None), request::watch_query(p)),
             payload: None,
         };
-        let resp = self
-            .t
-            .start_watch(&req, timeout + self.t.watch_idle_margin)?;
+        let mut idle = timeout + self.t.watch_idle_margin;
+        if p.allow_bookmarks {
+            if let Some(bound) = self.t.watch_idle_timeout {
+                idle = idle.min(bound);
+            }
+        }
+        let resp = self.t.start_watch(&req, idle)?;
         let reader = BufReader::with_capacity(64 * 1024, resp.into_body().into_reader());
         Ok(WatchStream::new(
             Box::new(reader),

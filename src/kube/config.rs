@@ -7,6 +7,7 @@
 //! error names the file and field at fault.
 
 use super::auth::{Auth, TokenFile};
+use super::body::BodyLimits;
 use super::error::Error;
 use super::kubeconfig::{self, AuthSpec, PemSource};
 pub use super::tls::TlsMaterial;
@@ -46,6 +47,14 @@ pub struct ClientConfig {
     /// Extra idle time a watch may stay silent beyond its `timeoutSeconds`
     /// before its connection is declared dead (per-read timeout).
     pub watch_idle_margin: Duration,
+    /// With bookmarks requested, a watch silent for longer than this is
+    /// declared dead (`kubernetes.watch_idle_timeout`): the API server
+    /// sends a bookmark about once a minute, so silence means a half-open
+    /// connection or a stuck server. `None`: only the margin above applies.
+    pub watch_idle_timeout: Option<Duration>,
+    /// Cap on a non-watch response body, and on the items of one LIST
+    /// page (`kubernetes.max_response_bytes`, `kubernetes.max_list_items`).
+    pub body_limits: BodyLimits,
     /// What this config was loaded from (a path or `in-cluster`), for errors.
     pub source: String,
 }
@@ -67,6 +76,8 @@ impl ClientConfig {
             max_retries: 3,
             max_retry_delay: Duration::from_secs(10),
             watch_idle_margin: Duration::from_secs(15),
+            watch_idle_timeout: Some(Duration::from_secs(120)),
+            body_limits: BodyLimits::default(),
             source: server.to_string(),
         }
     }

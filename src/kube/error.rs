@@ -177,6 +177,14 @@ pub enum Error {
         /// The decoder's message.
         detail: String,
     },
+    /// A response body exceeded a configured bound (bytes, or items in a
+    /// LIST page). Not retryable here; an informer backs off and relists.
+    TooLarge {
+        /// What was being read (e.g. `list pods`).
+        what: String,
+        /// The limit and its config key.
+        limit: String,
+    },
     /// Bad or unsupported client configuration. Not retryable.
     Config {
         /// Where: a kubeconfig path, `in-cluster`, or an environment variable.
@@ -267,6 +275,9 @@ impl fmt::Display for Error {
                 write!(f, "request to {server} failed: {cause}")
             }
             Error::Decode { what, detail } => write!(f, "cannot decode {what}: {detail}"),
+            Error::TooLarge { what, limit } => {
+                write!(f, "response to {what} exceeds the limit of {limit}")
+            }
             Error::Config {
                 source,
                 field,

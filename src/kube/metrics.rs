@@ -18,6 +18,7 @@ const REQUESTS: &str = "rest_client_requests_total";
 pub(crate) struct Metrics {
     requests: Arc<Family<Counter>>,
     duration: Arc<Family<Histogram>>,
+    body_errors: Arc<Family<Counter>>,
 }
 
 /// Families already registered, by registry address. An entry is only
@@ -49,9 +50,19 @@ impl Metrics {
                 &["verb", "resource"],
                 exponential_buckets(0.001, 2.0, 15),
             ),
+            body_errors: r.counter(
+                "endpointd_client_response_body_errors_total",
+                "Response bodies rejected: kind=too_large (over kubernetes.max_response_bytes or max_list_items), cut_off, undecodable.",
+                &["verb", "resource", "kind"],
+            ),
         });
         map.insert(key, Arc::clone(&m));
         m
+    }
+
+    /// Count one rejected response body.
+    pub(crate) fn body_error(&self, verb: &str, resource: &str, kind: &str) {
+        self.body_errors.with(&[verb, resource, kind]).inc();
     }
 
     /// Count one request and observe its latency.

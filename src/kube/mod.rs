@@ -36,7 +36,9 @@
 //!   its own connection (no HTTP/2), which is fine for the ~6 watches of
 //!   endpointd.
 //! * JSON only (no protobuf); LIST pages are parsed from the socket with a
-//!   64 KiB buffer, so a page never exists twice in memory.
+//!   64 KiB buffer, so a page never exists twice in memory; every non-watch
+//!   body is capped (`body`: 64 MiB, and a LIST page's items), so a hostile
+//!   server cannot grow endpointd without bound.
 //!
 //! # Shutdown
 //! [`Client::shutdown_watches`] shuts the watch agent: blocked watch reads
@@ -44,6 +46,7 @@
 //! final Lease release) keep working on the other agent.
 
 mod auth;
+mod body;
 mod client;
 mod config;
 mod error;
@@ -57,6 +60,7 @@ mod transport;
 pub mod watch;
 
 pub use auth::{Auth, TokenFile, TOKEN_FILE_REFRESH};
+pub use body::{BodyLimits, DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::{Client, ObjectList, DEFAULT_WATCH_TIMEOUT};
 pub use config::{ClientConfig, TlsMaterial, SERVICE_ACCOUNT_DIR};
 pub use error::{Cause, Error, Status};

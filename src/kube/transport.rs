@@ -7,6 +7,7 @@
 //! error body without a size limit, and never sleep except on the clock.
 
 use super::auth::Auth;
+use super::body::BodyLimits;
 use super::config::ClientConfig;
 use super::error::{Error, Status};
 use super::metrics::Metrics;
@@ -54,11 +55,13 @@ pub(crate) struct Transport {
     tls_cfg: ureq::tls::TlsConfig,
     pub watch_shutdown: Arc<AtomicBool>,
     pub watch_idle_margin: Duration,
+    pub watch_idle_timeout: Option<Duration>,
     auth: Auth,
     limiter: TokenBucket,
     pub clock: SharedClock,
     retry: RetryPolicy,
     metrics: Option<Arc<Metrics>>,
+    pub body_limits: BodyLimits,
 }
 
 fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<Agent, Error> {
@@ -158,6 +161,7 @@ impl Transport {
             tls_cfg,
             watch_shutdown: Arc::new(AtomicBool::new(false)),
             watch_idle_margin: cfg.watch_idle_margin,
+            watch_idle_timeout: cfg.watch_idle_timeout,
             auth: cfg.auth.clone(),
             limiter: TokenBucket::new(cfg.qps, cfg.burst, Arc::clone(&clock)),
             clock,
@@ -167,6 +171,7 @@ impl Transport {
                 ..RetryPolicy::default()
             },
             metrics: metrics.map(Metrics::for_registry),
+            body_limits: cfg.body_limits,
         })
     }
 
@@ -216,6 +221,22 @@ impl Transport {
             server: self.server.clone(),
             timeout: matches!(e, ureq::Error::Timeout(_)),
             cause: e.to_string(),
+        }
+    }
+
+    /// Count a response body that exceeded a limit or was cut off.
+    pub fn record_body_error(&self, req: &Req<'_>, e: &Error) {
+        let kind = match e {
+            Error::TooLarge { .. } => "too_large",
+            Error::Transport { .. } => "cut_off",
+            Error::Decode { .. } => "undecodable",
+            _ => return,
+        };
+        if matches!(e, Error::TooLarge { .. }) {
+            log::warn!("{e}");
+        }
+        if let Some(m) = &self.metrics {
+            m.body_error(req.verb.as_str(), &req.resource, kind);
         }
     }
 

@@ -28,7 +28,13 @@
 //!   `initial_events_end`, which replaces the store; the same stream then
 //!   goes on as an ordinary watch. An `Other` failure (e.g. a server that
 //!   forbids `sendInitialEvents`) switches this reflector back to LIST for
-//!   good; other failures back off and try the watch-list again.
+//!   good, and so does an initial phase without its end bookmark after
+//!   `watch_list_bound` (a server that ignores the parameter); other
+//!   failures back off and try the watch-list again.
+//! - Bounds against a broken or hostile server: at most `max_list_items`
+//!   objects and `max_list_pages` pages per LIST, and a continue token that
+//!   comes again ends the LIST; each ends it with an error and a relist
+//!   after a backoff (reported as [`Output::Failed`]).
 
 mod types;
 
@@ -184,32 +190,49 @@ impl<T: super::source::Cacheable> Reflector<T> {
                 }
                 Output::None
             }
-            Input::WatchOpened(Err(e)) | Input::Event(Err(e)) => {
-                self.on_watch_error(e, now);
-                Output::None
-            }
+            Input::WatchOpened(Err(e)) | Input::Event(Err(e)) => self.on_watch_error(e, now),
             Input::Event(Ok(ev)) => match self.state {
                 State::WatchListing { .. } => self.on_initial_event(ev, now),
                 _ => self.on_event(ev),
             },
-            Input::WatchEnded => {
-                self.on_watch_end(now);
-                Output::None
-            }
+            Input::WatchEnded => self.on_watch_end(now),
         }
     }
 
     fn on_page(&mut self, page: Page<T>, now: Instant) -> Output<T> {
-        let mut items = match std::mem::replace(&mut self.state, State::NeedList) {
-            State::Listing { items, .. } => items,
-            _ => Vec::new(),
+        let (mut items, mut tokens) = match std::mem::replace(&mut self.state, State::NeedList) {
+            State::Listing { items, tokens, .. } => (items, tokens),
+            _ => (Vec::new(), Vec::new()),
         };
         items.extend(page.items);
+        if items.len() > self.config.max_list_items {
+            let e = SourceError::other(format!(
+                "LIST delivered more than {} objects (kubernetes.max_list_items); relisting after a backoff",
+                self.config.max_list_items
+            ));
+            return self.fail_list(e, now);
+        }
         match page.continue_token.filter(|c| !c.is_empty()) {
             Some(continue_token) => {
+                let h = token_hash(&continue_token);
+                if tokens.contains(&h) {
+                    let e = SourceError::other(
+                        "LIST paging does not advance: the server sent a continue token again; relisting after a backoff",
+                    );
+                    return self.fail_list(e, now);
+                }
+                if tokens.len() + 1 >= self.config.max_list_pages as usize {
+                    let e = SourceError::other(format!(
+                        "LIST took more than {} pages; relisting after a backoff",
+                        self.config.max_list_pages
+                    ));
+                    return self.fail_list(e, now);
+                }
+                tokens.push(h);
                 self.state = State::Listing {
                     continue_token,
                     items,
+                    tokens,
                 };
                 Output::None
             }
@@ -224,6 +247,12 @@ impl<T: super::source::Cacheable> Reflector<T> {
                 }
             }
         }
+    }
+
+    /// End a LIST the reflector refuses to finish: back off, relist.
+    fn fail_list(&mut self, e: SourceError, now: Instant) -> Output<T> {
+        self.back_off(now, &e, Resume::List);
+        Output::Failed(e)
     }
 
     fn on_event(&mut self, ev: WatchEvent<T>) -> Output<T> {
@@ -252,6 +281,25 @@ impl<T: super::source::Cacheable> Reflector<T> {
         let State::WatchListing { items, opened } = &mut self.state else {
             return Output::None;
         };
+        let ended = matches!(
+            ev,
+            WatchEvent::Bookmark {
+                initial_events_end: true,
+                ..
+            }
+        );
+        if !ended && now.saturating_duration_since(*opened) >= self.config.watch_list_bound {
+            return self.watch_list_ignored(now);
+        }
+        if items.len() >= self.config.max_list_items {
+            self.watch_list = false;
+            let e = SourceError::other(format!(
+                "watch-list delivered more than {} objects (kubernetes.max_list_items); using LIST from now on",
+                self.config.max_list_items
+            ));
+            self.back_off(now, &e, Resume::List);
+            return Output::Failed(e);
+        }
         match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => items.push(o),
             WatchEvent::Deleted(o) => {
@@ -279,11 +327,29 @@ impl<T: super::source::Cacheable> Reflector<T> {
         Output::None
     }
 
-    fn on_watch_list_error(&mut self, e: SourceError, now: Instant) {
+    /// No initial-events-end bookmark within the bound: the server ignores
+    /// `sendInitialEvents` (older API servers); LIST from now on.
+    fn watch_list_ignored(&mut self, now: Instant) -> Output<T> {
+        self.watch_list = false;
+        let e = SourceError::other(format!(
+            "watch-list: no initial-events-end bookmark within {}s of opening (the server ignores sendInitialEvents); using LIST from now on",
+            self.config.watch_list_bound.as_secs()
+        ));
+        self.back_off(now, &e, Resume::List);
+        Output::Failed(e)
+    }
+
+    fn on_watch_list_error(&mut self, e: SourceError, now: Instant) -> Output<T> {
+        if let State::WatchListing { opened, .. } = self.state {
+            if now.saturating_duration_since(opened) >= self.config.watch_list_bound {
+                return self.watch_list_ignored(now);
+            }
+        }
         if e.kind == ErrorKind::Other {
             self.watch_list = false;
         }
         self.back_off(now, &e, Resume::List);
+        Output::None
     }
 
     fn current_rv(&self) -> Option<String> {
@@ -293,14 +359,16 @@ impl<T: super::source::Cacheable> Reflector<T> {
         }
     }
 
-    fn on_watch_error(&mut self, e: SourceError, now: Instant) {
+    fn on_watch_error(&mut self, e: SourceError, now: Instant) -> Output<T> {
         if matches!(
             self.state,
             State::NeedWatchList | State::WatchListing { .. }
         ) {
             return self.on_watch_list_error(e, now);
         }
-        let Some(rv) = self.current_rv() else { return };
+        let Some(rv) = self.current_rv() else {
+            return Output::None;
+        };
         match e.kind {
             ErrorKind::Expired => {
                 let fresh = self.last_list_done.is_some_and(|t| {
@@ -315,15 +383,19 @@ impl<T: super::source::Cacheable> Reflector<T> {
             ErrorKind::Transient => self.back_off(now, &e, Resume::Watch(rv)),
             ErrorKind::Other => self.back_off(now, &e, Resume::List),
         }
+        Output::None
     }
 
-    fn on_watch_end(&mut self, now: Instant) {
+    fn on_watch_end(&mut self, now: Instant) -> Output<T> {
         if let State::WatchListing { .. } = self.state {
             let e = SourceError::transient("watch-list ended before its initial events did");
-            return self.on_watch_list_error(e, now);
+            return match self.on_watch_list_error(e.clone(), now) {
+                Output::None => Output::Failed(e),
+                other => other,
+            };
         }
         let State::Watching { rv, opened, events } = &self.state else {
-            return;
+            return Output::None;
         };
         let healthy =
             *events > 0 || now.saturating_duration_since(*opened) >= self.config.min_watch_duration;
@@ -334,6 +406,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
             let e = SourceError::transient("very short watch: ended at once without events");
             self.back_off(now, &e, Resume::Watch(rv));
         }
+        Output::None
     }
 
     fn back_off(&mut self, now: Instant, e: &SourceError, then: Resume) {
@@ -348,6 +421,14 @@ impl<T: super::source::Cacheable> Reflector<T> {
         let until = now.checked_add(d).unwrap_or(now);
         self.state = State::Backoff { until, then };
     }
+}
+
+/// A continue token's hash (tokens can be long; only equality matters).
+fn token_hash(token: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    token.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]

@@ -345,13 +345,158 @@ fn watch_list_ending_early_backs_off_and_retries_watch_list() {
     r.step(Input::WatchOpened(Ok(())), now);
     r.step(Input::Event(Ok(WatchEvent::Added(obj("a", "1", "3")))), now);
     let out = r.step(Input::WatchEnded, now);
-    assert_eq!(
-        out,
-        Output::None,
-        "a partial initial list never reaches the store"
+    assert!(
+        matches!(out, Output::Failed(_)),
+        "a partial initial list never reaches the store: {out:?}"
     );
     assert!(matches!(r.next_action(now), Action::Wait(_)));
     let later = now + Duration::from_secs(2);
     assert!(matches!(r.next_action(later), Action::Watch(w) if w.send_initial_events));
     assert_eq!(r.lists_started(), 2);
+}
+
+fn bounded_cfg() -> ReflectorConfig {
+    ReflectorConfig {
+        max_list_items: 3,
+        max_list_pages: 4,
+        ..cfg()
+    }
+}
+
+/// Pages as `(items, continue token)`.
+type Pages = Vec<(usize, Option<&'static str>)>;
+
+/// Feed pages `(items, continue)` and return the outputs.
+fn feed(r: &mut Reflector<Obj>, now: Instant, pages: &[(usize, Option<&str>)]) -> Vec<Output<Obj>> {
+    let mut outs = Vec::new();
+    for (i, (n, cont)) in pages.iter().enumerate() {
+        assert!(matches!(r.next_action(now), Action::List(_)), "page {i}");
+        let items = (0..*n)
+            .map(|k| obj("a", &format!("{i}-{k}"), "1"))
+            .collect();
+        outs.push(r.step(Input::Listed(Ok(page(items, "9", *cont))), now));
+    }
+    outs
+}
+
+#[test]
+fn list_bounds_end_a_list_with_an_error_and_a_relist_after_backoff() {
+    // (pages, reason the last page fails, or None when the list completes)
+    let table: Vec<(Pages, Option<&str>)> = vec![
+        (vec![(3, None)], None),
+        (vec![(2, Some("c1")), (1, None)], None),
+        (
+            vec![(2, Some("c1")), (2, None)],
+            Some("more than 3 objects"),
+        ),
+        (vec![(4, None)], Some("kubernetes.max_list_items")),
+        (
+            vec![(1, Some("c1")), (0, Some("c1"))],
+            Some("continue token again"),
+        ),
+        (
+            vec![(0, Some("a")), (0, Some("b")), (0, Some("a"))],
+            Some("continue token again"),
+        ),
+        (
+            vec![
+                (0, Some("a")),
+                (0, Some("b")),
+                (0, Some("c")),
+                (0, Some("d")),
+            ],
+            Some("more than 4 pages"),
+        ),
+        (
+            vec![(0, Some("a")), (0, Some("b")), (0, Some("c")), (0, None)],
+            None,
+        ),
+    ];
+    for (pages, want) in table {
+        let now = t0();
+        let mut r: Reflector<Obj> = Reflector::new(bounded_cfg());
+        let outs = feed(&mut r, now, &pages);
+        let last = outs.last().expect("one output");
+        match want {
+            None => assert!(
+                matches!(last, Output::Replace { .. }),
+                "{pages:?}: {last:?}"
+            ),
+            Some(reason) => {
+                let Output::Failed(e) = last else {
+                    panic!("{pages:?}: want Failed, got {last:?}");
+                };
+                assert!(e.message.contains(reason), "{pages:?}: {e}");
+                assert!(matches!(r.next_action(now), Action::Wait(_)), "backs off");
+                let later = now + Duration::from_secs(60);
+                match r.next_action(later) {
+                    Action::List(req) => assert_eq!(req.continue_token, None, "a fresh list"),
+                    other => panic!("{pages:?}: want a relist, got {other:?}"),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn watch_list_ignored_by_the_server_falls_back_to_list_for_good() {
+    let now = t0();
+    let cfg = ReflectorConfig {
+        watch_list_bound: Duration::from_secs(30),
+        ..watch_list_cfg()
+    };
+    let mut r: Reflector<Obj> = Reflector::new(cfg);
+    assert!(matches!(r.next_action(now), Action::Watch(w) if w.send_initial_events));
+    r.step(Input::WatchOpened(Ok(())), now);
+    // An older server: synthetic ADDED events and plain bookmarks, never
+    // the initial-events-end one.
+    let soon = now + Duration::from_secs(10);
+    assert_eq!(
+        r.step(
+            Input::Event(Ok(WatchEvent::Added(obj("a", "1", "3")))),
+            soon
+        ),
+        Output::None
+    );
+    assert_eq!(
+        r.step(Input::Event(Ok(bookmark("4", false))), soon),
+        Output::None
+    );
+    let late = now + Duration::from_secs(31);
+    let out = r.step(Input::Event(Ok(bookmark("5", false))), late);
+    let Output::Failed(e) = out else {
+        panic!("want Failed, got {out:?}");
+    };
+    assert!(e.message.contains("ignores sendInitialEvents"), "{e}");
+    assert!(!r.uses_watch_list());
+    let later = late + Duration::from_secs(60);
+    assert!(matches!(r.next_action(later), Action::List(_)));
+
+    // A silent server: the idle read timeout ends the stream past the bound.
+    let mut r: Reflector<Obj> = Reflector::new(ReflectorConfig {
+        watch_list_bound: Duration::from_secs(30),
+        ..watch_list_cfg()
+    });
+    r.next_action(now);
+    r.step(Input::WatchOpened(Ok(())), now);
+    let out = r.step(Input::Event(Err(SourceError::transient("idle"))), late);
+    assert!(matches!(out, Output::Failed(_)), "{out:?}");
+    assert!(!r.uses_watch_list());
+}
+
+#[test]
+fn watch_list_ending_early_is_reported() {
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(watch_list_cfg());
+    r.next_action(now);
+    r.step(Input::WatchOpened(Ok(())), now);
+    let out = r.step(Input::WatchEnded, now);
+    let Output::Failed(e) = out else {
+        panic!("want Failed, got {out:?}");
+    };
+    assert!(e.message.contains("ended before its initial events"), "{e}");
+    assert!(
+        r.uses_watch_list(),
+        "an early end alone does not give up watch-list"
+    );
 }

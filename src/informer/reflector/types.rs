@@ -24,6 +24,15 @@ pub struct ReflectorConfig {
     pub seed: Option<u64>,
     /// Use watch-list (streaming initial events) instead of LIST.
     pub watch_list: bool,
+    /// Most objects one LIST (all pages) or watch-list initial phase may
+    /// deliver (`kubernetes.max_list_items`); more ends it with an error.
+    pub max_list_items: usize,
+    /// Most pages one LIST may take.
+    pub max_list_pages: u32,
+    /// A watch-list whose initial-events-end bookmark has not come this
+    /// long after the watch opened is taken for a server that ignores
+    /// `sendInitialEvents`: the reflector falls back to LIST for good.
+    pub watch_list_bound: Duration,
 }
 
 impl Default for ReflectorConfig {
@@ -36,6 +45,9 @@ impl Default for ReflectorConfig {
             backoff: BackoffConfig::default(),
             seed: None,
             watch_list: false,
+            max_list_items: 200_000,
+            max_list_pages: 10_000,
+            watch_list_bound: Duration::from_secs(120),
         }
     }
 }
@@ -76,6 +88,9 @@ pub enum State<T> {
         continue_token: String,
         /// Items of the pages so far.
         items: Vec<T>,
+        /// Hashes of the continue tokens seen so far (one per page): a
+        /// token that comes again would page forever.
+        tokens: Vec<u64>,
     },
     /// Entered after a complete list or a healthy watch end: a watch from
     /// `rv` must be opened. Left when the open succeeds or fails.
@@ -139,4 +154,8 @@ pub enum Output<T> {
     },
     /// Apply one watch event (bookmarks only move the RV).
     Apply(WatchEvent<T>),
+    /// The reflector itself ended a list or watch (a bound was exceeded, a
+    /// watch-list was cut short or ignored): report it (log, count); the
+    /// state already says what comes next.
+    Failed(SourceError),
 }

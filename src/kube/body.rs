@@ -1,0 +1,298 @@
+//! Bounded decoding of non-watch response bodies (issue 17, items 1 and 8).
+//!
+//! Every body is read through a [`CappedReader`] that fails once more than
+//! `max_bytes` arrive, and a LIST page's `items` are counted while they are
+//! decoded, so a server that streams `{"items":[{},{},…` without end costs
+//! at most the byte cap (plus the decoded items within it), never all the
+//! memory of the machine. A body cut off mid-read (early EOF, read timeout,
+//! reset) is a retryable transport error, not a decode error.
+//!
+//! Owns only the reading and the error classification; must never buffer a
+//! whole body (it decodes while the bytes stream in) and never retry.
+
+use super::error::Error;
+use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use std::io::{self, BufReader, Read};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Default cap on one response body: far above the largest page a real API
+/// server sends at `limit=500` (500 large pods are a few MiB), far below
+/// what would hurt a small control-plane node.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 << 20;
+
+/// The limits a body is read under, named by their config keys in errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyLimits {
+    /// `kubernetes.max_response_bytes`.
+    pub max_bytes: u64,
+    /// Items one LIST page may carry (derived from `kubernetes.max_list_items`).
+    pub max_items: usize,
+}
+
+impl Default for BodyLimits {
+    fn default() -> BodyLimits {
+        BodyLimits {
+            max_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_items: DEFAULT_MAX_LIST_ITEMS,
+        }
+    }
+}
+
+/// Default bound on the objects of one LIST (all pages together): above
+/// upstream's scalability limit of 150,000 pods per cluster.
+pub const DEFAULT_MAX_LIST_ITEMS: usize = 200_000;
+
+/// A reader that fails with an `Other` I/O error once more than `left`
+/// bytes were read, and remembers that it did.
+pub struct CappedReader<R> {
+    inner: R,
+    left: u64,
+    exceeded: Arc<AtomicBool>,
+}
+
+impl<R: Read> CappedReader<R> {
+    /// Wrap `inner`; at most `max` bytes may be read.
+    pub fn new(inner: R, max: u64) -> (CappedReader<R>, Arc<AtomicBool>) {
+        let exceeded = Arc::new(AtomicBool::new(false));
+        (
+            CappedReader {
+                inner,
+                left: max,
+                exceeded: Arc::clone(&exceeded),
+            },
+            exceeded,
+        )
+    }
+}
+
+impl<R: Read> Read for CappedReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            // One byte more than allowed tells "exactly at the cap" (fine)
+            // from "over it".
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => {
+                    self.exceeded.store(true, Ordering::SeqCst);
+                    Err(io::Error::other("response body exceeds the size limit"))
+                }
+            };
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Why decoding stopped early, recorded by the item-counting visitor.
+#[derive(Default)]
+struct Overflow(AtomicBool);
+
+/// What a failed decode means: the cap → [`Error::TooLarge`]; an I/O error
+/// or an early end of input → a retryable [`Error::Transport`]; anything
+/// else → [`Error::Decode`].
+fn classify(
+    e: serde_json::Error,
+    what: &str,
+    server: &str,
+    limits: &BodyLimits,
+    bytes_exceeded: bool,
+    items_exceeded: bool,
+) -> Error {
+    use serde_json::error::Category;
+    if bytes_exceeded {
+        return Error::TooLarge {
+            what: what.to_string(),
+            limit: format!("{} bytes (kubernetes.max_response_bytes)", limits.max_bytes),
+        };
+    }
+    if items_exceeded {
+        return Error::TooLarge {
+            what: what.to_string(),
+            limit: format!(
+                "{} items in one page (kubernetes.max_list_items)",
+                limits.max_items
+            ),
+        };
+    }
+    match e.classify() {
+        Category::Io | Category::Eof => Error::Transport {
+            server: server.to_string(),
+            timeout: e
+                .io_error_kind()
+                .is_some_and(|k| matches!(k, io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)),
+            cause: format!("response body of {what} cut off: {e}"),
+        },
+        _ => Error::Decode {
+            what: what.to_string(),
+            detail: e.to_string(),
+        },
+    }
+}
+
+/// Decode one JSON object from `body` under `limits.max_bytes`.
+pub fn decode<T: DeserializeOwned, R: Read>(
+    body: R,
+    what: &str,
+    server: &str,
+    limits: &BodyLimits,
+) -> Result<T, Error> {
+    let (capped, exceeded) = CappedReader::new(body, limits.max_bytes);
+    let reader = BufReader::with_capacity(64 * 1024, capped);
+    serde_json::from_reader(reader).map_err(|e| {
+        classify(
+            e,
+            what,
+            server,
+            limits,
+            exceeded.load(Ordering::SeqCst),
+            false,
+        )
+    })
+}
+
+/// A decoded LIST page.
+#[derive(Debug)]
+pub struct ListBody<T> {
+    /// `items` (null → empty).
+    pub items: Vec<T>,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// `metadata.continue`.
+    pub continue_token: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ListMeta {
+    resource_version: String,
+    #[serde(rename = "continue")]
+    continue_token: Option<String>,
+}
+
+/// Decode a LIST page from `body` under both limits.
+pub fn decode_list<T: DeserializeOwned, R: Read>(
+    body: R,
+    what: &str,
+    server: &str,
+    limits: &BodyLimits,
+) -> Result<ListBody<T>, Error> {
+    let (capped, exceeded) = CappedReader::new(body, limits.max_bytes);
+    let reader = BufReader::with_capacity(64 * 1024, capped);
+    let overflow = Overflow::default();
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let seed = ListSeed::<T> {
+        max_items: limits.max_items,
+        overflow: &overflow,
+        _t: PhantomData,
+    };
+    let res = seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l));
+    res.map_err(|e| {
+        classify(
+            e,
+            what,
+            server,
+            limits,
+            exceeded.load(Ordering::SeqCst),
+            overflow.0.load(Ordering::SeqCst),
+        )
+    })
+}
+
+struct ListSeed<'a, T> {
+    max_items: usize,
+    overflow: &'a Overflow,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for ListSeed<'_, T> {
+    type Value = ListBody<T>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<ListBody<T>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for ListSeed<'_, T> {
+    type Value = ListBody<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<ListBody<T>, A::Error> {
+        let mut meta = ListMeta::default();
+        let mut items = Vec::new();
+        while let Some(k) = a.next_key::<String>()? {
+            match k.as_str() {
+                "metadata" => meta = a.next_value::<Option<ListMeta>>()?.unwrap_or_default(),
+                "items" => {
+                    items = a
+                        .next_value_seed(ItemsSeed::<T> {
+                            max_items: self.max_items,
+                            overflow: self.overflow,
+                            _t: PhantomData,
+                        })?
+                        .unwrap_or_default()
+                }
+                _ => {
+                    a.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(ListBody {
+            items,
+            resource_version: meta.resource_version,
+            continue_token: meta.continue_token.filter(|c| !c.is_empty()),
+        })
+    }
+}
+
+/// `items`: null or an array of at most `max_items` objects.
+struct ItemsSeed<'a, T> {
+    max_items: usize,
+    overflow: &'a Overflow,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for ItemsSeed<'_, T> {
+    type Value = Option<Vec<T>>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<Vec<T>>, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for ItemsSeed<'_, T> {
+    type Value = Option<Vec<T>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("null or an array of objects")
+    }
+    fn visit_none<E>(self) -> Result<Option<Vec<T>>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Option<Vec<T>>, E> {
+        Ok(None)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<Vec<T>>, D::Error> {
+        d.deserialize_seq(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Option<Vec<T>>, A::Error> {
+        let mut items = Vec::with_capacity(s.size_hint().unwrap_or(0).min(1024));
+        while let Some(item) = s.next_element::<T>()? {
+            if items.len() >= self.max_items {
+                self.overflow.0.store(true, Ordering::SeqCst);
+                return Err(serde::de::Error::custom("too many items"));
+            }
+            items.push(item);
+        }
+        Ok(Some(items))
+    }
+}
+
+#[cfg(test)]
+mod tests;

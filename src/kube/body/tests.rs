@@ -1,0 +1,188 @@
+use super::*;
+use crate::model::Pod;
+use std::io::Cursor;
+
+/// `{"items":[` + `n` small pods, never closed when `endless`.
+struct PodStream {
+    n: usize,
+    i: usize,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl PodStream {
+    fn endless() -> PodStream {
+        PodStream {
+            n: usize::MAX,
+            i: 0,
+            buf: br#"{"kind":"PodList","items":["#.to_vec(),
+            pos: 0,
+        }
+    }
+}
+
+impl Read for PodStream {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.buf.len() {
+            if self.i == self.n {
+                return Ok(0);
+            }
+            let sep = if self.i == 0 { "" } else { "," };
+            self.buf = format!(
+                r#"{sep}{{"metadata":{{"name":"p{}","namespace":"x"}}}}"#,
+                self.i
+            )
+            .into_bytes();
+            self.pos = 0;
+            self.i += 1;
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+fn limits(max_bytes: u64, max_items: usize) -> BodyLimits {
+    BodyLimits {
+        max_bytes,
+        max_items,
+    }
+}
+
+#[test]
+fn an_endless_list_stops_at_the_item_cap_naming_the_key() {
+    let e = decode_list::<Pod, _>(
+        PodStream::endless(),
+        "list pods",
+        "s",
+        &limits(1 << 30, 1000),
+    )
+    .expect_err("endless");
+    assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("list pods") && msg.contains("1000 items"),
+        "{msg}"
+    );
+    assert!(msg.contains("kubernetes.max_list_items"), "{msg}");
+    assert!(!e.is_retryable());
+}
+
+#[test]
+fn an_endless_list_stops_at_the_byte_cap_naming_the_key() {
+    let e = decode_list::<Pod, _>(
+        PodStream::endless(),
+        "list pods",
+        "s",
+        &limits(1 << 16, 1 << 20),
+    )
+    .expect_err("endless");
+    let msg = e.to_string();
+    assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+    assert!(
+        msg.contains("65536 bytes (kubernetes.max_response_bytes)"),
+        "{msg}"
+    );
+    // A plain object body is capped the same way.
+    let e = decode::<serde_json::Value, _>(
+        PodStream::endless(),
+        "get pods/x",
+        "s",
+        &limits(1 << 16, 10),
+    )
+    .expect_err("endless");
+    assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+}
+
+#[test]
+fn a_body_exactly_at_the_cap_is_fine() {
+    let body = br#"{"metadata":{"resourceVersion":"7","continue":"c1"},"items":[{"metadata":{"name":"a"}}]}"#;
+    let l = decode_list::<Pod, _>(
+        Cursor::new(&body[..]),
+        "list pods",
+        "s",
+        &limits(body.len() as u64, 1),
+    )
+    .expect("at the cap");
+    assert_eq!(l.items.len(), 1);
+    assert_eq!(l.resource_version, "7");
+    assert_eq!(l.continue_token.as_deref(), Some("c1"));
+    let e = decode_list::<Pod, _>(
+        Cursor::new(&body[..]),
+        "list pods",
+        "s",
+        &limits(body.len() as u64 - 1, 1),
+    )
+    .expect_err("one byte over");
+    assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+}
+
+#[test]
+fn null_items_empty_continue_and_unknown_fields() {
+    let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"3","continue":""},"items":null,"extra":[1,{"a":2}]}"#;
+    let l = decode_list::<Pod, _>(
+        Cursor::new(&body[..]),
+        "list pods",
+        "s",
+        &BodyLimits::default(),
+    )
+    .expect("decodes");
+    assert!(l.items.is_empty());
+    assert_eq!(l.resource_version, "3");
+    assert_eq!(l.continue_token, None);
+}
+
+/// A reader that yields `data` and then fails like a reset or a timeout.
+struct CutOff {
+    data: Cursor<Vec<u8>>,
+    then: Option<io::ErrorKind>,
+}
+
+impl Read for CutOff {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.data.read(out)?;
+        match (n, self.then) {
+            (0, Some(k)) => Err(io::Error::new(k, "peer went away")),
+            _ => Ok(n),
+        }
+    }
+}
+
+#[test]
+fn a_body_cut_off_mid_read_is_a_retryable_transport_error() {
+    let half = br#"{"metadata":{"resourceVersion":"3"},"items":[{"metadata":{"name":"a"}},{"meta"#
+        .to_vec();
+    let cases = [
+        (None, false),
+        (Some(io::ErrorKind::TimedOut), true),
+        (Some(io::ErrorKind::ConnectionReset), false),
+    ];
+    for (then, timeout) in cases {
+        let r = CutOff {
+            data: Cursor::new(half.clone()),
+            then,
+        };
+        let e = decode_list::<Pod, _>(r, "list pods", "https://api:6443", &BodyLimits::default())
+            .expect_err("cut off");
+        match &e {
+            Error::Transport {
+                timeout: t, cause, ..
+            } => {
+                assert_eq!(*t, timeout, "{then:?}: {e}");
+                assert!(cause.contains("list pods"), "{cause}");
+            }
+            other => panic!("{then:?}: want Transport, got {other:?}"),
+        }
+        assert!(e.is_retryable(), "{then:?}");
+    }
+    // Garbage stays a (non-retryable) decode error.
+    let e = decode_list::<Pod, _>(
+        Cursor::new(b"<html>".to_vec()),
+        "list pods",
+        "s",
+        &BodyLimits::default(),
+    )
+    .expect_err("garbage");
+    assert!(matches!(e, Error::Decode { .. }), "{e:?}");
+}
