@@ -228,16 +228,18 @@ impl Caches {
 
     /// Stop: wake blocked watch reads and join every watcher thread. The
     /// shutdown signal must already be triggered.
-    pub fn stop(self) {
+    pub fn stop(self, within: std::time::Duration) {
         self.client.shutdown_watches();
-        let mut ok = self.pods.join();
-        ok &= self.services.join();
-        ok &= self.nodes.join();
-        ok &= self.namespaces.join();
-        ok &= self.endpoints.is_none_or(Informer::join);
-        ok &= self.endpointslices.is_none_or(Informer::join);
+        let deadline = std::time::Instant::now() + within;
+        let left = || deadline.saturating_duration_since(std::time::Instant::now());
+        let mut ok = self.pods.join_within(left());
+        ok &= self.services.join_within(left());
+        ok &= self.nodes.join_within(left());
+        ok &= self.namespaces.join_within(left());
+        ok &= self.endpoints.is_none_or(|i| i.join_within(left()));
+        ok &= self.endpointslices.is_none_or(|i| i.join_within(left()));
         if !ok {
-            log::error!("an informer thread had panicked");
+            log::warn!("an informer thread had not stopped within {within:?} (or had panicked)");
         }
     }
 }

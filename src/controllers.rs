@@ -230,9 +230,10 @@ impl Running {
     /// Stop taking keys and let in-flight syncs finish, for at most `drain`
     /// overall.
     pub fn stop(self, drain: Duration) -> bool {
+        let deadline = std::time::Instant::now() + drain;
         let mut ok = true;
         for p in self.pools {
-            ok &= p.stop(drain);
+            ok &= p.stop(deadline.saturating_duration_since(std::time::Instant::now()));
         }
         ok
     }

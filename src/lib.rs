@@ -28,6 +28,7 @@ pub mod informer;
 pub mod kube;
 pub mod lease;
 pub mod logging;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod names;

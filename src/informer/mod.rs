@@ -205,6 +205,14 @@ impl<T: Cacheable> Informer<T> {
     pub fn join(mut self) -> bool {
         self.thread.take().is_none_or(|t| t.join().is_ok())
     }
+
+    /// Like [`Informer::join`], but gives up after `within` (the thread is
+    /// left to end on its own, e.g. at process exit).
+    pub fn join_within(mut self, within: std::time::Duration) -> bool {
+        self.thread
+            .take()
+            .is_none_or(|t| crate::shutdown::join_within(t, within))
+    }
 }
 
 impl<T: Cacheable> Synced for Informer<T> {

@@ -1,8 +1,9 @@
 //! Bounded decoding of non-watch response bodies (issue 17, items 1 and 8).
 //!
-//! Every body is read through a [`CappedReader`] that fails once more than
+//! Every body is read through a capped reader that fails once more than
 //! `max_bytes` arrive, and a LIST page's `items` are counted while they are
-//! decoded, so a server that streams `{"items":[{},{},…` without end costs
+//! decoded; the bytes read and the items' in-memory size are charged to one
+//! process-wide pool ([`IN_FLIGHT`]) capped at `max_bytes` too, so a server that streams `{"items":[{},{},…` without end costs
 //! at most the byte cap (plus the decoded items within it), never all the
 //! memory of the machine. A body cut off mid-read (early EOF, read timeout,
 //! reset) is a retryable transport error, not a decode error.
@@ -16,8 +17,7 @@ use serde::Deserialize;
 use std::fmt;
 use std::io::{self, BufReader, Read};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Default cap on one response body: far above the largest page a real API
 /// server sends at `limit=500` (500 large pods are a few MiB), far below
@@ -46,31 +46,76 @@ impl Default for BodyLimits {
 /// upstream's scalability limit of 150,000 pods per cluster.
 pub const DEFAULT_MAX_LIST_ITEMS: usize = 200_000;
 
-/// A reader that fails with an `Other` I/O error once more than `left`
-/// bytes were read, and remembers that it did.
-pub struct CappedReader<R> {
-    inner: R,
-    left: u64,
-    exceeded: Arc<AtomicBool>,
+/// Memory held by response bodies being decoded right now, process-wide:
+/// the bytes read so far plus the in-memory size of the items decoded so
+/// far. Concurrent LISTs (one per informer) share `max_bytes` through it,
+/// so six informers against a hostile server cannot hold six caps at once.
+pub static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
+
+/// What one body has charged to a shared in-flight pool; released when
+/// the decoding ends (success or failure).
+struct Charge<'a> {
+    pool: &'a AtomicU64,
+    cap: u64,
+    charged: AtomicU64,
+    over: AtomicBool,
 }
 
-impl<R: Read> CappedReader<R> {
-    /// Wrap `inner`; at most `max` bytes may be read.
-    pub fn new(inner: R, max: u64) -> (CappedReader<R>, Arc<AtomicBool>) {
-        let exceeded = Arc::new(AtomicBool::new(false));
-        (
-            CappedReader {
-                inner,
-                left: max,
-                exceeded: Arc::clone(&exceeded),
-            },
-            exceeded,
-        )
+impl<'a> Charge<'a> {
+    fn new(pool: &'a AtomicU64, cap: u64) -> Charge<'a> {
+        Charge {
+            pool,
+            cap,
+            charged: AtomicU64::new(0),
+            over: AtomicBool::new(false),
+        }
+    }
+
+    /// Charge `n` bytes; false (and remembered) once the pool is over cap.
+    fn charge(&self, n: u64) -> bool {
+        self.charged.fetch_add(n, Ordering::SeqCst);
+        let total = self.pool.fetch_add(n, Ordering::SeqCst).saturating_add(n);
+        if total > self.cap {
+            self.over.store(true, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    fn is_over(&self) -> bool {
+        self.over.load(Ordering::SeqCst)
     }
 }
 
-impl<R: Read> Read for CappedReader<R> {
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        self.pool
+            .fetch_sub(self.charged.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+}
+
+/// A reader that fails with an `Other` I/O error once more than `left`
+/// bytes were read, or once the shared pool is over its cap.
+struct CappedReader<'a, R> {
+    inner: R,
+    left: u64,
+    charge: &'a Charge<'a>,
+}
+
+impl<'a, R: Read> CappedReader<'a, R> {
+    /// Wrap `inner`; at most `max` bytes may be read.
+    fn new(inner: R, max: u64, charge: &'a Charge<'a>) -> CappedReader<'a, R> {
+        CappedReader {
+            inner,
+            left: max,
+            charge,
+        }
+    }
+}
+
+impl<R: Read> Read for CappedReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let over = || io::Error::other("response body exceeds the size limit");
         if self.left == 0 {
             // One byte more than allowed tells "exactly at the cap" (fine)
             // from "over it".
@@ -78,8 +123,8 @@ impl<R: Read> Read for CappedReader<R> {
             return match self.inner.read(&mut probe)? {
                 0 => Ok(0),
                 _ => {
-                    self.exceeded.store(true, Ordering::SeqCst);
-                    Err(io::Error::other("response body exceeds the size limit"))
+                    self.charge.over.store(true, Ordering::SeqCst);
+                    Err(over())
                 }
             };
         }
@@ -88,6 +133,9 @@ impl<R: Read> Read for CappedReader<R> {
             .min(usize::try_from(self.left).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..want])?;
         self.left -= n as u64;
+        if !self.charge.charge(n as u64) {
+            return Err(over());
+        }
         Ok(n)
     }
 }
@@ -111,7 +159,10 @@ fn classify(
     if bytes_exceeded {
         return Error::TooLarge {
             what: what.to_string(),
-            limit: format!("{} bytes (kubernetes.max_response_bytes)", limits.max_bytes),
+            limit: format!(
+                "{} bytes (kubernetes.max_response_bytes, shared by the responses being read at once)",
+                limits.max_bytes
+            ),
         };
     }
     if items_exceeded {
@@ -138,25 +189,20 @@ fn classify(
     }
 }
 
-/// Decode one JSON object from `body` under `limits.max_bytes`.
+/// Decode one JSON object from `body` under `limits.max_bytes`, charging
+/// the shared in-flight `pool` (normally [`IN_FLIGHT`]).
 pub fn decode<T: DeserializeOwned, R: Read>(
     body: R,
     what: &str,
     server: &str,
     limits: &BodyLimits,
+    pool: &AtomicU64,
 ) -> Result<T, Error> {
-    let (capped, exceeded) = CappedReader::new(body, limits.max_bytes);
+    let charge = Charge::new(pool, limits.max_bytes);
+    let capped = CappedReader::new(body, limits.max_bytes, &charge);
     let reader = BufReader::with_capacity(64 * 1024, capped);
-    serde_json::from_reader(reader).map_err(|e| {
-        classify(
-            e,
-            what,
-            server,
-            limits,
-            exceeded.load(Ordering::SeqCst),
-            false,
-        )
-    })
+    serde_json::from_reader(reader)
+        .map_err(|e| classify(e, what, server, limits, charge.is_over(), false))
 }
 
 /// A decoded LIST page.
@@ -178,20 +224,26 @@ struct ListMeta {
     continue_token: Option<String>,
 }
 
-/// Decode a LIST page from `body` under both limits.
+/// Decode a LIST page from `body` under both limits, charging the bytes
+/// read and the items' in-memory size to the shared in-flight `pool`.
 pub fn decode_list<T: DeserializeOwned, R: Read>(
     body: R,
     what: &str,
     server: &str,
     limits: &BodyLimits,
+    pool: &AtomicU64,
 ) -> Result<ListBody<T>, Error> {
-    let (capped, exceeded) = CappedReader::new(body, limits.max_bytes);
-    let reader = BufReader::with_capacity(64 * 1024, capped);
+    let charge = Charge::new(pool, limits.max_bytes);
+    let reader = BufReader::with_capacity(
+        64 * 1024,
+        CappedReader::new(body, limits.max_bytes, &charge),
+    );
     let overflow = Overflow::default();
     let mut de = serde_json::Deserializer::from_reader(reader);
     let seed = ListSeed::<T> {
         max_items: limits.max_items,
         overflow: &overflow,
+        charge: &charge,
         _t: PhantomData,
     };
     let res = seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l));
@@ -201,7 +253,7 @@ pub fn decode_list<T: DeserializeOwned, R: Read>(
             what,
             server,
             limits,
-            exceeded.load(Ordering::SeqCst),
+            charge.is_over(),
             overflow.0.load(Ordering::SeqCst),
         )
     })
@@ -210,6 +262,7 @@ pub fn decode_list<T: DeserializeOwned, R: Read>(
 struct ListSeed<'a, T> {
     max_items: usize,
     overflow: &'a Overflow,
+    charge: &'a Charge<'a>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -236,6 +289,7 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ListSeed<'_, T> {
                         .next_value_seed(ItemsSeed::<T> {
                             max_items: self.max_items,
                             overflow: self.overflow,
+                            charge: self.charge,
                             _t: PhantomData,
                         })?
                         .unwrap_or_default()
@@ -257,6 +311,7 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ListSeed<'_, T> {
 struct ItemsSeed<'a, T> {
     max_items: usize,
     overflow: &'a Overflow,
+    charge: &'a Charge<'a>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -283,10 +338,18 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ItemsSeed<'_, T> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Option<Vec<T>>, A::Error> {
         let mut items = Vec::with_capacity(s.size_hint().unwrap_or(0).min(1024));
+        // Twice the item's size: a growing Vec briefly holds its old and its
+        // new buffer.
+        let size = 2 * std::mem::size_of::<T>() as u64;
         while let Some(item) = s.next_element::<T>()? {
             if items.len() >= self.max_items {
                 self.overflow.0.store(true, Ordering::SeqCst);
                 return Err(serde::de::Error::custom("too many items"));
+            }
+            if !self.charge.charge(size) {
+                return Err(serde::de::Error::custom(
+                    "response body exceeds the size limit",
+                ));
             }
             items.push(item);
         }

@@ -90,6 +90,13 @@ impl Client {
         self.t.shutdown_watches()
     }
 
+    /// Cancel every request of this client and its clones, in flight or
+    /// waiting (retry backoff, rate limiter), and refuse new ones with
+    /// [`Error::Shutdown`]. For shutdown only: it cannot be undone.
+    pub fn cancel(&self) {
+        self.t.cancel()
+    }
+
     /// Drop every pooled connection so the next requests and watches
     /// reconnect (see the heartbeat's repeated-failure handling).
     pub fn reset_connections(&self) {
@@ -100,8 +107,14 @@ impl Client {
         let what = format!("{} {}", req.verb.as_str(), req.resource);
         let resp = self.t.execute(&req)?;
         let body = resp.into_body().into_reader();
-        body::decode(body, &what, &self.t.server, &self.t.body_limits)
-            .inspect_err(|e| self.t.record_body_error(&req, e))
+        body::decode(
+            body,
+            &what,
+            &self.t.server,
+            &self.t.body_limits,
+            &body::IN_FLIGHT,
+        )
+        .inspect_err(|e| self.t.record_body_error(&req, e))
     }
 
     /// GET one object.
@@ -148,6 +161,7 @@ impl Client {
             &what,
             &self.t.server,
             &limits,
+            &body::IN_FLIGHT,
         )
         .inspect_err(|e| self.t.record_body_error(&req, e))?;
         Ok(ObjectList {

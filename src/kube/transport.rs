@@ -27,6 +27,8 @@ use ureq::{Agent, Body, RequestBuilder};
 const MAX_ERROR_BODY: u64 = 1 << 20;
 /// Connect timeout for every request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a wait (retry backoff, rate limiter) looks for a cancel.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// A request body.
 pub(crate) struct Payload<'a> {
@@ -54,6 +56,9 @@ pub(crate) struct Transport {
     agent_cfg: ClientConfig,
     tls_cfg: ureq::tls::TlsConfig,
     pub watch_shutdown: Arc<AtomicBool>,
+    /// Set by [`Transport::cancel`]: every request, retry wait and rate
+    /// limiter wait ends at once with [`Error::Shutdown`].
+    cancelled: AtomicBool,
     pub watch_idle_margin: Duration,
     pub watch_idle_timeout: Option<Duration>,
     auth: Auth,
@@ -160,6 +165,7 @@ impl Transport {
             agent_cfg: cfg.clone(),
             tls_cfg,
             watch_shutdown: Arc::new(AtomicBool::new(false)),
+            cancelled: AtomicBool::new(false),
             watch_idle_margin: cfg.watch_idle_margin,
             watch_idle_timeout: cfg.watch_idle_timeout,
             auth: cfg.auth.clone(),
@@ -186,6 +192,40 @@ impl Transport {
             .take();
         if let Some(a) = a {
             a.shutdown();
+        }
+    }
+
+    /// Cancel everything: requests in flight fail at once (their
+    /// connections are shut down), waits for a retry or for the rate
+    /// limiter end, and every later request returns [`Error::Shutdown`].
+    /// For shutdown: SIGTERM must not wait for a server that never answers.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        self.shutdown_watches();
+        self.agent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .shutdown();
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Sleep `d` on the clock in short slices, ending early on cancel;
+    /// false when cancelled.
+    fn pause(&self, d: Duration) -> bool {
+        let deadline = self.clock.now() + d;
+        loop {
+            if self.is_cancelled() {
+                return false;
+            }
+            let left = deadline.saturating_duration_since(self.clock.now());
+            if left.is_zero() {
+                return true;
+            }
+            self.clock.sleep(left.min(CANCEL_POLL));
         }
     }
 
@@ -234,6 +274,8 @@ impl Transport {
         };
         if matches!(e, Error::TooLarge { .. }) {
             log::warn!("{e}");
+            // The partial body is dropped by now: give its pages back.
+            crate::memory::trim();
         }
         if let Some(m) = &self.metrics {
             m.body_error(req.verb.as_str(), &req.resource, kind);
@@ -302,7 +344,13 @@ impl Transport {
         req: &Req<'_>,
         idle: Option<Duration>,
     ) -> Result<Response<Body>, Error> {
-        self.limiter.accept();
+        let wait = self.limiter.reserve();
+        if !wait.is_zero() && !self.pause(wait) {
+            return Err(Error::Shutdown);
+        }
+        if self.is_cancelled() {
+            return Err(Error::Shutdown);
+        }
         let start = self.clock.now();
         let res = self.attempt(agent, req, idle);
         let secs = self
@@ -312,6 +360,7 @@ impl Transport {
             .as_secs_f64();
         let mut resp = match res {
             Ok(r) => r,
+            Err(_) if self.is_cancelled() => return Err(Error::Shutdown),
             Err(e) => {
                 self.record(req, "<error>", secs);
                 return Err(e);
@@ -360,7 +409,9 @@ impl Transport {
                 req.resource,
                 attempt + 1
             );
-            self.clock.sleep(delay);
+            if !self.pause(delay) {
+                return Err(Error::Shutdown);
+            }
             attempt += 1;
         }
     }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::model::Pod;
 use std::io::Cursor;
+use std::sync::atomic::AtomicU64;
 
 /// `{"items":[` + `n` small pods, never closed when `endless`.
 struct PodStream {
@@ -57,6 +58,7 @@ fn an_endless_list_stops_at_the_item_cap_naming_the_key() {
         "list pods",
         "s",
         &limits(1 << 30, 1000),
+        &AtomicU64::new(0),
     )
     .expect_err("endless");
     assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
@@ -76,12 +78,13 @@ fn an_endless_list_stops_at_the_byte_cap_naming_the_key() {
         "list pods",
         "s",
         &limits(1 << 16, 1 << 20),
+        &AtomicU64::new(0),
     )
     .expect_err("endless");
     let msg = e.to_string();
     assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
     assert!(
-        msg.contains("65536 bytes (kubernetes.max_response_bytes)"),
+        msg.contains("65536 bytes (kubernetes.max_response_bytes"),
         "{msg}"
     );
     // A plain object body is capped the same way.
@@ -90,6 +93,7 @@ fn an_endless_list_stops_at_the_byte_cap_naming_the_key() {
         "get pods/x",
         "s",
         &limits(1 << 16, 10),
+        &AtomicU64::new(0),
     )
     .expect_err("endless");
     assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
@@ -97,15 +101,17 @@ fn an_endless_list_stops_at_the_byte_cap_naming_the_key() {
 
 #[test]
 fn a_body_exactly_at_the_cap_is_fine() {
-    let body = br#"{"metadata":{"resourceVersion":"7","continue":"c1"},"items":[{"metadata":{"name":"a"}}]}"#;
+    // (No items: their in-memory size is charged to the pool as well.)
+    let body = br#"{"metadata":{"resourceVersion":"7","continue":"c1"},"items":[]}"#;
     let l = decode_list::<Pod, _>(
         Cursor::new(&body[..]),
         "list pods",
         "s",
         &limits(body.len() as u64, 1),
+        &AtomicU64::new(0),
     )
     .expect("at the cap");
-    assert_eq!(l.items.len(), 1);
+    assert!(l.items.is_empty());
     assert_eq!(l.resource_version, "7");
     assert_eq!(l.continue_token.as_deref(), Some("c1"));
     let e = decode_list::<Pod, _>(
@@ -113,6 +119,7 @@ fn a_body_exactly_at_the_cap_is_fine() {
         "list pods",
         "s",
         &limits(body.len() as u64 - 1, 1),
+        &AtomicU64::new(0),
     )
     .expect_err("one byte over");
     assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
@@ -126,6 +133,7 @@ fn null_items_empty_continue_and_unknown_fields() {
         "list pods",
         "s",
         &BodyLimits::default(),
+        &AtomicU64::new(0),
     )
     .expect("decodes");
     assert!(l.items.is_empty());
@@ -163,8 +171,14 @@ fn a_body_cut_off_mid_read_is_a_retryable_transport_error() {
             data: Cursor::new(half.clone()),
             then,
         };
-        let e = decode_list::<Pod, _>(r, "list pods", "https://api:6443", &BodyLimits::default())
-            .expect_err("cut off");
+        let e = decode_list::<Pod, _>(
+            r,
+            "list pods",
+            "https://api:6443",
+            &BodyLimits::default(),
+            &AtomicU64::new(0),
+        )
+        .expect_err("cut off");
         match &e {
             Error::Transport {
                 timeout: t, cause, ..
@@ -182,7 +196,46 @@ fn a_body_cut_off_mid_read_is_a_retryable_transport_error() {
         "list pods",
         "s",
         &BodyLimits::default(),
+        &AtomicU64::new(0),
     )
     .expect_err("garbage");
     assert!(matches!(e, Error::Decode { .. }), "{e:?}");
+}
+
+#[test]
+fn concurrent_bodies_share_one_pool_and_release_it() {
+    let pool = AtomicU64::new(0);
+    // Another body holds most of the pool: this one fails early.
+    pool.fetch_add((1 << 16) - 100, Ordering::SeqCst);
+    let body = br#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
+    let e = decode_list::<Pod, _>(
+        Cursor::new(&body[..]),
+        "list pods",
+        "s",
+        &limits(1 << 16, 10),
+        &pool,
+    )
+    .expect_err("pool exhausted");
+    assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+    assert!(
+        e.to_string()
+            .contains("shared by the responses being read at once"),
+        "{e}"
+    );
+    assert_eq!(
+        pool.load(Ordering::SeqCst),
+        (1 << 16) - 100,
+        "the failed body released its charge"
+    );
+    pool.fetch_sub((1 << 16) - 100, Ordering::SeqCst);
+    let l = decode_list::<Pod, _>(
+        Cursor::new(&body[..]),
+        "list pods",
+        "s",
+        &limits(1 << 16, 10),
+        &pool,
+    )
+    .expect("room again");
+    assert_eq!(l.items.len(), 2);
+    assert_eq!(pool.load(Ordering::SeqCst), 0, "released after success");
 }
