@@ -178,6 +178,12 @@ impl Faults {
         }
     }
 
+    /// While on, watches ignore `sendInitialEvents` (an API server older
+    /// than 1.27).
+    pub fn ignore_send_initial_events(&self, on: bool) {
+        self.store.set_ignore_initial_events(on);
+    }
+
     /// End every open watch stream now (stalled ones included).
     pub fn close_all_watches(&self) {
         lock(&self.state).stalled.clear();

@@ -71,9 +71,25 @@ pub struct Store {
     inner: Mutex<Inner>,
     gc_tx: Sender<GcWork>,
     stopped: AtomicBool,
+    /// Fault mode: `sendInitialEvents` is ignored, as by API servers older
+    /// than 1.27 (a watch from "" then replays the state as ADDED events and
+    /// never sends the initial-events-end bookmark).
+    ignore_initial_events: AtomicBool,
 }
 
 impl Store {
+    /// Whether watches ignore `sendInitialEvents` (see
+    /// [`Store::set_ignore_initial_events`]).
+    pub fn ignores_initial_events(&self) -> bool {
+        self.ignore_initial_events.load(Ordering::SeqCst)
+    }
+
+    /// Make watches ignore `sendInitialEvents`, like an API server older
+    /// than 1.27 (fault mode; off by default).
+    pub fn set_ignore_initial_events(&self, on: bool) {
+        self.ignore_initial_events.store(on, Ordering::SeqCst);
+    }
+
     /// A new, empty store (the namespaces `default`, `kube-system`,
     /// `kube-public` and `kube-node-lease` exist from the start).
     pub fn new(cfg: StoreConfig, clock: SharedClock) -> Arc<Store> {
@@ -84,6 +100,7 @@ impl Store {
             inner: Mutex::new(Inner::default()),
             gc_tx,
             stopped: AtomicBool::new(false),
+            ignore_initial_events: AtomicBool::new(false),
         });
         super::load::create_default_namespaces(&store);
         let weak = Arc::downgrade(&store);

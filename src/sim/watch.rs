@@ -142,7 +142,8 @@ fn prepare(
     }
     let rv = req.query("resourceVersion").unwrap_or("");
     let rv_match = req.query("resourceVersionMatch").unwrap_or("");
-    let initial_events = req.query("sendInitialEvents") == Some("true");
+    let initial_events =
+        req.query("sendInitialEvents") == Some("true") && !store.ignores_initial_events();
     if initial_events && rv_match != "NotOlderThan" {
         return Err(validate::invalid_list_options(
             "resourceVersionMatch",
