@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "\
-usage: kube-sim [--listen ADDR] [--tls] [--token TOKEN] [--kubeconfig-out PATH]
+usage: kube-sim [--listen ADDR] [--tls] [--token TOKEN | --token-file PATH]
+                [--kubeconfig-out PATH]
                 [--history N] [--bookmark-interval DURATION] [--load FILE]
                 [--kubelet [--ready-after DURATION] [--grace-period-cap DURATION]]
 
@@ -24,7 +25,10 @@ protocol.
                              port 0 picks a free one)
   --tls                      serve HTTPS with a generated CA; the generated client
                              certificate (CN endpointd, O system:masters) is accepted
-  --token TOKEN              accept this bearer token (required without TLS)
+  --token TOKEN              accept this bearer token (required without TLS;
+                             visible in ps: prefer --token-file)
+  --token-file PATH          read the bearer token from PATH (surrounding
+                             whitespace trimmed)
   --kubeconfig-out PATH      write a kubeconfig for this server (mode 0600)
   --history N                watch events kept before 410 Expired (default 10000)
   --bookmark-interval DUR    interval of BOOKMARK events, e.g. 1s, 500ms (default 1s,
@@ -101,6 +105,10 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Pars
                     return Err("--token must not be empty".into());
                 }
                 opts.token = Some(v);
+            }
+            Long("token-file") => {
+                let v = p.value().map_err(|e| e.to_string())?;
+                opts.token = Some(read_token_file(&PathBuf::from(v))?);
             }
             Long("kubeconfig-out") => {
                 kubeconfig_out = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?));
@@ -181,9 +189,49 @@ fn main() -> ExitCode {
     }
 }
 
+/// The token in `path`, trimmed; an error names the file, never its content.
+fn read_token_file(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(format!(
+            "--token-file {}: the file is empty",
+            path.display()
+        ));
+    }
+    Ok(t.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_file_is_read_trimmed_and_errors_name_the_file_only() {
+        let dir = std::env::temp_dir().join(format!("kube-sim-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let good = dir.join("token");
+        std::fs::write(&good, "s3cret-token\n").expect("write");
+        let Ok(Parsed::Run(cli)) = parse(&["--token-file", &good.display().to_string()]) else {
+            panic!("--token-file rejected");
+        };
+        assert_eq!(cli.opts.token.as_deref(), Some("s3cret-token"));
+        let empty = dir.join("empty");
+        std::fs::write(&empty, " \n").expect("write");
+        let e = parse(&["--token-file", &empty.display().to_string()])
+            .err()
+            .expect("empty");
+        assert!(e.contains("empty") && e.contains("empty"), "{e}");
+        let missing = dir.join("missing");
+        let e = parse(&["--token-file", &missing.display().to_string()])
+            .err()
+            .expect("missing");
+        assert!(e.contains("missing"), "{e}");
+        std::fs::write(&good, "s3cret-token-that-is-long\nsecond line\n").expect("write");
+        let e = read_token_file(&empty).expect_err("empty");
+        assert!(!e.contains("s3cret"), "{e}");
+    }
 
     fn parse(args: &[&str]) -> Result<Parsed, String> {
         parse_args(args.iter().map(std::ffi::OsString::from))
