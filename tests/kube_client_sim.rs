@@ -447,3 +447,46 @@ fn list_10k_pods_report() {
     );
     s.stop();
 }
+
+#[test]
+fn api_connections_have_tcp_keepalive_over_http_and_tls() {
+    for tls in [false, true] {
+        let s = sim(tls, Some("t0k3n"));
+        let c = client(&s, RealClock::shared());
+        let _: ObjectList<Pod> = c
+            .list(&PODS, Some("default"), &ListParams::default())
+            .expect("list");
+        let mut w = c
+            .watch::<Pod>(
+                &PODS,
+                Some("default"),
+                &WatchParams {
+                    allow_bookmarks: true,
+                    ..WatchParams::default()
+                },
+            )
+            .expect("watch");
+        // The first bookmark proves the watch connection works.
+        assert!(matches!(w.next(), Some(Ok(WatchEvent::Bookmark { .. }))));
+        let ka = c.socket_keepalive();
+        assert!(
+            ka.len() >= 2,
+            "tls={tls}: a request and a watch connection: {ka:?}"
+        );
+        for (on, idle) in ka {
+            assert!(on, "tls={tls}: keepalive on");
+            if cfg!(target_os = "linux") {
+                assert_eq!(idle, Duration::from_secs(30), "tls={tls}");
+            }
+        }
+        c.cancel();
+        assert!(
+            matches!(
+                c.list::<Pod>(&PODS, None, &ListParams::default()),
+                Err(Error::Shutdown)
+            ),
+            "tls={tls}: a cancelled client refuses requests"
+        );
+        s.stop();
+    }
+}

@@ -97,6 +97,12 @@ impl Client {
         self.t.cancel()
     }
 
+    /// Keepalive state (on, idle time) of every open connection of this
+    /// client (for tests and diagnostics).
+    pub fn socket_keepalive(&self) -> Vec<(bool, Duration)> {
+        self.t.socket_keepalive()
+    }
+
     /// Drop every pooled connection so the next requests and watches
     /// reconnect (see the heartbeat's repeated-failure handling).
     pub fn reset_connections(&self) {

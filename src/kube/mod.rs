@@ -50,6 +50,7 @@ mod body;
 mod client;
 mod config;
 mod error;
+pub mod keepalive;
 mod kubeconfig;
 mod metrics;
 mod ratelimit;

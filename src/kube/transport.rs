@@ -10,6 +10,7 @@ use super::auth::Auth;
 use super::body::BodyLimits;
 use super::config::ClientConfig;
 use super::error::{Error, Status};
+use super::keepalive::{KeepaliveConnector, Sockets};
 use super::metrics::Metrics;
 use super::ratelimit::TokenBucket;
 use super::retry::{RetryPolicy, Verb};
@@ -20,6 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use ureq::http::{Response, Uri};
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::{ConnectProxyConnector, Connector, RustlsConnector};
 use ureq::{Agent, Body, RequestBuilder};
 
 /// Largest error body read into a `Status` (a Status is tiny; this only
@@ -50,8 +53,8 @@ pub(crate) struct Req<'a> {
 pub(crate) struct Transport {
     pub base: String,
     pub server: String,
-    agent: Mutex<Agent>,
-    watch_agent: Mutex<Option<Agent>>,
+    agent: Mutex<Pool>,
+    watch_agent: Mutex<Option<Pool>>,
     /// What the agents are built from, to build them again.
     agent_cfg: ClientConfig,
     tls_cfg: ureq::tls::TlsConfig,
@@ -69,7 +72,23 @@ pub(crate) struct Transport {
     pub body_limits: BodyLimits,
 }
 
-fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<Agent, Error> {
+/// An agent and the sockets its connector opened (ureq's own shutdown
+/// cannot reach them: see `keepalive`).
+#[derive(Clone, Debug)]
+struct Pool {
+    agent: Agent,
+    sockets: Arc<Sockets>,
+}
+
+impl Pool {
+    /// Fail every request in flight on this pool at once.
+    fn shutdown(self) {
+        self.sockets.shutdown_all();
+        self.agent.shutdown();
+    }
+}
+
+fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<Pool, Error> {
     let mut b = Agent::config_builder()
         .http_status_as_error(false)
         .tls_config(tls)
@@ -88,17 +107,23 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<A
         b = b.proxy(Some(proxy));
     }
     let config = b.build();
-    Ok(match &cfg.tls.server_name {
+    let sockets = Arc::new(Sockets::default());
+    // ureq's default chain with our TCP connector (keepalive) in place of
+    // its own: CONNECT proxy, TCP, then rustls.
+    let connector = ()
+        .chain(ConnectProxyConnector::default())
+        .chain(KeepaliveConnector {
+            sockets: Arc::clone(&sockets),
+        })
+        .chain(RustlsConnector::default());
+    let agent = match &cfg.tls.server_name {
         Some(name) => {
             let real: Uri = cfg.server.parse().map_err(|e| server_err(cfg, e))?;
-            Agent::with_parts(
-                config,
-                ureq::unversioned::transport::DefaultConnector::new(),
-                tls::PinnedResolver::new(name, real),
-            )
+            Agent::with_parts(config, connector, tls::PinnedResolver::new(name, real))
         }
-        None => config.new_agent(),
-    })
+        None => Agent::with_parts(config, connector, DefaultResolver::default()),
+    };
+    Ok(Pool { agent, sockets })
 }
 
 /// The URL with any `user:password@` replaced by `***@`: the form every
@@ -207,6 +232,26 @@ impl Transport {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .shutdown();
+    }
+
+    /// Keepalive state (on, idle time) of every open socket, ordinary and
+    /// watch (for tests and diagnostics).
+    pub fn socket_keepalive(&self) -> Vec<(bool, Duration)> {
+        let mut v = self
+            .agent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .sockets
+            .keepalive();
+        if let Some(w) = self
+            .watch_agent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            v.extend(w.sockets.keepalive());
+        }
+        v
     }
 
     fn is_cancelled(&self) -> bool {
@@ -391,7 +436,12 @@ impl Transport {
         let mut attempt = 0;
         let mut reauthed = false;
         loop {
-            let agent = self.agent.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let agent = self
+                .agent
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .agent
+                .clone();
             let err = match self.once(&agent, req, None) {
                 Ok(r) => return Ok(r),
                 Err(e) => e,
@@ -420,7 +470,7 @@ impl Transport {
     pub fn start_watch(&self, req: &Req<'_>, idle: Duration) -> Result<Response<Body>, Error> {
         let agent = {
             let g = self.watch_agent.lock().unwrap_or_else(|p| p.into_inner());
-            g.clone().ok_or(Error::Shutdown)?
+            g.as_ref().map(|p| p.agent.clone()).ok_or(Error::Shutdown)?
         };
         match self.once(&agent, req, Some(idle)) {
             Err(_) if self.watch_shutdown.load(Ordering::SeqCst) => Err(Error::Shutdown),
