@@ -27,10 +27,12 @@
 //!   (x/time/rate) so waiters are served in order.
 //! * `request_timeout` 30 s for ordinary calls (whole request), connect
 //!   timeout 10 s. Watches run on a second agent without a global timeout;
-//!   a per-read idle timeout of `timeoutSeconds` + 15 s detects dead
-//!   connections (load balancers that silently drop long requests).
+//!   a per-read idle timeout of `timeoutSeconds` + 15 s — at most
+//!   `watch_idle_timeout` (2 min) when bookmarks are requested — detects
+//!   dead connections (load balancers that silently drop long requests).
+//!   Every socket has TCP keepalive (`keepalive`: 30 s idle, 10 s × 3).
 //! * Retries: at most 3, only 429 (any verb) and 5xx/transport failures
-//!   (idempotent verbs), honouring `Retry-After` capped at 10 s; watches are
+//!   (idempotent verbs), honouring `Retry-After` (at most 30 s from the server, each wait at most `max_retry_delay`, 10 s); watches are
 //!   never retried here (the reflector owns that backoff). See `retry`.
 //! * HTTP/1.1 keep-alive through ureq's pool: each concurrent watch holds
 //!   its own connection (no HTTP/2), which is fine for the ~6 watches of
@@ -44,6 +46,8 @@
 //! [`Client::shutdown_watches`] shuts the watch agent: blocked watch reads
 //! return [`Error::Shutdown`] at once, while ordinary requests (e.g. the
 //! final Lease release) keep working on the other agent.
+//! [`Client::cancel`] ends everything of a client: requests in flight,
+//! retry and rate-limiter waits, and every later request.
 
 mod auth;
 mod body;

@@ -294,6 +294,9 @@ impl Faults {
         if req.compact {
             self.compact();
         }
+        if let Some(on) = req.ignore_send_initial_events {
+            self.ignore_send_initial_events(on);
+        }
         if let Some(d) = req.outage {
             if !self.outage(d) {
                 return Err("outage needs a running server".into());
@@ -309,7 +312,7 @@ impl Faults {
 /// {"clear": true,
 ///  "failNext": {"count": 2, "verb": "list", "resource": "pods", "code": 429, "retryAfterSeconds": 1},
 ///  "latencyMs": 50, "stallWatches": true, "closeAllWatches": true,
-///  "compact": true, "outageMs": 2000}
+///  "compact": true, "outageMs": 2000, "ignoreSendInitialEvents": true}
 /// ```
 /// `failNext` may also be a list of such objects.
 #[derive(Debug, Default, PartialEq)]
@@ -328,6 +331,8 @@ pub struct FaultRequest {
     pub compact: bool,
     /// Start an outage of this length.
     pub outage: Option<Duration>,
+    /// Ignore `sendInitialEvents` on or off (an API server before 1.27).
+    pub ignore_send_initial_events: Option<bool>,
 }
 
 const KEYS: &[&str] = &[
@@ -338,6 +343,7 @@ const KEYS: &[&str] = &[
     "closeAllWatches",
     "compact",
     "outageMs",
+    "ignoreSendInitialEvents",
 ];
 
 fn opt_bool(v: &Value, key: &str) -> Result<Option<bool>, String> {
@@ -410,6 +416,7 @@ impl FaultRequest {
             close_all_watches: opt_bool(v, "closeAllWatches")?.unwrap_or(false),
             compact: opt_bool(v, "compact")?.unwrap_or(false),
             outage: opt_u64(v, "outageMs")?.map(Duration::from_millis),
+            ignore_send_initial_events: opt_bool(v, "ignoreSendInitialEvents")?,
         })
     }
 }
