@@ -22,6 +22,17 @@ pub enum Command {
         /// Configuration file.
         config: PathBuf,
     },
+    /// `endpointd explain`.
+    Explain {
+        /// Configuration file (for the kubeconfig and slice size).
+        config: PathBuf,
+        /// `-n NAMESPACE` (default `default`).
+        namespace: String,
+        /// The Service's name.
+        service: String,
+        /// `--output json` (else text).
+        json: bool,
+    },
     /// `endpointd demo`.
     Demo {
         /// `--keep-running`: leave kube-sim and endpointd up afterwards.
@@ -66,6 +77,7 @@ Commands:
   run            Run the daemon (normally under systemd)
   check-config   Validate a configuration file and print the effective
                  configuration (defaults filled in) as TOML
+  explain        Why a Service's pods do or do not get traffic
   demo           Start an embedded kube-sim and show endpointd at work
 
 Options:
@@ -85,6 +97,7 @@ Exit status: 0 success; 1 invalid configuration or runtime failure; 2 usage erro
 fn command_help(cmd: &str) -> String {
     let body = match cmd {
         "run" => "Run the daemon: watch the API server and maintain Endpoints and\nEndpointSlices. SIGTERM/SIGINT stop it gracefully; SIGHUP re-reads log.level.\n\nUsage: endpointd run [--config <PATH>]",
+        "explain" => "Explain a Service: whether endpointd manages it, every pod its selector\nmatches with where it is listed (Endpoints, EndpointSlices, conditions, hints)\nor the exact reason it is not, the pods the selector misses by one label, and\nwhether the stored objects are what endpointd computes now. Reads only (GET\nand LIST with the configured kubeconfig); writes nothing. Exit 0 with the\nreport; 1 when the Service does not exist or a read fails.\n\nUsage: endpointd explain [--config <PATH>] [-n <NAMESPACE>] <SERVICE> [-o text|json]\n\nOptions:\n  -n, --namespace <NAMESPACE>  The Service's namespace [default: default]\n  -o, --output <FORMAT>        text (default) or json (stable field names)",
         "check-config" => "Validate a configuration file. Prints the effective configuration as TOML\non stdout and exits 0; prints every problem on stderr and exits 1.\n\nUsage: endpointd check-config [--config <PATH>]",
         _ => "Start an embedded kube-sim on loopback (3 nodes, 7 Services, 265 pods), run\nendpointd against it as a child process and play a short story: converge,\na pod turns NotReady, a graceful deletion, a scale-down, lost watches, a\nrestart. Each step prints what was written, how many writes it took and how\nlong; the demo exits 0 when every step showed what it should, else 1 with\nwhat was expected and what was seen.\n\nUsage: endpointd demo [--keep-running]\n\nOptions:\n      --keep-running  Afterwards leave kube-sim and endpointd running, print a\n                      kubeconfig and kubectl commands to try; Ctrl-C stops",
     };
@@ -102,6 +115,9 @@ pub fn parse(
     let mut cmd: Option<String> = None;
     let mut config: Option<PathBuf> = None;
     let mut keep_running = false;
+    let mut namespace: Option<String> = None;
+    let mut service: Option<String> = None;
+    let mut json = false;
     let err = |e: lexopt::Error| UsageError(e.to_string());
     while let Some(arg) = p.next().map_err(err)? {
         match arg {
@@ -113,8 +129,27 @@ pub fn parse(
             }
             Short('V') | Long("version") => return Ok(Command::Version),
             Long("keep-running") if cmd.as_deref() == Some("demo") => keep_running = true,
+            Short('n') | Long("namespace") if cmd.as_deref() == Some("explain") => {
+                namespace = Some(p.value().map_err(err)?.string().map_err(err)?);
+            }
+            Short('o') | Long("output") if cmd.as_deref() == Some("explain") => {
+                let v = p.value().map_err(err)?.string().map_err(err)?;
+                json = match v.as_str() {
+                    "json" => true,
+                    "text" => false,
+                    other => {
+                        return Err(UsageError(format!("--output {other:?}: want text or json")))
+                    }
+                };
+            }
+            Value(v) if cmd.as_deref() == Some("explain") && service.is_none() => {
+                service = Some(v.string().map_err(err)?);
+            }
             Short('c') | Long("config") => {
-                if !matches!(cmd.as_deref(), Some("run") | Some("check-config")) {
+                if !matches!(
+                    cmd.as_deref(),
+                    Some("run") | Some("check-config") | Some("explain")
+                ) {
                     return Err(UsageError(
                         "--config belongs to a command: endpointd run --config <PATH>".into(),
                     ));
@@ -124,7 +159,7 @@ pub fn parse(
             Value(v) if cmd.is_none() => {
                 let v = v.string().map_err(err)?;
                 match v.as_str() {
-                    "run" | "check-config" | "demo" => cmd = Some(v),
+                    "run" | "check-config" | "demo" | "explain" => cmd = Some(v),
                     "help" => return Ok(Command::Help(help())),
                     other => return Err(UsageError(format!("unknown command '{other}'"))),
                 }
@@ -138,9 +173,20 @@ pub fn parse(
     match cmd.as_deref() {
         Some("run") => Ok(Command::Run { config }),
         Some("check-config") => Ok(Command::CheckConfig { config }),
+        Some("explain") => match service {
+            Some(service) => Ok(Command::Explain {
+                config,
+                namespace: namespace.unwrap_or_else(|| "default".into()),
+                service,
+                json,
+            }),
+            None => Err(UsageError(
+                "explain needs a Service name: endpointd explain -n <NAMESPACE> <SERVICE>".into(),
+            )),
+        },
         Some(_) => Ok(Command::Demo { keep_running }),
         None => Err(UsageError(
-            "missing command (run, check-config or demo)".into(),
+            "missing command (run, check-config, explain or demo)".into(),
         )),
     }
 }
@@ -202,7 +248,7 @@ mod tests {
             (
                 &[],
                 None,
-                Err("missing command (run, check-config or demo)".into()),
+                Err("missing command (run, check-config, explain or demo)".into()),
             ),
             (
                 &["frobnicate"],
@@ -259,5 +305,42 @@ mod tests {
             panic!("run help")
         };
         assert!(h.contains("Usage: endpointd run"));
+    }
+
+    #[test]
+    fn explain_arguments() {
+        let got = p(
+            &[
+                "explain", "-n", "shop", "web", "-o", "json", "-c", "/x.toml",
+            ],
+            None,
+        );
+        assert_eq!(
+            got,
+            Ok(Command::Explain {
+                config: "/x.toml".into(),
+                namespace: "shop".into(),
+                service: "web".into(),
+                json: true,
+            })
+        );
+        assert_eq!(
+            p(&["explain", "web"], Some("/env.toml")),
+            Ok(Command::Explain {
+                config: "/env.toml".into(),
+                namespace: "default".into(),
+                service: "web".into(),
+                json: false,
+            })
+        );
+        let e = p(&["explain"], None).expect_err("no service");
+        assert!(e.contains("needs a Service name"), "{e}");
+        let e = p(&["explain", "web", "-o", "yaml"], None).expect_err("bad output");
+        assert!(e.contains("want text or json"), "{e}");
+        assert!(p(&["explain", "a", "b"], None).is_err(), "one Service only");
+        assert!(
+            p(&["run", "-n", "x"], None).is_err(),
+            "-n belongs to explain"
+        );
     }
 }

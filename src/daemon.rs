@@ -35,6 +35,8 @@ pub enum DaemonError {
     Setup(String),
     /// Something the daemon depends on stopped while running.
     Failed(String),
+    /// `explain` could not read what it needs.
+    Explain(crate::explain::fetch::ExplainError),
 }
 
 impl std::fmt::Display for DaemonError {
@@ -44,6 +46,7 @@ impl std::fmt::Display for DaemonError {
             DaemonError::Client(e) => write!(f, "cannot set up the API client: {e}"),
             DaemonError::Setup(e) => write!(f, "cannot start: {e}"),
             DaemonError::Failed(e) => write!(f, "stopped: {e}"),
+            DaemonError::Explain(e) => write!(f, "{e}"),
         }
     }
 }
@@ -552,6 +555,22 @@ fn reload(path: &Path, current: &Mutex<Config>) {
 }
 
 /// `check-config`: the effective configuration as TOML, or every problem.
+/// `endpointd explain`: load the configuration, read, analyse. Logging
+/// stays at warnings so that the report is all that is printed.
+pub fn explain(
+    path: &Path,
+    namespace: &str,
+    service: &str,
+) -> Result<crate::explain::Report, DaemonError> {
+    let cfg = Config::load(path).map_err(DaemonError::Config)?;
+    logging::init(log::LevelFilter::Warn);
+    let clock: SharedClock = crate::clock::RealClock::shared();
+    let registry = Registry::new();
+    let c = client(&cfg, clock, &registry, Some("explain")).map_err(DaemonError::Client)?;
+    let max = cfg.endpointslices.max_endpoints_per_slice as usize;
+    crate::explain::fetch::explain(&c, namespace, service, max).map_err(DaemonError::Explain)
+}
+
 pub fn check_config(path: &Path) -> Result<String, ConfigErrors> {
     let cfg = Config::load(path)?;
     Ok(format!(

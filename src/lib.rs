@@ -22,6 +22,7 @@ pub mod daemon;
 pub mod demo;
 pub mod endpoints;
 pub mod endpointslice;
+pub mod explain;
 pub mod health;
 pub mod httpd;
 pub mod informer;

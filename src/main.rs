@@ -45,6 +45,31 @@ fn real_main() -> i32 {
                 EXIT_FAILURE
             }
         },
+        Command::Explain {
+            config,
+            namespace,
+            service,
+            json,
+        } => match endpointd::daemon::explain(&config, &namespace, &service) {
+            Ok(report) if json => match serde_json::to_string_pretty(&report) {
+                Ok(s) => {
+                    println!("{s}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("endpointd explain: {e}");
+                    EXIT_FAILURE
+                }
+            },
+            Ok(report) => {
+                print!("{}", endpointd::explain::render::text(&report));
+                0
+            }
+            Err(e) => {
+                eprintln!("endpointd explain: {e}");
+                EXIT_FAILURE
+            }
+        },
         Command::Demo { keep_running } => {
             let exe = match std::env::current_exe() {
                 Ok(p) => p,

@@ -1,0 +1,345 @@
+use super::*;
+use crate::model::{Endpoints, Node};
+use serde_json::{json, Value};
+
+fn svc(extra: Value) -> Service {
+    let mut v = json!({
+        "metadata": {"name": "web", "namespace": "ns", "uid": "s1"},
+        "spec": {"selector": {"app": "web", "tier": "fe"}, "clusterIP": "10.96.0.10",
+                 "ipFamilies": ["IPv4"],
+                 "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}
+    });
+    merge(&mut v, extra);
+    serde_json::from_value(v).expect("service")
+}
+
+fn merge(a: &mut Value, b: Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match v {
+                    // A null removes the key (so a pod can lose a label).
+                    Value::Null => {
+                        a.remove(&k);
+                    }
+                    v => merge(a.entry(k).or_insert(Value::Null), v),
+                }
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+fn pod(name: &str, extra: Value) -> Arc<Pod> {
+    let mut v = json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"),
+                     "labels": {"app": "web", "tier": "fe"}},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c",
+                 "ports": [{"name": "http", "containerPort": 8080}]}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}],
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    });
+    merge(&mut v, extra);
+    Arc::new(serde_json::from_value(v).expect("pod"))
+}
+
+fn node(name: &str) -> Arc<Node> {
+    Arc::new(
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": "z1"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "allocatable": {"cpu": "2"}}}),
+        )
+        .expect("node"),
+    )
+}
+
+fn report(svc: &Service, pods: &[Arc<Pod>], nodes: &[Arc<Node>]) -> Report {
+    analyze(&Inputs {
+        service: svc,
+        pods,
+        nodes,
+        endpoints: None,
+        slices: &[],
+        max_endpoints_per_slice: 100,
+    })
+}
+
+#[test]
+fn every_reason_a_selected_pod_is_missing() {
+    let nodes = [node("n1")];
+    // (pod changes, service changes, expected state, expected reasons)
+    type Case = (Value, Value, &'static str, Vec<Reason>);
+    let cases: Vec<Case> = vec![
+        (json!({}), json!({}), "ready", vec![]),
+        (
+            json!({"status": {"phase": "Succeeded"}}),
+            json!({}),
+            "excluded",
+            vec![Reason::TerminalPhase {
+                phase: "Succeeded".into(),
+            }],
+        ),
+        (
+            json!({"status": {"podIP": null, "podIPs": null}}),
+            json!({}),
+            "excluded",
+            vec![Reason::NoPodIp],
+        ),
+        (
+            json!({}),
+            json!({"spec": {"ipFamilies": ["IPv6"], "clusterIP": "fd00::10"}}),
+            "excluded",
+            vec![Reason::NoIpOfFamily {
+                family: "IPv6".into(),
+            }],
+        ),
+        (
+            json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+            json!({}),
+            "terminating",
+            vec![Reason::Terminating],
+        ),
+        (
+            json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
+            json!({}),
+            "notReady",
+            vec![Reason::NotReady],
+        ),
+        (
+            json!({"spec": {"containers": [{"name": "c", "ports": [{"name": "web", "containerPort": 8080}]}]}}),
+            json!({}),
+            "ready",
+            vec![Reason::NamedPortMissing {
+                service_port: "http".into(),
+                target_port: "http".into(),
+                protocol: "TCP".into(),
+            }],
+        ),
+        (
+            json!({"spec": {"nodeName": "gone"}}),
+            json!({}),
+            "ready",
+            vec![Reason::NodeMissing {
+                node: "gone".into(),
+            }],
+        ),
+        // publishNotReadyAddresses: a missing node does not matter.
+        (
+            json!({"spec": {"nodeName": "gone"}}),
+            json!({"spec": {"publishNotReadyAddresses": true}}),
+            "ready",
+            vec![],
+        ),
+    ];
+    for (i, (p, s, state, reasons)) in cases.into_iter().enumerate() {
+        let svc = svc(s);
+        let pods = [pod("a", p)];
+        let r = report(&svc, &pods, &nodes);
+        assert_eq!(r.pods.len(), 1, "case {i}");
+        assert_eq!(r.pods[0].state, state, "case {i}");
+        assert_eq!(r.pods[0].reasons, reasons, "case {i}");
+    }
+}
+
+#[test]
+fn near_misses_name_the_one_failing_label() {
+    let svc = svc(json!({}));
+    let pods = [
+        pod(
+            "typo",
+            json!({"metadata": {"labels": {"app": "wbe", "tier": "fe"}}}),
+        ),
+        pod(
+            "unlabelled",
+            json!({"metadata": {"labels": {"app": "web", "tier": null}}}),
+        ),
+        pod(
+            "far",
+            json!({"metadata": {"labels": {"app": "db", "tier": "be"}}}),
+        ),
+        pod("in", json!({})),
+    ];
+    let r = report(&svc, &pods, &[node("n1")]);
+    assert_eq!(
+        r.pods.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        ["in"]
+    );
+    assert_eq!(
+        r.near_misses,
+        vec![
+            NearMiss {
+                pod: "typo".into(),
+                label: "app".into(),
+                want: "web".into(),
+                have: Some("wbe".into())
+            },
+            NearMiss {
+                pod: "unlabelled".into(),
+                label: "tier".into(),
+                want: "fe".into(),
+                have: None
+            },
+        ]
+    );
+}
+
+#[test]
+fn unmanaged_services_say_why() {
+    let none: Service = serde_json::from_value(json!({
+        "metadata": {"name": "manual", "namespace": "ns"},
+        "spec": {"ports": [{"port": 80}]}
+    }))
+    .expect("svc");
+    let r = report(&none, &[pod("a", json!({}))], &[]);
+    assert!(!r.managed);
+    assert!(r
+        .unmanaged_reason
+        .as_deref()
+        .is_some_and(|w| w.contains("no selector")));
+    assert!(r.pods.is_empty());
+    let ext = svc(json!({"spec": {"type": "ExternalName", "externalName": "example.com"}}));
+    let r = report(&ext, &[pod("a", json!({}))], &[]);
+    assert!(r
+        .unmanaged_reason
+        .as_deref()
+        .is_some_and(|w| w.contains("ExternalName")));
+}
+
+#[test]
+fn in_sync_compares_with_what_the_controllers_compute() {
+    let svc = svc(
+        json!({"spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}}),
+    );
+    let pods = [pod("a", json!({}))];
+    let nodes = [node("n1")];
+    // Nothing stored: both out of sync.
+    let r = report(&svc, &pods, &nodes);
+    assert!(!r.endpoints_in_sync && !r.slices_in_sync);
+    assert!(
+        r.differences
+            .iter()
+            .any(|d| d.contains("Endpoints: missing")),
+        "{:?}",
+        r.differences
+    );
+    assert!(
+        r.differences
+            .iter()
+            .any(|d| d.contains("IPv4: 1 slice(s) to create")),
+        "{:?}",
+        r.differences
+    );
+    // Stored as endpointd would write them: in sync, and the pod is found
+    // in both.
+    let crate::endpoints::reconcile::Plan::Create(ep) =
+        crate::endpoints::reconcile::plan(&crate::endpoints::reconcile::Input {
+            service: &svc,
+            pods: &pods,
+            current: None,
+            trigger_time: None,
+        })
+    else {
+        panic!("a create");
+    };
+    let mut ep: Endpoints = ep;
+    ep.metadata.resource_version = "5".into();
+    let by_name = |n: &str| nodes.iter().find(|x| *x.metadata.name == *n).cloned();
+    let plan = reconcile(&ReconcileInput {
+        service: &svc,
+        pods: &pods,
+        existing: &[],
+        nodes: &by_name,
+        trigger_time: None,
+        max_endpoints_per_slice: 100,
+        topology: None,
+    });
+    let mut slice = plan.by_type[0].1.creates[0].clone();
+    slice.metadata.name = "web-abcde".into();
+    slice.metadata.resource_version = "6".into();
+    let slices = [Arc::new(slice)];
+    let r = analyze(&Inputs {
+        service: &svc,
+        pods: &pods,
+        nodes: &nodes,
+        endpoints: Some(&ep),
+        slices: &slices,
+        max_endpoints_per_slice: 100,
+    });
+    assert!(
+        r.endpoints_in_sync && r.slices_in_sync,
+        "{:?}",
+        r.differences
+    );
+    assert_eq!(r.pods[0].in_endpoints.as_deref(), Some("addresses"));
+    assert_eq!(r.pods[0].in_slices.len(), 1);
+    assert_eq!(r.pods[0].in_slices[0].slice, "web-abcde");
+    assert_eq!(r.pods[0].in_slices[0].ready, Some(true));
+    // The pod turns NotReady: both out of sync until the next sync.
+    let not_ready = [pod(
+        "a",
+        json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
+    )];
+    let r = analyze(&Inputs {
+        service: &svc,
+        pods: &not_ready,
+        nodes: &nodes,
+        endpoints: Some(&ep),
+        slices: &slices,
+        max_endpoints_per_slice: 100,
+    });
+    assert!(
+        !r.endpoints_in_sync && !r.slices_in_sync,
+        "{:?}",
+        r.differences
+    );
+}
+
+#[test]
+fn json_field_names_are_stable() {
+    let svc = svc(json!({}));
+    let r = report(
+        &svc,
+        &[pod(
+            "a",
+            json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
+        )],
+        &[node("n1")],
+    );
+    let v = serde_json::to_value(&r).expect("json");
+    for k in [
+        "service",
+        "managed",
+        "headless",
+        "addressTypes",
+        "endpointsFamily",
+        "publishNotReadyAddresses",
+        "topologyAuto",
+        "ports",
+        "pods",
+        "nearMisses",
+        "endpointsInSync",
+        "slicesInSync",
+        "differences",
+        "endpointsTruncated",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}: {v}");
+    }
+    let p = &v["pods"][0];
+    for k in [
+        "name",
+        "ips",
+        "node",
+        "state",
+        "reasons",
+        "inSlices",
+        "resolvedPorts",
+    ] {
+        assert!(p.get(k).is_some(), "missing pods[].{k}: {p}");
+    }
+    assert_eq!(p["reasons"][0], json!({"reason": "notReady"}));
+    assert_eq!(
+        v["ports"][0],
+        json!({"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"})
+    );
+}
