@@ -16,6 +16,8 @@ pub enum Command {
     Run {
         /// Configuration file.
         config: PathBuf,
+        /// `--shadow`: compare, never write (as `[mode] shadow = true`).
+        shadow: bool,
     },
     /// `endpointd check-config`.
     CheckConfig {
@@ -96,7 +98,7 @@ Exit status: 0 success; 1 invalid configuration or runtime failure; 2 usage erro
 
 fn command_help(cmd: &str) -> String {
     let body = match cmd {
-        "run" => "Run the daemon: watch the API server and maintain Endpoints and\nEndpointSlices. SIGTERM/SIGINT stop it gracefully; SIGHUP re-reads log.level.\n\nUsage: endpointd run [--config <PATH>]",
+        "run" => "Run the daemon: watch the API server and maintain Endpoints and\nEndpointSlices. SIGTERM/SIGINT stop it gracefully; SIGHUP re-reads log.level.\n\nUsage: endpointd run [--config <PATH>] [--shadow]\n\nOptions:\n      --shadow  Write nothing: compare what endpointd would write with what\n                exists (kube-controller-manager's objects) and report the\n                differences (log, metric, /shadow); as [mode] shadow = true",
         "explain" => "Explain a Service: whether endpointd manages it, every pod its selector\nmatches with where it is listed (Endpoints, EndpointSlices, conditions, hints)\nor the exact reason it is not, the pods the selector misses by one label, and\nwhether the stored objects are what endpointd computes now. Reads only (GET\nand LIST with the configured kubeconfig); writes nothing. Exit 0 with the\nreport; 1 when the Service does not exist or a read fails.\n\nUsage: endpointd explain [--config <PATH>] [-n <NAMESPACE>] <SERVICE> [-o text|json]\n\nOptions:\n  -n, --namespace <NAMESPACE>  The Service's namespace [default: default]\n  -o, --output <FORMAT>        text (default) or json (stable field names)",
         "check-config" => "Validate a configuration file. Prints the effective configuration as TOML\non stdout and exits 0; prints every problem on stderr and exits 1.\n\nUsage: endpointd check-config [--config <PATH>]",
         _ => "Start an embedded kube-sim on loopback (3 nodes, 7 Services, 265 pods), run\nendpointd against it as a child process and play a short story: converge,\na pod turns NotReady, a graceful deletion, a scale-down, lost watches, a\nrestart. Each step prints what was written, how many writes it took and how\nlong; the demo exits 0 when every step showed what it should, else 1 with\nwhat was expected and what was seen.\n\nUsage: endpointd demo [--keep-running]\n\nOptions:\n      --keep-running  Afterwards leave kube-sim and endpointd running, print a\n                      kubeconfig and kubectl commands to try; Ctrl-C stops",
@@ -118,6 +120,7 @@ pub fn parse(
     let mut namespace: Option<String> = None;
     let mut service: Option<String> = None;
     let mut json = false;
+    let mut shadow = false;
     let err = |e: lexopt::Error| UsageError(e.to_string());
     while let Some(arg) = p.next().map_err(err)? {
         match arg {
@@ -129,6 +132,7 @@ pub fn parse(
             }
             Short('V') | Long("version") => return Ok(Command::Version),
             Long("keep-running") if cmd.as_deref() == Some("demo") => keep_running = true,
+            Long("shadow") if cmd.as_deref() == Some("run") => shadow = true,
             Short('n') | Long("namespace") if cmd.as_deref() == Some("explain") => {
                 namespace = Some(p.value().map_err(err)?.string().map_err(err)?);
             }
@@ -171,7 +175,7 @@ pub fn parse(
         .or_else(|| env_config.filter(|v| !v.is_empty()).map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(crate::config::DEFAULT_CONFIG_PATH));
     match cmd.as_deref() {
-        Some("run") => Ok(Command::Run { config }),
+        Some("run") => Ok(Command::Run { config, shadow }),
         Some("check-config") => Ok(Command::CheckConfig { config }),
         Some("explain") => match service {
             Some(service) => Ok(Command::Explain {
@@ -202,7 +206,12 @@ mod tests {
     #[test]
     fn table() {
         let def = PathBuf::from(crate::config::DEFAULT_CONFIG_PATH);
-        let run = |c: &str| Ok(Command::Run { config: c.into() });
+        let run = |c: &str| {
+            Ok(Command::Run {
+                config: c.into(),
+                shadow: false,
+            })
+        };
         type Case<'a> = (&'a [&'a str], Option<&'a str>, Result<Command, String>);
         let cases: Vec<Case> = vec![
             (
@@ -210,6 +219,7 @@ mod tests {
                 None,
                 Ok(Command::Run {
                     config: def.clone(),
+                    shadow: false,
                 }),
             ),
             (&["run", "--config", "/x.toml"], None, run("/x.toml")),
@@ -222,6 +232,7 @@ mod tests {
                 Some(""),
                 Ok(Command::Run {
                     config: def.clone(),
+                    shadow: false,
                 }),
             ),
             (

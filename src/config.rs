@@ -49,6 +49,16 @@ pub struct Config {
     pub server: Server,
     /// `[log]`
     pub log: Log,
+    /// `[mode]`
+    pub mode: Mode,
+}
+
+/// How the daemon runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Mode {
+    /// Shadow mode: compute and compare, never write Endpoints,
+    /// EndpointSlices or Events (`endpointd run --shadow` sets it too).
+    pub shadow: bool,
 }
 
 /// How to reach the API server.

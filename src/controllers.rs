@@ -45,6 +45,8 @@ pub struct Deps {
     pub endpoint_events: Arc<dyn Record>,
     /// Events of the EndpointSlice controller (`endpoint-slice-controller`).
     pub slice_events: Arc<dyn Record>,
+    /// Shadow mode: compare instead of writing.
+    pub shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 struct EndpointsParts {
@@ -73,6 +75,7 @@ pub struct Controllers {
     metrics: Arc<ControllerMetrics>,
     endpoints: Option<EndpointsParts>,
     slices: Option<SliceParts>,
+    shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 /// The controllers, running.
@@ -127,7 +130,16 @@ impl Controllers {
             metrics: ControllerMetrics::register(&deps.registry),
             endpoints,
             slices,
+            shadow: deps.shadow.clone(),
         };
+        if let Some(s) = &c.shadow {
+            if let Some(p) = &c.endpoints {
+                s.set_queue(crate::shadow::ENDPOINTS, p.queue.clone());
+            }
+            if let Some(p) = &c.slices {
+                s.set_queue(crate::shadow::ENDPOINTSLICES, p.queue.clone());
+            }
+        }
         Ok((c, hooks))
     }
 
@@ -141,7 +153,9 @@ impl Controllers {
                 pods: caches.pods.store(),
                 endpoints: epi.store(),
             };
-            let ctrl = Arc::new(EndpointsController::new(listers, p.writer));
+            let ctrl = Arc::new(
+                EndpointsController::new(listers, p.writer).with_shadow(self.shadow.clone()),
+            );
             let pool = WorkerPool::start(
                 ep::NAME,
                 p.workers,
@@ -160,14 +174,17 @@ impl Controllers {
                 nodes: caches.nodes.store(),
                 slices: esi.store(),
             };
-            let ctrl = Arc::new(SliceController::new(
-                listers,
-                Arc::clone(&p.shared),
-                ApiSliceWriter::new(p.client, p.fence),
-                p.recorder,
-                p.metrics,
-                p.max_per_slice,
-            ));
+            let ctrl = Arc::new(
+                SliceController::new(
+                    listers,
+                    Arc::clone(&p.shared),
+                    ApiSliceWriter::new(p.client, p.fence),
+                    p.recorder,
+                    p.metrics,
+                    p.max_per_slice,
+                )
+                .with_shadow(self.shadow.clone()),
+            );
             pools.push(WorkerPool::start(
                 es::NAME,
                 p.workers,
@@ -176,7 +193,12 @@ impl Controllers {
                 Arc::clone(&self.metrics),
                 Arc::clone(&self.clock),
             )?);
-            let topo = TopologySync::new(caches.nodes.store(), p.shared, p.queue);
+            let topo = TopologySync::new(
+                caches.nodes.store(),
+                caches.services.store(),
+                p.shared,
+                p.queue,
+            );
             p.topology_queue.add(es::TOPOLOGY_KEY.to_string());
             pools.push(WorkerPool::start(
                 es::TOPOLOGY,

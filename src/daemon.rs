@@ -118,9 +118,16 @@ pub fn user_agent(identity: &str, acting: Option<&str>) -> String {
 }
 
 /// Run until SIGTERM/SIGINT. Returns after a graceful stop.
-pub fn run(path: &Path) -> Result<(), DaemonError> {
+pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
     crate::memory::limit_arenas();
-    let cfg = Config::load(path).map_err(DaemonError::Config)?;
+    let loaded = Config::load(path).map_err(DaemonError::Config)?;
+    let mut cfg = loaded.clone();
+    cfg.mode.shadow |= shadow;
+    if cfg.mode.shadow {
+        // Nothing is written, so there is nothing to elect a writer for;
+        // the heartbeat Lease still says this instance is alive.
+        cfg.leader_election.enabled = false;
+    }
     logging::init(cfg.log.level);
     log::info!(
         "{} starting (config {}, identity {})",
@@ -140,13 +147,21 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
     let es_client = client_for(&cfg, &clock, &registry, "endpointslice-controller")?;
     log::info!("API server {}", client.server());
     let shutdown = Shutdown::new();
-    let current = Arc::new(Mutex::new(cfg.clone()));
+    // SIGHUP compares with the file as loaded (shadow mode's overrides are
+    // not changes).
+    let current = Arc::new(Mutex::new(loaded));
     let reload_path: PathBuf = path.to_path_buf();
     let reload_cfg = Arc::clone(&current);
     let sig = signals::install(shutdown.clone(), move || reload(&reload_path, &reload_cfg))
         .map_err(|e| DaemonError::Setup(format!("signal handlers: {e}")))?;
     let readiness = Readiness::not_ready("caches not synced");
     let liveness = Liveness::default();
+    let shadow_register = cfg.mode.shadow.then(|| {
+        log::info!(
+            "shadow mode: nothing is written; differences from the stored objects are logged, counted and listed at /shadow"
+        );
+        crate::shadow::Shadow::new(Arc::clone(&clock), &registry, crate::shadow::GRACE)
+    });
     let server = match cfg.server.listen {
         Some(addr) => Some(
             health::start(
@@ -154,6 +169,7 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
                 Arc::clone(&registry),
                 readiness.clone(),
                 liveness.clone(),
+                shadow_register.clone(),
             )
             .map_err(|e| DaemonError::Setup(format!("server.listen = \"{addr}\": {e}")))?,
         ),
@@ -216,8 +232,15 @@ pub fn run(path: &Path) -> Result<(), DaemonError> {
         clock: Arc::clone(&env.clock),
         registry: Arc::clone(&registry),
         fence,
-        endpoint_events: Arc::new(ep_events.clone()),
-        slice_events: Arc::new(es_events.clone()),
+        endpoint_events: match cfg.mode.shadow {
+            true => Arc::new(recorder::Discard),
+            false => Arc::new(ep_events.clone()),
+        },
+        slice_events: match cfg.mode.shadow {
+            true => Arc::new(recorder::Discard),
+            false => Arc::new(es_events.clone()),
+        },
+        shadow: shadow_register.clone(),
     };
     let (controllers, hooks) =
         Controllers::new(&cfg, &deps).map_err(|e| DaemonError::Setup(e.to_string()))?;

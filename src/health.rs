@@ -94,6 +94,7 @@ pub struct HealthHandler {
     registry: Arc<Registry>,
     readiness: Readiness,
     liveness: Liveness,
+    shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 impl Handler for HealthHandler {
@@ -110,6 +111,14 @@ impl Handler for HealthHandler {
                 let (code, body) = self.readiness.body();
                 Response::text(code, body)
             }
+            "/shadow" => match &self.shadow {
+                Some(s) => {
+                    let mut r = Response::text(200, s.json());
+                    r.headers = vec![("Content-Type".into(), "application/json".into())];
+                    r
+                }
+                None => Response::text(404, "not in shadow mode\n"),
+            },
             "/metrics" => {
                 let mut body = self.registry.render();
                 body.push_str(&process_metrics());
@@ -128,6 +137,7 @@ pub fn start(
     registry: Arc<Registry>,
     readiness: Readiness,
     liveness: Liveness,
+    shadow: Option<Arc<crate::shadow::Shadow>>,
 ) -> io::Result<Server> {
     Server::start(
         addr,
@@ -136,6 +146,7 @@ pub fn start(
             registry,
             readiness,
             liveness,
+            shadow,
         }),
     )
 }
@@ -228,6 +239,7 @@ mod tests {
             registry,
             readiness: readiness.clone(),
             liveness: liveness.clone(),
+            shadow: None,
         };
         assert_eq!(get(&h, "/healthz"), (200, "ok\n".into()));
         liveness.set(Some("worker endpoint-0 wedged in default/web for 301s"));

@@ -34,6 +34,7 @@ pub mod metrics;
 pub mod model;
 pub mod names;
 pub mod sdnotify;
+pub mod shadow;
 pub mod shutdown;
 pub mod signals;
 pub mod sim;

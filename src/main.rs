@@ -38,7 +38,7 @@ fn real_main() -> i32 {
                 EXIT_FAILURE
             }
         },
-        Command::Run { config } => match endpointd::daemon::run(&config) {
+        Command::Run { config, shadow } => match endpointd::daemon::run(&config, shadow) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("endpointd: {e}");

@@ -51,6 +51,9 @@ impl Effective {
             log: EffLog {
                 level: c.log.level.to_string().to_ascii_lowercase(),
             },
+            mode: EffMode {
+                shadow: c.mode.shadow,
+            },
         }
     }
 }
@@ -78,6 +81,12 @@ pub(super) struct Effective {
     endpointslices: EffEndpointSlices,
     server: EffServer,
     log: EffLog,
+    mode: EffMode,
+}
+
+#[derive(Serialize)]
+struct EffMode {
+    shadow: bool,
 }
 
 #[derive(Serialize)]

@@ -18,6 +18,7 @@ pub struct RawConfig {
     pub endpointslices: Option<EndpointSlices>,
     pub server: Option<Server>,
     pub log: Option<Log>,
+    pub mode: Option<Mode>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -74,6 +75,12 @@ pub struct Server {
 #[serde(deny_unknown_fields)]
 pub struct Log {
     pub level: Field<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mode {
+    pub shadow: Field<bool>,
 }
 
 /// Parse TOML text into raw values.

@@ -67,6 +67,7 @@ fn shipped_config_toml_is_the_defaults() {
         "max_response_bytes",
         "max_list_items",
         "watch_idle_timeout",
+        "shadow",
         "enabled",
         "lease_namespace",
         "lease_name",

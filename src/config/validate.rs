@@ -92,6 +92,13 @@ impl Validator<'_> {
             endpointslices: self.endpointslices(raw.endpointslices.unwrap_or_default()),
             server: self.server(raw.server.unwrap_or_default()),
             log: self.log(raw.log.unwrap_or_default()),
+            mode: Mode {
+                shadow: raw
+                    .mode
+                    .and_then(|m| m.shadow)
+                    .map(|s| s.into_inner())
+                    .unwrap_or(false),
+            },
         }
     }
 

@@ -31,6 +31,14 @@ pub trait Record: Send + Sync {
     fn record(&self, regarding: &ObjectReference, spec: &EventSpec);
 }
 
+/// Drops every event (shadow mode writes none).
+#[derive(Debug, Default)]
+pub struct Discard;
+
+impl Record for Discard {
+    fn record(&self, _regarding: &ObjectReference, _spec: &EventSpec) {}
+}
+
 /// Keeps every event, for tests.
 #[derive(Debug, Default)]
 pub struct RecordingFake {

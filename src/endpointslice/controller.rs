@@ -105,6 +105,7 @@ pub struct SliceController {
     metrics: Arc<SliceMetrics>,
     triggers: TriggerTimeTracker,
     max_endpoints_per_slice: usize,
+    shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 fn service_ref(svc: &Service) -> ObjectReference {
@@ -136,11 +137,68 @@ impl SliceController {
             metrics,
             triggers: TriggerTimeTracker::new(),
             max_endpoints_per_slice,
+            shadow: None,
         }
+    }
+
+    /// Shadow mode: compare with the stored slices, never write.
+    pub fn with_shadow(mut self, shadow: Option<Arc<crate::shadow::Shadow>>) -> Self {
+        self.shadow = shadow;
+        self
+    }
+
+    /// Shadow mode's sync: the slices a sync would create from scratch,
+    /// compared per address type with the stored ones (managed by the
+    /// EndpointSlice controller, not being deleted); no write, no event.
+    fn shadow_sync(&self, shadow: &crate::shadow::Shadow, key: &str) -> Result<(), SyncError> {
+        use crate::shadow::{compare_slices, ENDPOINTSLICES};
+        let svc = self.listers.services.get(key);
+        let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
+            shadow.forget(key, ENDPOINTSLICES);
+            return Ok(());
+        };
+        let pods = pods_for_service(&self.listers.pods, &svc);
+        let existing = self
+            .listers
+            .slices
+            .by_index(IndexKey::NamespacedLabel(SERVICE_NAME_LABEL), key);
+        let nodes = |n: &str| self.listers.nodes.get(n);
+        let plan = reconcile(&ReconcileInput {
+            service: &svc,
+            pods: &pods,
+            existing: &[],
+            nodes: &nodes,
+            trigger_time: None,
+            max_endpoints_per_slice: self.max_endpoints_per_slice,
+            topology: Some(&self.shared.topology),
+        });
+        let mut diffs = Vec::new();
+        for (t, w) in &plan.by_type {
+            let stored: Vec<&EndpointSlice> = existing
+                .iter()
+                .filter(|s| {
+                    managed_by_us(s)
+                        && s.metadata.deletion_timestamp.is_none()
+                        && s.address_type == *t
+                })
+                .map(|s| &**s)
+                .collect();
+            diffs.extend(compare_slices(
+                *t,
+                &w.creates,
+                &stored,
+                self.max_endpoints_per_slice,
+            ));
+        }
+        shadow.observe(key, ENDPOINTSLICES, diffs);
+        Ok(())
     }
 
     /// Upstream `syncService`.
     pub fn sync_service(&self, key: &str) -> Result<(), SyncError> {
+        if let Some(shadow) = &self.shadow {
+            return self.shadow_sync(shadow, key);
+        }
         let Some((ns, name)) = key.split_once('/') else {
             log::warn!("{NAME}: ignoring malformed key {key:?}");
             return Ok(());
@@ -324,9 +382,14 @@ impl EventHandler<Node> for NodeHandler {
 }
 
 /// The topology worker's sync: recompute zone ratios from every node, then
-/// queue the Services whose hints now overload a zone (C6).
+/// queue the Services whose hints now overload a zone (C6). Beyond
+/// upstream: when the node information turns sufficient (e.g. the first
+/// topology sync after start ran after the Services' first syncs), every
+/// Service with `topology-mode: Auto` is queued too — upstream leaves such
+/// a Service without hints until its next pod change.
 pub struct TopologySync {
     nodes: Store<Node>,
+    services: Store<Service>,
     shared: Arc<Shared>,
     service_queue: RateLimitingQueue<String>,
 }
@@ -335,11 +398,13 @@ impl TopologySync {
     /// A sync reading `nodes`, re-queueing on `service_queue`.
     pub fn new(
         nodes: Store<Node>,
+        services: Store<Service>,
         shared: Arc<Shared>,
         service_queue: RateLimitingQueue<String>,
     ) -> TopologySync {
         TopologySync {
             nodes,
+            services,
             shared,
             service_queue,
         }
@@ -349,18 +414,89 @@ impl TopologySync {
 impl Syncer for TopologySync {
     fn sync(&self, _key: &str) -> Result<(), SyncError> {
         let nodes = self.nodes.list();
-        let overloaded = {
+        let (overloaded, now_sufficient) = {
             let mut t = self
                 .shared
                 .topology
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
+            let had = t.has_node_info();
             t.set_nodes(&nodes);
-            t.get_overloaded_services()
+            (t.get_overloaded_services(), !had && t.has_node_info())
         };
+        if now_sufficient {
+            for svc in self.services.list() {
+                if crate::endpointslice::trafficdist::hints_enabled(&svc) {
+                    self.service_queue
+                        .add(format!("{}/{}", svc.metadata.namespace, svc.metadata.name));
+                }
+            }
+        }
         for k in overloaded {
             self.service_queue.add(k);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod topology_sync_tests {
+    use super::*;
+    use crate::clock::RealClock;
+    use crate::informer::WatchEvent;
+    use crate::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig};
+
+    fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+        serde_json::from_value(v).expect("object")
+    }
+
+    #[test]
+    fn services_with_auto_hints_are_requeued_when_node_info_turns_sufficient() {
+        let nodes: Store<Node> = Store::new(&[]);
+        let services: Store<Service> = Store::new(&[]);
+        for (name, auto) in [("auto", true), ("plain", false)] {
+            let mut meta = serde_json::json!({"name": name, "namespace": "ns"});
+            if auto {
+                meta["annotations"] =
+                    serde_json::json!({"service.kubernetes.io/topology-mode": "Auto"});
+            }
+            services.apply(WatchEvent::Added(obj::<Service>(
+                serde_json::json!({"metadata": meta, "spec": {"selector": {"app": name}}}),
+            )));
+        }
+        let queue = RateLimitingQueue::new(
+            &QueueConfig::new("t").clock(RealClock::shared()),
+            ItemExponentialFailureRateLimiter::new(
+                Duration::from_millis(1),
+                Duration::from_secs(1),
+            ),
+        )
+        .expect("queue");
+        let shared = Arc::new(Shared {
+            tracker: Arc::new(EndpointSliceTracker::default()),
+            topology: Arc::new(Mutex::new(TopologyCache::new())),
+        });
+        let sync = TopologySync::new(nodes.clone(), services, shared, queue.clone());
+        sync.sync(TOPOLOGY_KEY).expect("sync");
+        assert!(
+            queue.try_get().is_none(),
+            "no node info yet: nothing to requeue"
+        );
+        for (n, z) in [("a", "z1"), ("b", "z2")] {
+            nodes.apply(WatchEvent::Added(obj::<Node>(serde_json::json!({
+                "metadata": {"name": n, "labels": {"topology.kubernetes.io/zone": z}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"cpu": "2"}}
+            }))));
+        }
+        sync.sync(TOPOLOGY_KEY).expect("sync");
+        let k = queue.try_get().expect("the Auto service is queued");
+        assert_eq!(k, "ns/auto");
+        queue.done(&k);
+        assert!(queue.try_get().is_none(), "only Services with Auto hints");
+        sync.sync(TOPOLOGY_KEY).expect("sync");
+        assert!(
+            queue.try_get().is_none(),
+            "only when the information turns sufficient"
+        );
     }
 }

@@ -87,6 +87,11 @@ impl TopologyCache {
         TopologyCache::default()
     }
 
+    /// Whether the nodes give zone ratios (hints can be allocated).
+    pub fn has_node_info(&self) -> bool {
+        self.ratios.is_some()
+    }
+
     /// Upstream `SetNodes`: ratios of allocatable CPU per zone over Ready,
     /// non-control-plane nodes; insufficient (no ratios) when one of them
     /// lacks a zone or CPU, the total is zero, or there are fewer than 2
