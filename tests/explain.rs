@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use endpointd::sim::resources::lookup;
 use endpointd::sim::server::{SimOptions, SimServer};
+use endpointd::sim::store::Key;
 use serde_json::{json, Value};
 
 fn setup(name: &str) -> (SimServer, PathBuf) {
@@ -26,9 +28,35 @@ fn setup(name: &str) -> (SimServer, PathBuf) {
         pod("web-wrongport", "web", true, "htp"),
         pod("web-typo", "wbe", true, "http"),
     ];
+    let mut items = items;
+    // One pod per remaining reason.
+    let mut done = pod("web-done", "web", false, "http");
+    done["status"]["phase"] = json!("Succeeded");
+    let mut noip = pod("web-noip", "web", false, "http");
+    noip["status"] = json!({"phase": "Pending"});
+    let mut orphan = pod("web-orphan", "web", true, "http");
+    orphan["spec"]["nodeName"] = json!("node-gone");
+    let mut leaving = pod("web-leaving", "web", true, "http");
+    leaving["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    leaving["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    items.extend([done, noip, orphan, leaving]);
+    items.push(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "v6", "namespace": "default"},
+        "spec": {"selector": {"app": "web"}, "ipFamilies": ["IPv6"], "clusterIP": "fd00::10",
+                 "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}));
     sim.store()
         .load_list(&json!({"apiVersion": "v1", "kind": "List", "items": items}))
         .expect("load");
+    // Terminating, as a DELETE of a pod with a finalizer leaves it.
+    let key = Key::new(
+        lookup("", "v1", "pods").expect("pods"),
+        "default",
+        "web-leaving",
+    );
+    sim.store().txn(|t| {
+        let mut v = t.get(&key).expect("pod").value();
+        v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        t.put(&key, "update", v);
+    });
     let dir = std::env::temp_dir().join(format!("endpointd-explain-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let kc = dir.join("kubeconfig");
@@ -82,6 +110,20 @@ fn explain_reports_every_pod_and_writes_nothing() {
         json!([{"reason": "namedPortMissing", "servicePort": "http", "targetPort": "http", "protocol": "TCP"}])
     );
     assert_eq!(
+        by("web-done")["reasons"],
+        json!([{"reason": "terminalPhase", "phase": "Succeeded"}])
+    );
+    assert_eq!(by("web-noip")["reasons"], json!([{"reason": "noPodIp"}]));
+    assert_eq!(
+        by("web-orphan")["reasons"],
+        json!([{"reason": "nodeMissing", "node": "node-gone"}])
+    );
+    assert_eq!(by("web-leaving")["state"], "terminating");
+    assert_eq!(
+        by("web-leaving")["reasons"],
+        json!([{"reason": "terminating"}])
+    );
+    assert_eq!(
         v["nearMisses"],
         json!([{"pod": "web-typo", "label": "app", "want": "web", "have": "wbe"}])
     );
@@ -93,7 +135,7 @@ fn explain_reports_every_pod_and_writes_nothing() {
     assert_eq!(code, 0, "{err}");
     for want in [
         "Service default/web",
-        "Pods selected: 3 (2 ready",
+        "Pods selected: 7 (3 ready",
         "web-starting (notReady",
         "why: not Ready",
         "declares no container port named \"http\"",
@@ -108,6 +150,27 @@ fn explain_reports_every_pod_and_writes_nothing() {
             .iter()
             .all(|w| w.user == "system:kube-sim"),
         "explain never writes"
+    );
+    sim.stop();
+}
+
+#[test]
+fn a_service_of_the_other_family_explains_every_pod() {
+    let (sim, cfg) = setup("family");
+    let (code, out, err) = explain(&cfg, &["v6", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let ready = v["pods"]
+        .as_array()
+        .expect("pods")
+        .iter()
+        .find(|p| p["name"] == "web-ready")
+        .cloned()
+        .expect("web-ready");
+    assert_eq!(ready["state"], "excluded");
+    assert_eq!(
+        ready["reasons"],
+        json!([{"reason": "noIpOfFamily", "family": "IPv6"}])
     );
     sim.stop();
 }
