@@ -32,6 +32,7 @@ pub mod selector;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod tls;
 pub mod txn;
 pub mod validate;

@@ -60,6 +60,37 @@ fn serve(store: &Arc<Store>, ri: &RequestInfo, req: &Request) -> Result<Response
     let name = ri.name.clone().unwrap_or_default();
     // Collections: one namespace, or all (always all when cluster-scoped).
     let scope = ri.namespace.as_deref().filter(|_| info.namespaced);
+    if let Some(version) = super::table::wanted(req.header("accept")) {
+        if matches!(ri.verb, Verb::Get | Verb::List | Verb::Watch) && !status_only {
+            use super::table::{convert_response, convert_watch, Include};
+            let include = Include::parse(req.query("includeObject"))
+                .map_err(super::apierrors::bad_request)?;
+            let now = store.clock().wall();
+            return Ok(match ri.verb {
+                Verb::Get => convert_response(
+                    get(store, info, &ns, &name)?,
+                    info.resource,
+                    version,
+                    include,
+                    now,
+                ),
+                Verb::List => convert_response(
+                    list::list(store, info, scope, req)?,
+                    info.resource,
+                    version,
+                    include,
+                    now,
+                ),
+                _ => convert_watch(
+                    watch::watch(store, info, scope, ri.name.as_deref(), req)?,
+                    info.resource,
+                    version,
+                    include,
+                    store.clock().clone(),
+                ),
+            });
+        }
+    }
     match ri.verb {
         Verb::Get => get(store, info, &ns, &name),
         Verb::List => list::list(store, info, scope, req),
