@@ -594,3 +594,37 @@ fn trace_logs_never_contain_the_token_or_a_url_password() {
     }
     assert!(log.contains("***@"), "the server URL is shown redacted");
 }
+
+#[test]
+fn a_kubeconfig_readable_by_others_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmpdir("perms");
+    let (_sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 0);
+    let cfg = config_with(&d, &kc, "[server]\nlisten = \"\"\n");
+    let log_path = d.join("run.log");
+    let run = |mode: u32| {
+        std::fs::set_permissions(&kc, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let mut child = bin()
+            .args(["run", "--config"])
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
+            .spawn()
+            .expect("spawn");
+        wait_for_file(&log_path, "caches synced");
+        kill(child.id(), "-TERM");
+        assert_eq!(child.wait().expect("wait").code(), Some(0));
+        std::fs::read_to_string(&log_path).expect("log")
+    };
+    let exposed = run(0o644);
+    assert!(
+        exposed.contains("is readable by group or others (mode 0644)")
+            && exposed.contains("chmod 600"),
+        "{exposed}"
+    );
+    let private = run(0o600);
+    assert!(
+        !private.contains("readable by group or others"),
+        "{private}"
+    );
+}

@@ -89,6 +89,7 @@ impl ClientConfig {
             field: "(file)".into(),
             message: format!("cannot read kubeconfig: {e}"),
         })?;
+        super::perms::warn_if_exposed("kubeconfig", path);
         let base = path.parent().unwrap_or(Path::new("."));
         ClientConfig::from_kubeconfig_source(&yaml, &path.display().to_string(), base, context)
     }
@@ -124,6 +125,12 @@ impl ClientConfig {
                 }
             }
         };
+        if let Some(PemSource::File(f)) = &r.client_key {
+            super::perms::warn_if_exposed("client key", f);
+        }
+        if let AuthSpec::TokenFile(p) = &r.auth {
+            super::perms::warn_if_exposed("token file", p);
+        }
         let mut cfg = ClientConfig::new(&r.server);
         cfg.source = source.to_string();
         cfg.tls = TlsMaterial {
