@@ -38,6 +38,10 @@ struct State {
     stall: bool,
     stalled: Vec<crossbeam_channel::Sender<Vec<u8>>>,
     outages: u64,
+    /// Fail one request in every `n` (with this code), deterministically.
+    fail_every: Option<(u32, u16)>,
+    /// Requests seen while `fail_every` is set.
+    seen: u64,
 }
 
 /// The fault switchboard of one kube-sim.
@@ -214,11 +218,25 @@ impl Faults {
         st.latency = Duration::ZERO;
         st.stall = false;
         st.stalled.clear();
+        st.fail_every = None;
     }
 
     /// Consume one matching fail rule, if any, and return its error.
     pub fn take_failure(&self, info: &RequestInfo) -> Option<Response> {
         let mut st = lock(&self.state);
+        if let Some((n, code)) = st.fail_every {
+            st.seen += 1;
+            if st.seen % u64::from(n.max(1)) == 0 {
+                let rule = FailRule {
+                    remaining: 1,
+                    verb: None,
+                    resource: None,
+                    code,
+                    retry_after: None,
+                };
+                return Some(injected_error(&rule, info));
+            }
+        }
         let pos = st.rules.iter().position(|r| {
             r.verb.is_none_or(|v| v == info.verb)
                 && r.resource.as_deref().is_none_or(|res| res == info.resource)
@@ -229,6 +247,14 @@ impl Faults {
             st.rules.remove(pos);
         }
         Some(injected_error(&rule, info))
+    }
+
+    /// Fail one request in every `n` with `code` (`None`: stop): "10 % of
+    /// requests fail" as a deterministic fault.
+    pub fn fail_every(&self, every: Option<(u32, u16)>) {
+        let mut st = lock(&self.state);
+        st.fail_every = every;
+        st.seen = 0;
     }
 
     /// When watches are stalled: an open, silent watch response.

@@ -4,6 +4,8 @@
 //! binary as a child process against it, polling, and the write log.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod converge;
+
 use endpointd::sim::resources::lookup;
 use endpointd::sim::server::{SimOptions, SimServer};
 use endpointd::sim::store::{Key, WriteRecord};

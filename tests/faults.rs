@@ -1,0 +1,286 @@
+//! The faults an edge control plane sees (issue 14), each injected into
+//! kube-sim on loopback while pods churn, each ending with full
+//! convergence: every Service's Endpoints and EndpointSlices hold exactly
+//! its pods, readiness right, no duplicate, no stale slice. Each prints the
+//! time to converge after the fault and the requests made during it.
+
+mod controller_support;
+
+use controller_support::*;
+use endpointd::sim::requestinfo::Verb;
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(30);
+/// Both controllers, no leader election (a 30 s outage would otherwise
+/// cost the lease, and the daemon exits to be restarted by systemd — the
+/// leader-election tests cover that path).
+const CFG: &str = "[leader_election]\nenabled = false\n";
+const SERVICES: usize = 4;
+const PODS_PER_SERVICE: usize = 12;
+
+struct Churn {
+    next_ip: AtomicUsize,
+    ops: AtomicUsize,
+}
+
+/// A cluster with SERVICES services of PODS_PER_SERVICE pods, converged
+/// under a running endpointd.
+fn setup(name: &str) -> (Cluster, Daemon, Churn) {
+    let c = Cluster::start(name);
+    let mut items = vec![node("node-a", "z1")];
+    for s in 0..SERVICES {
+        items.push(service(
+            "default",
+            &format!("svc-{s}"),
+            &format!("app-{s}"),
+            json!("http"),
+        ));
+        for p in 0..PODS_PER_SERVICE {
+            let i = s * PODS_PER_SERVICE + p;
+            items.push(pod(
+                "default",
+                &format!("svc-{s}-{p}"),
+                &format!("app-{s}"),
+                &ip(i),
+                p % 3 != 0,
+            ));
+        }
+    }
+    c.load(items);
+    let d = Daemon::start(&c, name, CFG);
+    c.wait_converged(LIMIT);
+    let churn = Churn {
+        next_ip: AtomicUsize::new(SERVICES * PODS_PER_SERVICE),
+        ops: AtomicUsize::new(0),
+    };
+    (c, d, churn)
+}
+
+/// One random change: a readiness flip (70 %), a pod deleted (15 %) or
+/// added (15 %).
+fn churn_once(c: &Cluster, churn: &Churn, rng: &mut fastrand::Rng) {
+    let pods: Vec<String> = c
+        .all("pods")
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    let roll = rng.u32(..100);
+    if roll < 70 && !pods.is_empty() {
+        let p = pods[rng.usize(..pods.len())].clone();
+        c.set_ready("default", &[p], rng.bool());
+    } else if roll < 85 && pods.len() > SERVICES {
+        let p = pods[rng.usize(..pods.len())].clone();
+        c.delete("pods", "default", &[p]);
+    } else {
+        let i = churn.next_ip.fetch_add(1, Ordering::SeqCst);
+        let s = rng.usize(..SERVICES);
+        c.load(vec![pod(
+            "default",
+            &format!("svc-{s}-x{i}"),
+            &format!("app-{s}"),
+            &ip(i),
+            rng.bool(),
+        )]);
+    }
+    churn.ops.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Churn at about `per_sec` changes per second until `stop`.
+fn churn_until(c: &Cluster, churn: &Churn, per_sec: u64, stop: &AtomicBool, seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let pause = Duration::from_millis(1000 / per_sec.max(1));
+    while !stop.load(Ordering::SeqCst) {
+        churn_once(c, churn, &mut rng);
+        std::thread::sleep(pause);
+    }
+}
+
+fn requests(c: &Cluster) -> u64 {
+    let r = c.sim.requests();
+    [
+        (Verb::List, "pods"),
+        (Verb::Watch, "pods"),
+        (Verb::List, "services"),
+        (Verb::Watch, "services"),
+        (Verb::List, "endpoints"),
+        (Verb::List, "endpointslices"),
+        (Verb::Update, "endpoints"),
+        (Verb::Update, "endpointslices"),
+        (Verb::Create, "endpointslices"),
+    ]
+    .iter()
+    .map(|(v, res)| r.get(*v, res))
+    .sum()
+}
+
+fn report(name: &str, c: &Cluster, churn: &Churn, before: u64, converge: Duration) {
+    eprintln!(
+        "fault {name}: {} changes; {} requests during the fault; converged {converge:?} after it",
+        churn.ops.load(Ordering::SeqCst),
+        requests(c) - before
+    );
+}
+
+#[test]
+fn every_watch_dropped_every_2s_for_30s_while_pods_churn() {
+    let (c, d, churn) = setup("f-drop");
+    let before = requests(&c);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| churn_until(&c, &churn, 20, &stop, 1));
+        for _ in 0..15 {
+            std::thread::sleep(Duration::from_secs(2));
+            c.sim.faults().close_all_watches();
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+    let t = c.wait_converged(LIMIT);
+    report("watches dropped", &c, &churn, before, t);
+    assert!(
+        c.sim.requests().get(Verb::List, "pods") <= 3,
+        "watches resume from their resourceVersion, no relist storm"
+    );
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn history_compacted_again_and_again_and_a_delete_in_a_gap() {
+    let (c, d, churn) = setup("f-compact");
+    let before = requests(&c);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| churn_until(&c, &churn, 20, &stop, 2));
+        for _ in 0..10 {
+            std::thread::sleep(Duration::from_millis(700));
+            c.sim.faults().compact();
+            c.sim.faults().close_all_watches();
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+    // A pod deleted while the watches are down, its event compacted away:
+    // only a relist can show the deletion.
+    c.sim.faults().stall_watches(true);
+    c.sim.faults().close_all_watches();
+    std::thread::sleep(Duration::from_millis(300));
+    let victim = c
+        .all("pods")
+        .iter()
+        .find_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .expect("a pod");
+    c.delete("pods", "default", &[victim]);
+    c.sim.faults().compact();
+    c.sim.faults().stall_watches(false);
+    let t = c.wait_converged(LIMIT);
+    report("compaction", &c, &churn, before, t);
+    assert!(
+        c.sim.requests().get(Verb::List, "pods") >= 2,
+        "relisted after 410"
+    );
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn one_request_in_ten_fails_then_a_429_burst_is_honoured() {
+    let (c, d, churn) = setup("f-errors");
+    let before = requests(&c);
+    c.sim.faults().fail_every(Some((10, 503)));
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| churn_until(&c, &churn, 20, &stop, 3));
+        std::thread::sleep(Duration::from_secs(10));
+        stop.store(true, Ordering::SeqCst);
+    });
+    c.sim.faults().fail_every(None);
+    let t = c.wait_converged(LIMIT);
+    report("10% 503", &c, &churn, before, t);
+    // A burst of 429s asking for 1 s: clients wait instead of storming.
+    let burst_start = requests(&c);
+    c.sim.faults().fail_next(30, None, None, 429, Some(1));
+    let stop = AtomicBool::new(false);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| churn_until(&c, &churn, 10, &stop, 4));
+        std::thread::sleep(Duration::from_secs(3));
+        stop.store(true, Ordering::SeqCst);
+    });
+    let during = requests(&c) - burst_start;
+    let t = c.wait_converged(LIMIT);
+    eprintln!(
+        "fault 429 burst: {during} requests in {:?} (30 answered 429 with Retry-After 1 s); converged {t:?} after",
+        t0.elapsed()
+    );
+    assert!(during < 200, "no retry storm: {during} requests in 3 s");
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn a_slow_api_server_is_followed_and_writes_stay_bounded() {
+    let (c, d, churn) = setup("f-slow");
+    let writes_before = c.write_count("endpoints") + c.write_count("endpointslices");
+    c.sim.faults().set_latency(Duration::from_millis(200));
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| churn_until(&c, &churn, 20, &stop, 5));
+        std::thread::sleep(Duration::from_secs(8));
+        stop.store(true, Ordering::SeqCst);
+    });
+    let t = c.wait_converged(LIMIT);
+    c.sim.faults().set_latency(Duration::ZERO);
+    let writes = c.write_count("endpoints") + c.write_count("endpointslices") - writes_before;
+    let ops = churn.ops.load(Ordering::SeqCst);
+    eprintln!("fault slow API (200 ms): {ops} changes, {writes} writes; converged {t:?} after");
+    assert!(
+        writes <= 2 * ops,
+        "the queue dedups: {writes} writes for {ops} changes"
+    );
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn the_api_server_unreachable_for_30s_then_back_with_changes() {
+    let (c, d, churn) = setup("f-outage");
+    let before = requests(&c);
+    assert!(c.sim.faults().outage(Duration::from_secs(30)));
+    // Changes made meanwhile (as by another API server replica).
+    let mut rng = fastrand::Rng::with_seed(6);
+    for _ in 0..40 {
+        churn_once(&c, &churn, &mut rng);
+    }
+    std::thread::sleep(Duration::from_secs(30));
+    let t = c.wait_converged(LIMIT);
+    report("30 s outage", &c, &churn, before, t);
+    assert_eq!(d.stop(), Some(0), "kept running through the outage");
+}
+
+#[test]
+fn a_foreign_writer_is_corrected_and_unmanaged_slices_left_alone() {
+    let (c, d, _churn) = setup("f-foreign");
+    // Someone deletes a managed slice, empties an Endpoints, and adds a
+    // slice of their own for the same Service.
+    let managed = c
+        .all("endpointslices")
+        .iter()
+        .find(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "svc-0")
+        .and_then(|s| s["metadata"]["name"].as_str().map(str::to_string))
+        .expect("a managed slice");
+    c.delete("endpointslices", "default", &[managed]);
+    c.modify("endpoints", "default", &["svc-1".to_string()], |v| {
+        v["subsets"] = json!([]);
+    });
+    c.load(vec![json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "svc-0-custom", "namespace": "default",
+                     "labels": {"kubernetes.io/service-name": "svc-0", "endpointslice.kubernetes.io/managed-by": "someone-else"}},
+        "addressType": "IPv4", "endpoints": [{"addresses": ["192.0.2.99"]}], "ports": []})]);
+    let t = c.wait_converged(LIMIT);
+    eprintln!("fault foreign writer: restored in {t:?}");
+    let custom = c
+        .get("endpointslices", "default", "svc-0-custom")
+        .expect("unmanaged slice kept");
+    assert_eq!(
+        custom["endpoints"][0]["addresses"][0], "192.0.2.99",
+        "untouched"
+    );
+    assert_eq!(d.stop(), Some(0));
+}
