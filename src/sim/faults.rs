@@ -226,7 +226,7 @@ impl Faults {
         let mut st = lock(&self.state);
         if let Some((n, code)) = st.fail_every {
             st.seen += 1;
-            if st.seen % u64::from(n.max(1)) == 0 {
+            if st.seen.is_multiple_of(u64::from(n.max(1))) {
                 let rule = FailRule {
                     remaining: 1,
                     verb: None,
