@@ -100,11 +100,14 @@ impl Controllers {
                         .metrics(&wq_metrics),
                     endpoints_controller_rate_limiter(Arc::clone(&deps.clock)),
                 )?;
-                let writer = Arc::new(EndpointsWriter::new(
-                    deps.endpoints_client.clone(),
-                    deps.fence.clone(),
-                    Arc::clone(&deps.endpoint_events),
-                ));
+                let writer = Arc::new(
+                    EndpointsWriter::new(
+                        deps.endpoints_client.clone(),
+                        deps.fence.clone(),
+                        Arc::clone(&deps.endpoint_events),
+                    )
+                    .with_clock(Arc::clone(&deps.clock)),
+                );
                 hooks
                     .targets
                     .push(ep::target(&queue, cfg.endpoints.batch_period));
@@ -183,7 +186,8 @@ impl Controllers {
                     p.metrics,
                     p.max_per_slice,
                 )
-                .with_shadow(self.shadow.clone()),
+                .with_shadow(self.shadow.clone())
+                .with_clock(Arc::clone(&self.clock)),
             );
             pools.push(WorkerPool::start(
                 es::NAME,

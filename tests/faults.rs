@@ -284,3 +284,79 @@ fn a_foreign_writer_is_corrected_and_unmanaged_slices_left_alone() {
     );
     assert_eq!(d.stop(), Some(0));
 }
+
+#[test]
+fn an_etcd_restore_behind_the_same_address_is_relisted_and_converged() {
+    let (mut c, d, churn) = setup("f-restore");
+    // A Service whose Endpoints and slices endpointd creates now; the
+    // backup below is as if taken just before those writes.
+    c.load(vec![
+        service("default", "late", "app-late", json!("http")),
+        pod("default", "late-0", "app-late", &ip(9000), true),
+    ]);
+    c.wait_converged(LIMIT);
+    // The backup: every object as it is now.
+    let mut backup = Vec::new();
+    for (api, kind, res) in [
+        ("v1", "Node", "nodes"),
+        ("v1", "Service", "services"),
+        ("v1", "Pod", "pods"),
+        ("v1", "Endpoints", "endpoints"),
+        ("discovery.k8s.io/v1", "EndpointSlice", "endpointslices"),
+    ] {
+        for mut o in c.all(res) {
+            o["apiVersion"] = json!(api);
+            o["kind"] = json!(kind);
+            if let Some(m) = o["metadata"].as_object_mut() {
+                m.remove("resourceVersion");
+                m.remove("creationTimestamp");
+            }
+            let late = o["metadata"]["name"] == "late"
+                || o["metadata"]["labels"]["kubernetes.io/service-name"] == "late";
+            if !(late && matches!(res, "endpoints" | "endpointslices")) {
+                backup.push(o);
+            }
+        }
+    }
+    // Life goes on for a while (more writes: resourceVersions grow well
+    // past what the restored server will start from).
+    let mut rng = fastrand::Rng::with_seed(7);
+    for _ in 0..60 {
+        churn_once(&c, &churn, &mut rng);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.wait_converged(LIMIT);
+    // The control plane is restored from the backup: a fresh API server on
+    // the same address whose resourceVersions start again from 1.
+    let addr: std::net::SocketAddr = c
+        .sim
+        .url()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("address");
+    let old = std::mem::replace(
+        &mut c.sim,
+        endpointd::sim::server::SimServer::start(endpointd::sim::server::SimOptions {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            ..Default::default()
+        })
+        .expect("placeholder"),
+    );
+    old.stop();
+    let fresh = endpointd::sim::server::SimServer::start(endpointd::sim::server::SimOptions {
+        listen: addr,
+        ..Default::default()
+    })
+    .expect("restored kube-sim on the same address");
+    let placeholder = std::mem::replace(&mut c.sim, fresh);
+    placeholder.stop();
+    c.load(backup);
+    // And changes after the restore.
+    let mut rng = fastrand::Rng::with_seed(8);
+    for _ in 0..20 {
+        churn_once(&c, &churn, &mut rng);
+    }
+    let t = c.wait_converged(Duration::from_secs(60));
+    eprintln!("fault etcd restore: converged {t:?} after the restored server came up");
+    assert_eq!(d.stop(), Some(0));
+}

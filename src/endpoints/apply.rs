@@ -36,6 +36,9 @@ pub struct EndpointsWriter {
     /// after the response cannot: that race made the handler take our own
     /// write for a foreign one and sync again at once).
     sent: Mutex<HashMap<String, u64>>,
+    /// Since when each key's cache has looked older than our writes.
+    stale_since: Mutex<HashMap<String, std::time::Instant>>,
+    clock: crate::clock::SharedClock,
 }
 
 /// What a write decides about an Endpoints: its labels, annotations and
@@ -91,7 +94,45 @@ impl EndpointsWriter {
             stale: StaleTracker::default(),
             created: Mutex::default(),
             sent: Mutex::default(),
+            stale_since: Mutex::default(),
+            clock: crate::clock::RealClock::shared(),
         }
+    }
+
+    /// The clock of the stale-cache bound.
+    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// [`EndpointsWriter::is_stale`] with a bound: a key whose cache has
+    /// looked older than our writes for
+    /// [`STALE_GIVE_UP`](crate::endpointslice::tracker::STALE_GIVE_UP) has
+    /// its bookkeeping dropped (logged) and is synced from the cache as it
+    /// is — after an API server was restored from a backup, resourceVersions
+    /// go back and would otherwise keep the key stale forever.
+    pub fn is_stale_bounded(&self, key: &str, current: Option<&Endpoints>, cache_rv: &str) -> bool {
+        let stale = self.is_stale(key, current, cache_rv);
+        let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());
+        if !stale {
+            since.remove(key);
+            return false;
+        }
+        let now = self.clock.now();
+        let first = *since.entry(key.to_string()).or_insert(now);
+        let limit = crate::endpointslice::tracker::STALE_GIVE_UP;
+        if now.saturating_duration_since(first) < limit {
+            return true;
+        }
+        since.remove(key);
+        drop(since);
+        log::warn!(
+            "Endpoints cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
+            limit.as_secs()
+        );
+        self.stale.delete(key);
+        self.created().remove(key);
+        false
     }
 
     /// Whether `obj` (as the cache now shows it) has the content of our

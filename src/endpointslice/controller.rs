@@ -106,6 +106,7 @@ pub struct SliceController {
     triggers: TriggerTimeTracker,
     max_endpoints_per_slice: usize,
     shadow: Option<Arc<crate::shadow::Shadow>>,
+    clock: crate::clock::SharedClock,
 }
 
 fn service_ref(svc: &Service) -> ObjectReference {
@@ -138,7 +139,14 @@ impl SliceController {
             triggers: TriggerTimeTracker::new(),
             max_endpoints_per_slice,
             shadow: None,
+            clock: crate::clock::RealClock::shared(),
         }
+    }
+
+    /// The clock of the stale-cache bound.
+    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Shadow mode: compare with the stored slices, never write.
@@ -226,7 +234,7 @@ impl SliceController {
         if self
             .shared
             .tracker
-            .stale_slices(&svc, ours.iter().map(|s| &**s))
+            .stale_slices_at(&svc, ours.iter().map(|s| &**s), self.clock.now())
         {
             return Err(SyncError::Stale(format!(
                 "EndpointSlice informer cache is out of date for {key}"

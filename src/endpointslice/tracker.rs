@@ -19,7 +19,16 @@ struct ServiceState {
     /// The Service UID the generations belong to (B6's UID reset).
     service_uid: String,
     generations: HashMap<String, i64>,
+    /// Since when the cache has looked older than our writes.
+    stale_since: Option<std::time::Instant>,
 }
+
+/// How long the cache may look older than our own writes before the
+/// bookkeeping is taken for wrong and dropped. Watch lag is milliseconds;
+/// what outlasts this is an API server restored from an etcd backup
+/// (generations went back) or a write the cache will never show. Upstream
+/// stays stale until the process restarts; we converge.
+pub const STALE_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Keyed by `ns/service` from the slice's service-name label.
 #[derive(Debug, Default)]
@@ -127,6 +136,38 @@ impl EndpointSliceTracker {
             .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid.as_str()))
     }
 
+    /// [`EndpointSliceTracker::stale_slices`] with a bound: a Service whose
+    /// cache has looked stale for [`STALE_GIVE_UP`] has its tracked
+    /// generations dropped (logged) and is synced from the cache as it is.
+    pub fn stale_slices_at<'a>(
+        &self,
+        svc: &Service,
+        slices: impl IntoIterator<Item = &'a EndpointSlice>,
+        now: std::time::Instant,
+    ) -> bool {
+        let stale = self.stale_slices(svc, slices);
+        let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
+        let mut all = self.lock();
+        let Some(st) = all.get_mut(&key) else {
+            return stale;
+        };
+        if !stale {
+            st.stale_since = None;
+            return false;
+        }
+        let since = *st.stale_since.get_or_insert(now);
+        if now.saturating_duration_since(since) < STALE_GIVE_UP {
+            return true;
+        }
+        log::warn!(
+            "EndpointSlice cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
+            STALE_GIVE_UP.as_secs()
+        );
+        st.generations.clear();
+        st.stale_since = None;
+        false
+    }
+
     /// Remember which Service UID the tracked generations belong to (called
     /// before a sync writes).
     pub fn set_service_uid(&self, svc: &Service) {
@@ -220,5 +261,39 @@ mod tests {
             "recreated service: generations reset"
         );
         assert!(!t.has(&slice("c", 5)));
+    }
+
+    #[test]
+    fn a_cache_stale_for_longer_than_the_bound_is_given_up_on() {
+        let t = EndpointSliceTracker::default();
+        t.set_service_uid(&svc("u1"));
+        t.update(&slice("a", 7));
+        // An etcd restore brought the slice back at generation 2.
+        let restored = [slice("a", 2)];
+        let t0 = std::time::Instant::now();
+        assert!(t.stale_slices_at(&svc("u1"), &restored, t0));
+        assert!(t.stale_slices_at(&svc("u1"), &restored, t0 + STALE_GIVE_UP / 2));
+        assert!(
+            !t.stale_slices_at(&svc("u1"), &restored, t0 + STALE_GIVE_UP),
+            "given up after the bound"
+        );
+        assert!(
+            !t.stale_slices(&svc("u1"), &restored),
+            "bookkeeping dropped"
+        );
+        // A short lag is still waited out.
+        t.update(&slice("a", 3));
+        let lagging = [slice("a", 2)];
+        let t1 = t0 + STALE_GIVE_UP * 2;
+        assert!(t.stale_slices_at(&svc("u1"), &lagging, t1));
+        assert!(!t.stale_slices_at(
+            &svc("u1"),
+            &[slice("a", 3)],
+            t1 + std::time::Duration::from_millis(5)
+        ));
+        assert!(
+            t.stale_slices_at(&svc("u1"), &lagging, t1 + STALE_GIVE_UP),
+            "a fresh stale period starts again"
+        );
     }
 }
