@@ -155,6 +155,21 @@ impl SliceController {
         self
     }
 
+    /// The pods the Service selects and the cached slices labelled with its
+    /// name (whatever their manager).
+    fn pods_and_slices(
+        &self,
+        key: &str,
+        svc: &Service,
+    ) -> (Vec<Arc<Pod>>, Vec<Arc<EndpointSlice>>) {
+        let pods = pods_for_service(&self.listers.pods, svc);
+        let existing = self
+            .listers
+            .slices
+            .by_index(IndexKey::NamespacedLabel(SERVICE_NAME_LABEL), key);
+        (pods, existing)
+    }
+
     /// Shadow mode's sync: the slices a sync would create from scratch,
     /// compared per address type with the stored ones (managed by the
     /// EndpointSlice controller, not being deleted); no write, no event.
@@ -165,11 +180,7 @@ impl SliceController {
             shadow.forget(key, ENDPOINTSLICES);
             return Ok(());
         };
-        let pods = pods_for_service(&self.listers.pods, &svc);
-        let existing = self
-            .listers
-            .slices
-            .by_index(IndexKey::NamespacedLabel(SERVICE_NAME_LABEL), key);
+        let (pods, existing) = self.pods_and_slices(key, &svc);
         let nodes = |n: &str| self.listers.nodes.get(n);
         let plan = reconcile(&ReconcileInput {
             service: &svc,
@@ -221,11 +232,7 @@ impl SliceController {
         if !service_is_managed(&svc) {
             return Ok(());
         }
-        let pods = pods_for_service(&self.listers.pods, &svc);
-        let existing = self
-            .listers
-            .slices
-            .by_index(IndexKey::NamespacedLabel(SERVICE_NAME_LABEL), key);
+        let (pods, existing) = self.pods_and_slices(key, &svc);
         let ours: Vec<Arc<EndpointSlice>> = existing
             .iter()
             .filter(|s| managed_by_us(s) && s.metadata.deletion_timestamp.is_none())

@@ -156,23 +156,21 @@ fn classify(
     items_exceeded: bool,
 ) -> Error {
     use serde_json::error::Category;
+    let too_large = |limit: String| Error::TooLarge {
+        what: what.to_string(),
+        limit,
+    };
     if bytes_exceeded {
-        return Error::TooLarge {
-            what: what.to_string(),
-            limit: format!(
-                "{} bytes (kubernetes.max_response_bytes, shared by the responses being read at once)",
-                limits.max_bytes
-            ),
-        };
+        return too_large(format!(
+            "{} bytes (kubernetes.max_response_bytes, shared by the responses being read at once)",
+            limits.max_bytes
+        ));
     }
     if items_exceeded {
-        return Error::TooLarge {
-            what: what.to_string(),
-            limit: format!(
-                "{} items in one page (kubernetes.max_list_items)",
-                limits.max_items
-            ),
-        };
+        return too_large(format!(
+            "{} items in one page (kubernetes.max_list_items)",
+            limits.max_items
+        ));
     }
     match e.classify() {
         Category::Io | Category::Eof => Error::Transport {
