@@ -64,6 +64,8 @@ pub struct Report {
     pub traffic_distribution: Option<String>,
     /// Topology-aware hints requested by annotation (`Auto`).
     pub topology_auto: bool,
+    /// Whether endpoints get hints, which, or why not.
+    pub hints: String,
     /// The Service's ports.
     pub ports: Vec<PortFacts>,
     /// Every pod the selector matches.
@@ -365,8 +367,47 @@ fn state(pod: &Pod, reasons: &[Reason]) -> &'static str {
     }
 }
 
-/// The slice plan's differences, as text.
-fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> Vec<String> {
+/// Which hints the plan gives endpoints, or why none (upstream: the
+/// topology-mode annotation wins over trafficDistribution).
+fn hints_text(svc: &Service, plan: &crate::endpointslice::reconciler::Plan) -> String {
+    use crate::endpointslice::trafficdist::{heuristic, Heuristic};
+    use crate::endpointslice::TopologyMode;
+    let hinted = plan
+        .by_type
+        .iter()
+        .flat_map(|(_, w)| w.creates.iter())
+        .flat_map(|s| s.endpoints.iter())
+        .any(|e| e.hints.is_some());
+    if hints_enabled(svc) {
+        if plan.topology == TopologyMode::Auto && hinted {
+            return "topology-mode Auto: zone hints allocated by each zone's share of node CPU"
+                .into();
+        }
+        let why: Vec<&str> = plan
+            .events
+            .iter()
+            .filter(|e| e.reason == "TopologyAwareHintsDisabled")
+            .map(|e| e.message.as_str())
+            .collect();
+        return format!(
+            "topology-mode Auto requested but not applied: {}",
+            match why.is_empty() {
+                true => "no ready endpoints".to_string(),
+                false => why.join("; "),
+            }
+        );
+    }
+    match heuristic(svc.traffic_distribution.as_deref()) {
+        Heuristic::SameZone => "trafficDistribution: ready endpoints hint their own zone".into(),
+        Heuristic::SameNode => {
+            "trafficDistribution: ready endpoints hint their own node and zone".into()
+        }
+        Heuristic::Default => "none".into(),
+    }
+}
+
+/// The slice plan's differences as text, and the hints it gives.
+fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (Vec<String>, String) {
     let svc = inputs.service;
     let by_name: BTreeMap<&str, Arc<Node>> = inputs
         .nodes
@@ -387,6 +428,7 @@ fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> Vec<String> 
         max_endpoints_per_slice: inputs.max_endpoints_per_slice,
         topology: Some(&topology),
     });
+    let hints = hints_text(svc, &plan);
     let mut out = Vec::new();
     for (t, w) in &plan.by_type {
         let names = |v: &[EndpointSlice]| {
@@ -422,7 +464,7 @@ fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> Vec<String> 
                 .join(", ")
         ));
     }
-    out
+    (out, hints)
 }
 
 /// Build the report.
@@ -471,6 +513,7 @@ pub fn analyze(inputs: &Inputs<'_>) -> Report {
         false => Vec::new(),
     };
     let mut differences = Vec::new();
+    let mut hints = "none".to_string();
     let (mut endpoints_in_sync, mut slices_in_sync, mut truncated) = (true, true, false);
     if managed {
         let plan = ep_reconcile::plan(&ep_reconcile::Input {
@@ -500,13 +543,14 @@ pub fn analyze(inputs: &Inputs<'_>) -> Report {
             .filter(|s| s.metadata.labels.get(SERVICE_NAME_LABEL) == Some(&*svc.metadata.name))
             .cloned()
             .collect();
-        let slice_diffs = slice_differences(
+        let (slice_diffs, h) = slice_differences(
             &Inputs {
                 slices: &owned,
                 ..*inputs
             },
             &selected,
         );
+        hints = h;
         slices_in_sync = slice_diffs.is_empty();
         differences.extend(slice_diffs);
     }
@@ -527,6 +571,7 @@ pub fn analyze(inputs: &Inputs<'_>) -> Report {
         publish_not_ready_addresses: svc.publish_not_ready_addresses,
         traffic_distribution: svc.traffic_distribution.as_deref().map(str::to_string),
         topology_auto: hints_enabled(svc),
+        hints,
         ports: svc
             .ports
             .iter()

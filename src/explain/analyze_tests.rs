@@ -343,3 +343,64 @@ fn json_field_names_are_stable() {
         json!({"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"})
     );
 }
+
+#[test]
+fn hints_say_which_apply_or_why_not() {
+    let pods = [pod("a", json!({}))];
+    let one_zone = [node("n1")];
+    let zoned = |name: &str, zone: &str| -> Arc<Node> {
+        Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"cpu": "2"}}}))
+            .expect("node"),
+        )
+    };
+    let two_zones = [zoned("n1", "z1"), zoned("n2", "z2")];
+    let auto =
+        json!({"metadata": {"annotations": {"service.kubernetes.io/topology-mode": "Auto"}}});
+    let cases: Vec<(Value, &[Arc<Node>], &str)> = vec![
+        (json!({}), &one_zone, "none"),
+        (
+            json!({"spec": {"trafficDistribution": "PreferClose"}}),
+            &one_zone,
+            "ready endpoints hint their own zone",
+        ),
+        (
+            json!({"spec": {"trafficDistribution": "PreferSameNode"}}),
+            &one_zone,
+            "own node and zone",
+        ),
+        (
+            auto.clone(),
+            &one_zone,
+            "topology-mode Auto requested but not applied",
+        ),
+        (
+            auto,
+            &two_zones,
+            "topology-mode Auto requested but not applied",
+        ),
+    ];
+    for (i, (extra, nodes, want)) in cases.into_iter().enumerate() {
+        let r = report(&svc(extra), &pods, nodes);
+        assert!(r.hints.contains(want), "case {i}: {}", r.hints);
+    }
+    // Enough endpoints in both zones: Auto hints apply.
+    let spread: Vec<Arc<Pod>> = (0..4)
+        .map(|i| {
+            pod(
+                &format!("p{i}"),
+                json!({"spec": {"nodeName": if i % 2 == 0 {"n1"} else {"n2"}},
+                       "status": {"podIP": format!("10.0.0.{i}"), "podIPs": [{"ip": format!("10.0.0.{i}")}]}}),
+            )
+        })
+        .collect();
+    let auto =
+        json!({"metadata": {"annotations": {"service.kubernetes.io/topology-mode": "Auto"}}});
+    let r = report(&svc(auto), &spread, &two_zones);
+    assert!(
+        r.hints.starts_with("topology-mode Auto: zone hints"),
+        "{}",
+        r.hints
+    );
+}

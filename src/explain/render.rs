@@ -106,6 +106,7 @@ pub fn text(r: &Report) -> String {
             ""
         }
     );
+    let _ = writeln!(out, "  hints: {}", r.hints);
     for p in &r.ports {
         let _ = writeln!(
             out,
