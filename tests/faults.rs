@@ -360,3 +360,25 @@ fn an_etcd_restore_behind_the_same_address_is_relisted_and_converged() {
     eprintln!("fault etcd restore: converged {t:?} after the restored server came up");
     assert_eq!(d.stop(), Some(0));
 }
+
+#[test]
+fn update_races_answered_409_are_retried_from_a_fresh_cache() {
+    let (c, d, churn) = setup("f-conflict");
+    let before = requests(&c);
+    for res in ["endpoints", "endpointslices"] {
+        c.sim
+            .faults()
+            .fail_next(15, Some(Verb::Update), Some(res.to_string()), 409, None);
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| churn_until(&c, &churn, 20, &stop, 9));
+        std::thread::sleep(Duration::from_secs(5));
+        stop.store(true, Ordering::SeqCst);
+    });
+    let t = c.wait_converged(LIMIT);
+    report("409 conflicts", &c, &churn, before, t);
+    let left = c.sim.faults().snapshot();
+    assert_eq!(left["failNext"], json!([]), "every 409 was served: {left}");
+    assert_eq!(d.stop(), Some(0));
+}
