@@ -50,7 +50,7 @@
 //! retry and rate-limiter waits, and every later request.
 
 mod auth;
-mod body;
+pub mod body;
 mod client;
 mod config;
 mod error;
