@@ -65,7 +65,9 @@ impl<T: Object> KubeSource<T> {
 /// anything else (decode errors, 401/403, shutdown) → back off and relist.
 pub fn classify(e: &kube::Error) -> SourceError {
     let msg = e.to_string();
-    if e.is_gone() || e.has_cause("ResourceVersionTooLarge") {
+    if matches!(e, kube::Error::TooLarge { .. }) {
+        SourceError::other(msg).page_too_large()
+    } else if e.is_gone() || e.has_cause("ResourceVersionTooLarge") {
         SourceError::expired(msg)
     } else if e.is_retryable() {
         SourceError::transient(msg).with_retry_after(e.retry_after())

@@ -134,6 +134,9 @@ pub struct SourceError {
     pub message: String,
     /// Server's `Retry-After` hint; the reflector waits at least this long.
     pub retry_after: Option<Duration>,
+    /// A LIST page was over the client's body limits: a smaller page may
+    /// fit (objects with large annotations, e.g.).
+    pub too_large: bool,
 }
 
 impl SourceError {
@@ -154,7 +157,13 @@ impl SourceError {
             kind,
             message: message.into(),
             retry_after: None,
+            too_large: false,
         }
+    }
+    /// The same error marked as a page over the body limits.
+    pub fn page_too_large(mut self) -> SourceError {
+        self.too_large = true;
+        self
     }
     /// The same error with a `Retry-After` hint.
     pub fn with_retry_after(mut self, d: Option<Duration>) -> SourceError {

@@ -59,7 +59,15 @@ pub struct Reflector<T> {
     last_list_done: Option<Instant>,
     lists_started: u64,
     watch_list: bool,
+    /// The LIST page size now: `config.page_size`, halved (down to
+    /// [`MIN_PAGE_SIZE`]) each time a page is over the client's body limits.
+    page_size: u32,
 }
+
+/// The smallest page a too-large LIST shrinks to; below it the failure is
+/// treated like any other (backoff), so a hostile endless body cannot make
+/// the reflector loop.
+pub const MIN_PAGE_SIZE: u32 = 10;
 
 impl<T: super::source::Cacheable> Reflector<T> {
     /// A reflector in [`State::NeedList`].
@@ -72,6 +80,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
             state: State::NeedList,
             backoff: Backoff::new(config.backoff),
             watch_list: config.watch_list,
+            page_size: config.page_size.max(1),
             config,
             rng,
             last_list_done: None,
@@ -144,7 +153,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
 
     fn list_request(&self, continue_token: Option<String>) -> ListRequest {
         ListRequest {
-            limit: Some(self.config.page_size),
+            limit: Some(self.page_size),
             continue_token,
             resource_version: None,
         }
@@ -166,6 +175,14 @@ impl<T: super::source::Cacheable> Reflector<T> {
     pub fn step(&mut self, input: Input<T>, now: Instant) -> Output<T> {
         match input {
             Input::Listed(Ok(page)) => self.on_page(page, now),
+            Input::Listed(Err(e)) if e.too_large && self.page_size > MIN_PAGE_SIZE => {
+                // Not the server's fault: list again at once, in smaller
+                // pages (objects with large annotations exist; the body cap
+                // must not make a cluster unlistable).
+                self.page_size = (self.page_size / 2).max(MIN_PAGE_SIZE);
+                self.state = State::NeedList;
+                Output::None
+            }
             Input::Listed(Err(e)) => {
                 self.back_off(now, &e, Resume::List);
                 Output::None

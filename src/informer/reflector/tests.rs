@@ -165,6 +165,7 @@ fn error_classification_table() {
             kind,
             message: "x".into(),
             retry_after: None,
+            too_large: false,
         };
         if on_open {
             r.step(Input::WatchOpened(Err(e)), now);
@@ -499,4 +500,29 @@ fn watch_list_ending_early_is_reported() {
         r.uses_watch_list(),
         "an early end alone does not give up watch-list"
     );
+}
+
+#[test]
+fn a_page_over_the_body_limits_is_listed_again_at_once_in_smaller_pages() {
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(cfg());
+    let big = || Input::Listed(Err(SourceError::other("too large").page_too_large()));
+    let mut sizes = Vec::new();
+    for _ in 0..7 {
+        let Action::List(req) = r.next_action(now) else {
+            panic!("lists again at once while the page can shrink");
+        };
+        sizes.push(req.limit.unwrap_or(0));
+        r.step(big(), now);
+    }
+    assert_eq!(sizes, [500, 250, 125, 62, 31, 15, 10]);
+    // At the smallest page a further failure backs off (a hostile endless
+    // body cannot make it loop).
+    assert!(matches!(r.next_action(now), Action::Wait(_)));
+    // The smaller page stays for later lists.
+    let later = now + Duration::from_secs(60);
+    let Action::List(req) = r.next_action(later) else {
+        panic!("a list after the backoff");
+    };
+    assert_eq!(req.limit, Some(10));
 }
