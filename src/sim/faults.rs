@@ -29,6 +29,10 @@ pub struct FailRule {
     pub code: u16,
     /// `Retry-After` seconds (header and `details.retryAfterSeconds`).
     pub retry_after: Option<u64>,
+    /// Only requests whose user (certificate CN, `token-user`) or
+    /// User-Agent contains this (any when `None`): faults aimed at one
+    /// client, e.g. one endpointd instance by its identity.
+    pub client: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -159,6 +163,23 @@ impl Faults {
             resource,
             code,
             retry_after,
+            client: None,
+        });
+    }
+
+    /// Fail the next `n` requests of one client — the requests whose user
+    /// or User-Agent contains `client` — with `code`.
+    pub fn fail_next_for(&self, n: u32, client: &str, code: u16) {
+        if n == 0 {
+            return;
+        }
+        lock(&self.state).rules.push(FailRule {
+            remaining: n,
+            verb: None,
+            resource: None,
+            code,
+            retry_after: None,
+            client: Some(client.to_string()),
         });
     }
 
@@ -233,13 +254,18 @@ impl Faults {
                     resource: None,
                     code,
                     retry_after: None,
+                    client: None,
                 };
                 return Some(injected_error(&rule, info));
             }
         }
+        let (user, agent) = super::requester::current();
         let pos = st.rules.iter().position(|r| {
             r.verb.is_none_or(|v| v == info.verb)
                 && r.resource.as_deref().is_none_or(|res| res == info.resource)
+                && r.client
+                    .as_deref()
+                    .is_none_or(|c| user.contains(c) || agent.contains(c))
         })?;
         let rule = st.rules[pos].clone();
         st.rules[pos].remaining -= 1;
@@ -285,6 +311,7 @@ impl Faults {
                     "resource": r.resource,
                     "code": r.code,
                     "retryAfterSeconds": r.retry_after,
+                    "client": r.client,
                 })
             })
             .collect();
@@ -336,7 +363,8 @@ impl Faults {
 ///
 /// ```json
 /// {"clear": true,
-///  "failNext": {"count": 2, "verb": "list", "resource": "pods", "code": 429, "retryAfterSeconds": 1},
+///  "failNext": {"count": 2, "verb": "list", "resource": "pods", "code": 429, "retryAfterSeconds": 1,
+///               "client": "node-b"},
 ///  "latencyMs": 50, "stallWatches": true, "closeAllWatches": true,
 ///  "compact": true, "outageMs": 2000, "ignoreSendInitialEvents": true}
 /// ```
@@ -413,12 +441,18 @@ fn parse_rule(v: &Value) -> Result<FailRule, String> {
         Some(Value::String(s)) => Some(s.clone()),
         Some(other) => return Err(format!("failNext.resource: want a string, got {other}")),
     };
+    let client = match v.get("client") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => return Err(format!("failNext.client: want a string, got {other}")),
+    };
     Ok(FailRule {
         remaining,
         verb,
         resource,
         code,
         retry_after: opt_u64(v, "retryAfterSeconds")?,
+        client,
     })
 }
 
@@ -444,5 +478,36 @@ impl FaultRequest {
             outage: opt_u64(v, "outageMs")?.map(Duration::from_millis),
             ignore_send_initial_events: opt_bool(v, "ignoreSendInitialEvents")?,
         })
+    }
+}
+
+#[cfg(test)]
+mod client_rule_tests {
+    use super::*;
+    use crate::clock::RealClock;
+    use crate::sim::store::StoreConfig;
+
+    #[test]
+    fn a_rule_for_one_client_fails_only_its_requests() {
+        let store = Store::new(StoreConfig::default(), RealClock::shared());
+        let f = Faults::new(store, RealClock::shared());
+        f.fail_next_for(2, "(node-b_", 503);
+        let info = crate::sim::requestinfo::parse("GET", "/api/v1/pods", &[]).expect("info");
+        let from = |agent: &str| {
+            crate::sim::requester::with("token-user", agent, || {
+                f.take_failure(&info).map(|r| r.status)
+            })
+        };
+        assert_eq!(from("endpointd/0.1.0 (node-a_1) endpoint-controller"), None);
+        assert_eq!(
+            from("endpointd/0.1.0 (node-b_2) endpoint-controller"),
+            Some(503)
+        );
+        assert_eq!(from("kubectl/v1.34"), None);
+        assert_eq!(from("endpointd/0.1.0 (node-b_2)"), Some(503));
+        assert_eq!(from("endpointd/0.1.0 (node-b_2)"), None, "two only");
+        let parsed = FaultRequest::parse(&json!({"failNext": {"code": 500, "client": "node-b"}}))
+            .expect("parse");
+        assert_eq!(parsed.fail_next[0].client.as_deref(), Some("node-b"));
     }
 }
