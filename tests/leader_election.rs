@@ -261,3 +261,53 @@ fn a_paused_leader_writes_nothing_after_resuming_and_exits() {
     );
     assert_eq!(b.stop(), Some(0));
 }
+
+#[test]
+fn split_brain_the_cut_off_leader_writes_nothing_after_the_new_leaders_first_write() {
+    let c = cluster("le-split", 2);
+    let mut a = Daemon::start(&c, "a", &cfg("node-a"));
+    wait_until("a leads", LIMIT, || holder(&c).as_deref() == Some("node-a"));
+    let b = Daemon::start(&c, "b", &cfg("node-b"));
+    wait_until("b is a standby", LIMIT, || {
+        ready_body(&b).starts_with("ok: standby")
+    });
+    // The leader's link fails (all of its requests, and only its own);
+    // the standby still reaches the API server.
+    c.sim.faults().fail_next_for(1_000_000, "(node-a)", 503);
+    wait_until("b takes over", LIMIT, || ready_body(&b) == "ok: leading\n");
+    c.set_ready("default", &["web-0".to_string()], false);
+    wait_until("b writes the change", LIMIT, || ready_count(&c, "web") == 1);
+    let log = c.sim.store().write_log();
+    let first_b = log
+        .iter()
+        .position(|w| w.user_agent.contains("(node-b)") && w.resource != "leases")
+        .expect("the new leader wrote");
+    let by_a: Vec<String> = log[first_b..]
+        .iter()
+        .filter(|w| w.user_agent.contains("(node-a)"))
+        .map(|w| format!("{} {}", w.verb, w.resource))
+        .collect();
+    assert!(
+        by_a.is_empty(),
+        "the cut-off leader wrote after the new leader: {by_a:?}"
+    );
+    // It gave up leadership (renew deadline) and exits for systemd to restart it.
+    let deadline = Instant::now() + LIMIT;
+    let code = loop {
+        if let Ok(Some(s)) = a.child.try_wait() {
+            break s.code();
+        }
+        assert!(Instant::now() < deadline, "the cut-off leader did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(1), "{}", a.log_text());
+    // Its link returns; restarted (as systemd would), it is a standby.
+    c.sim.faults().clear();
+    let a2 = Daemon::start(&c, "a2", &cfg("node-a"));
+    wait_until("a comes back as a standby", LIMIT, || {
+        ready_body(&a2).starts_with("ok: standby; leader is node-b")
+    });
+    assert_eq!(holder(&c).as_deref(), Some("node-b"));
+    assert_eq!(a2.stop(), Some(0));
+    assert_eq!(b.stop(), Some(0));
+}
