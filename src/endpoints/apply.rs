@@ -215,6 +215,11 @@ impl EndpointsWriter {
             Err(e) => {
                 let msg = format!("Failed to update endpoint {key}: {e}");
                 self.warn(obj, ns, "FailedToUpdateEndpoint", msg);
+                if e.is_conflict() {
+                    // Our cache is behind the stored object: the next sync
+                    // from a fresher cache fixes it (see the worker).
+                    return Err(SyncError::Stale(format!("updating Endpoints {key}: {e}")));
+                }
                 Err(failed("updating", key, &e))
             }
         }

@@ -275,6 +275,9 @@ impl SliceController {
                     &regarding,
                     &EventSpec::warning("FailedToUpdateEndpointSlices", msg.clone()),
                 );
+                if e.is_conflict() {
+                    return Err(SyncError::Stale(msg));
+                }
                 return Err(SyncError::Failed(msg));
             }
         };
