@@ -591,7 +591,8 @@ pub fn explain(
     let registry = Registry::new();
     let c = client(&cfg, clock, &registry, Some("explain")).map_err(DaemonError::Client)?;
     let max = cfg.endpointslices.max_endpoints_per_slice as usize;
-    crate::explain::fetch::explain(&c, namespace, service, max).map_err(DaemonError::Explain)
+    let items = cfg.kubernetes.max_list_items;
+    crate::explain::fetch::explain(&c, namespace, service, max, items).map_err(DaemonError::Explain)
 }
 
 pub fn check_config(path: &Path) -> Result<String, ConfigErrors> {

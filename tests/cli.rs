@@ -583,16 +583,70 @@ fn trace_logs_never_contain_the_token_or_a_url_password() {
         log.contains("TRACE") || log.contains("DEBUG"),
         "trace logging was on:\n{log}"
     );
-    for secret in [token, password] {
+    assert_no_piece_of(&[token, password], &log);
+    assert!(log.contains("***@"), "the server URL is shown redacted");
+}
+
+/// No 8-character piece of any secret appears in `text`.
+fn assert_no_piece_of(secrets: &[&str], text: &str) {
+    for secret in secrets {
         for i in 0..=secret.len() - 8 {
             let piece = &secret[i..i + 8];
             assert!(
-                !log.contains(piece),
-                "{piece:?} of a secret in the log:\n{log}"
+                !text.contains(piece),
+                "{piece:?} of a secret in the output:\n{text}"
             );
         }
     }
-    assert!(log.contains("***@"), "the server URL is shown redacted");
+}
+
+#[test]
+fn failed_connections_never_show_the_url_password() {
+    let d = tmpdir("secrets-failed");
+    let password = "hunter2-Pa55word";
+    let token = "s3cretTOKEN-0123456789abcdef";
+    // Nothing listens there: every request fails to connect.
+    let port = free_port();
+    let kc = d.join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://admin:{password}@127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+        ),
+    )
+    .expect("kubeconfig");
+    let cfg = config_with(
+        &d,
+        &kc,
+        "[server]\nlisten = \"\"\n[log]\nlevel = \"trace\"\n",
+    );
+    let log_path = d.join("trace.log");
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_secs(3));
+    kill(child.id(), "-TERM");
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log_path).expect("log");
+    assert!(
+        log.contains("127.0.0.1") && log.contains("***@"),
+        "the connection failures were logged, redacted:\n{log}"
+    );
+    assert_no_piece_of(&[token, password], &log);
+
+    // The one-shot command prints the failure as its error.
+    let (code, stdout, stderr) = out(bin()
+        .args(["explain", "--config"])
+        .arg(&cfg)
+        .args(["-n", "default", "web"]));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("***@"), "{stderr}");
+    assert_no_piece_of(&[token, password], &format!("{stdout}{stderr}"));
 }
 
 #[test]

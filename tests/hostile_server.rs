@@ -1,8 +1,9 @@
 //! The real `endpointd` binary against small misbehaving API servers
 //! (issue 17): one that never answers, one that only asks to retry later,
-//! and one whose LIST body never ends. endpointd must exit within 5 s of
-//! SIGTERM in each state, and the endless LIST must not grow it beyond the
-//! configured body cap.
+//! one whose LIST body never ends, and one whose LIST pages repeat their
+//! continue token. endpointd must exit within 5 s of SIGTERM in each state,
+//! the endless LIST must not grow it beyond the configured body cap (and is
+//! counted), and `explain` must end a LIST that does not advance.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -21,6 +22,8 @@ enum Mode {
     RetryLater,
     /// 200 and a LIST body that never ends.
     EndlessList,
+    /// A Service on GET; every LIST page ends with the same continue token.
+    RepeatedContinue,
 }
 
 struct Hostile {
@@ -62,16 +65,26 @@ impl Drop for Hostile {
     }
 }
 
-fn read_request(c: &mut TcpStream) -> bool {
+/// The request line of the next request, or None.
+fn read_request(c: &mut TcpStream) -> Option<String> {
     let mut buf = Vec::new();
     let mut b = [0u8; 1024];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
         match c.read(&mut b) {
-            Ok(0) | Err(_) => return false,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&b[..n]),
         }
     }
-    true
+    let head = String::from_utf8_lossy(&buf);
+    Some(head.lines().next().unwrap_or("").to_string())
+}
+
+fn respond(c: &mut TcpStream, status: &str, body: &str) -> bool {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).is_ok() && c.write_all(body.as_bytes()).is_ok()
 }
 
 fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool, requests: &AtomicUsize) {
@@ -80,7 +93,7 @@ fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool, requests: &AtomicUsize
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        if !read_request(&mut c) {
+        let Some(line) = read_request(&mut c) else {
             // Timed out between requests: keep the connection.
             if c.peer_addr().is_err() {
                 return;
@@ -90,7 +103,7 @@ fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool, requests: &AtomicUsize
                 Ok(0) => return,
                 _ => continue,
             }
-        }
+        };
         requests.fetch_add(1, Ordering::SeqCst);
         match mode {
             Mode::BlackHole => {
@@ -106,6 +119,30 @@ fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool, requests: &AtomicUsize
                     body.len()
                 );
                 if c.write_all(head.as_bytes()).is_err() || c.write_all(body.as_bytes()).is_err() {
+                    return;
+                }
+            }
+            Mode::RepeatedContinue => {
+                let ok = if line.contains("/services/web") {
+                    respond(
+                        &mut c,
+                        "200 OK",
+                        r#"{"kind":"Service","apiVersion":"v1","metadata":{"name":"web","namespace":"x","uid":"u","resourceVersion":"1"},"spec":{"selector":{"app":"web"},"ports":[{"port":80,"protocol":"TCP"}]}}"#,
+                    )
+                } else if line.contains("/endpoints/") {
+                    respond(
+                        &mut c,
+                        "404 Not Found",
+                        r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#,
+                    )
+                } else {
+                    respond(
+                        &mut c,
+                        "200 OK",
+                        r#"{"kind":"List","metadata":{"resourceVersion":"1","continue":"again"},"items":[{"metadata":{"name":"p","namespace":"x","resourceVersion":"1"}}]}"#,
+                    )
+                };
+                if !ok {
                     return;
                 }
             }
@@ -265,15 +302,20 @@ fn an_endless_list_is_cut_at_the_body_cap_and_sigterm_still_ends_the_sync() {
     let cap: u64 = 8 << 20;
     let s = Hostile::start(Mode::EndlessList);
     let d = tmpdir("endless");
-    let child = spawn(&config(
-        &d,
-        s.port,
-        &format!("max_response_bytes = {cap}\n"),
-    ));
+    let listen = format!("127.0.0.1:{}", free_port());
+    let cfg = config(&d, s.port, &format!("max_response_bytes = {cap}\n"));
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    std::fs::write(&cfg, text.replace("127.0.0.1:0", &listen)).expect("config");
+    let child = spawn(&cfg);
     let pid = child.id();
     // Several capped LISTs: each reads up to the cap, fails, backs off.
     std::thread::sleep(Duration::from_secs(4));
     let peak_kib = peak_rss_kib(pid);
+    let rejected = too_large_bodies(&listen);
+    assert!(
+        rejected >= 1.0,
+        "endpointd_client_response_body_errors_total{{kind=\"too_large\"}} = {rejected}"
+    );
     let err = assert_prompt_exit("endless list (syncing)", child);
     let bound_kib = 2 * cap / 1024 + idle_kib;
     eprintln!("endless LIST: peak RSS {peak_kib} KiB (idle {idle_kib} KiB, bound {bound_kib} KiB)");
@@ -286,4 +328,56 @@ fn an_endless_list_is_cut_at_the_body_cap_and_sigterm_still_ends_the_sync() {
         err.contains("exceeds the limit of") && err.contains("kubernetes.max"),
         "the error names the limit and its key:\n{err}"
     );
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// The sum of `endpointd_client_response_body_errors_total{kind="too_large"}`
+/// over its series, read from `/metrics`.
+fn too_large_bodies(listen: &str) -> f64 {
+    let Ok(mut s) = TcpStream::connect(listen) else {
+        return 0.0;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    );
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.lines()
+        .filter(|l| {
+            l.starts_with("endpointd_client_response_body_errors_total{")
+                && l.contains("kind=\"too_large\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn explain_ends_a_list_whose_continue_token_repeats() {
+    let s = Hostile::start(Mode::RepeatedContinue);
+    let d = tmpdir("explain-repeat");
+    let cfg = config(&d, s.port, "");
+    let start = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_endpointd"))
+        .args(["explain", "--config"])
+        .arg(&cfg)
+        .args(["-n", "x", "web"])
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("endpointd explain");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("continue token again") && err.contains("pods"),
+        "names the LIST and the fault: {err}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(s.requests.load(Ordering::SeqCst) < 10, "no endless paging");
 }

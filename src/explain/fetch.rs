@@ -5,6 +5,7 @@
 
 use super::analyze::{analyze, Inputs, Report};
 use crate::informer::SERVICE_NAME_LABEL;
+use crate::kube::paging::{Paging, PagingError, DEFAULT_MAX_LIST_PAGES};
 use crate::kube::{
     self, Client, ListParams, Resource, ENDPOINTS, ENDPOINTSLICES, NODES, PODS, SERVICES,
 };
@@ -20,6 +21,14 @@ pub enum ExplainError {
         /// `namespace/name`.
         key: String,
     },
+    /// A LIST broke its bounds (too many objects or pages, or a
+    /// repeated continue token).
+    Paging {
+        /// What was listed.
+        what: String,
+        /// Which bound.
+        source: PagingError,
+    },
     /// A read failed.
     Read {
         /// What was read.
@@ -33,6 +42,7 @@ impl fmt::Display for ExplainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExplainError::NoSuchService { key } => write!(f, "service {key} not found"),
+            ExplainError::Paging { what, source } => write!(f, "listing {what}: {source}"),
             ExplainError::Read { what, source } => write!(f, "reading {what}: {source}"),
         }
     }
@@ -40,15 +50,17 @@ impl fmt::Display for ExplainError {
 
 impl std::error::Error for ExplainError {}
 
-/// Every object of `r` in `ns` (all pages).
+/// Every object of `r` in `ns` (all pages, within the informers' bounds).
 fn list_all<T: Object>(
     client: &Client,
     r: &Resource,
     ns: Option<&str>,
     label_selector: Option<String>,
+    max_items: usize,
 ) -> Result<Vec<Arc<T>>, ExplainError> {
     let mut out = Vec::new();
     let mut cont = None;
+    let mut paging = Paging::new(max_items, DEFAULT_MAX_LIST_PAGES);
     loop {
         let p = ListParams {
             label_selector: label_selector.clone(),
@@ -62,20 +74,29 @@ fn list_all<T: Object>(
                 what: r.label(),
                 source,
             })?;
+        let n = page.items.len();
         out.extend(page.items.into_iter().map(Arc::new));
-        match page.continue_token {
-            Some(c) => cont = Some(c),
-            None => return Ok(out),
+        match paging.page(n, page.continue_token) {
+            Ok(Some(c)) => cont = Some(c),
+            Ok(None) => return Ok(out),
+            Err(source) => {
+                return Err(ExplainError::Paging {
+                    what: r.label(),
+                    source,
+                })
+            }
         }
     }
 }
 
-/// Read everything and analyse it.
+/// Read everything and analyse it. `max_list_items` bounds each LIST as
+/// `kubernetes.max_list_items` bounds the informers'.
 pub fn explain(
     client: &Client,
     namespace: &str,
     name: &str,
     max_endpoints_per_slice: usize,
+    max_list_items: usize,
 ) -> Result<Report, ExplainError> {
     let key = format!("{namespace}/{name}");
     let svc: Service = match client.get(&SERVICES, Some(namespace), name) {
@@ -98,13 +119,14 @@ pub fn explain(
             })
         }
     };
-    let pods = list_all(client, &PODS, Some(namespace), None)?;
-    let nodes = list_all(client, &NODES, None, None)?;
+    let pods = list_all(client, &PODS, Some(namespace), None, max_list_items)?;
+    let nodes = list_all(client, &NODES, None, None, max_list_items)?;
     let slices: Vec<Arc<EndpointSlice>> = list_all(
         client,
         &ENDPOINTSLICES,
         Some(namespace),
         Some(format!("{SERVICE_NAME_LABEL}={name}")),
+        max_list_items,
     )?;
     Ok(analyze(&Inputs {
         service: &svc,

@@ -57,6 +57,7 @@ mod error;
 pub mod keepalive;
 mod kubeconfig;
 mod metrics;
+pub mod paging;
 pub mod perms;
 mod ratelimit;
 pub mod request;

@@ -44,6 +44,7 @@ pub use types::{Action, Input, Output, ReflectorConfig, Resume, State};
 
 use super::backoff::Backoff;
 use super::source::{ErrorKind, ListRequest, Page, SourceError, WatchEvent, WatchRequest};
+use crate::kube::paging::Paging;
 
 /// Longest backoff the reflector waits, whatever a source's `retry_after`
 /// hint says (the hint comes from the server and may be huge).
@@ -59,6 +60,14 @@ pub struct Reflector<T> {
     last_list_done: Option<Instant>,
     lists_started: u64,
     watch_list: bool,
+    /// When the first of the watch-list attempts that reached the server
+    /// without delivering the initial-events-end bookmark was opened. The
+    /// fallback bound counts from here, across attempts: a server that
+    /// ignores `sendInitialEvents` may end every attempt (timeoutSeconds,
+    /// the idle bound) before one alone lasts `watch_list_bound`. Cleared
+    /// by the end bookmark and by an attempt that could not be opened (an
+    /// unreachable server is not one that ignores the parameter).
+    watch_list_since: Option<Instant>,
     /// The LIST page size now: `config.page_size`, halved (down to
     /// [`MIN_PAGE_SIZE`]) each time a page is over the client's body limits.
     page_size: u32,
@@ -80,6 +89,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
             state: State::NeedList,
             backoff: Backoff::new(config.backoff),
             watch_list: config.watch_list,
+            watch_list_since: None,
             page_size: config.page_size.max(1),
             config,
             rng,
@@ -198,16 +208,23 @@ impl<T: super::source::Cacheable> Reflector<T> {
                         };
                     }
                     State::NeedWatchList => {
+                        let since = *self.watch_list_since.get_or_insert(now);
                         self.state = State::WatchListing {
                             items: Vec::new(),
-                            opened: now,
+                            opened: since,
                         }
                     }
                     _ => {}
                 }
                 Output::None
             }
-            Input::WatchOpened(Err(e)) | Input::Event(Err(e)) => self.on_watch_error(e, now),
+            Input::WatchOpened(Err(e)) => {
+                if matches!(self.state, State::NeedWatchList) {
+                    self.watch_list_since = None;
+                }
+                self.on_watch_error(e, now)
+            }
+            Input::Event(Err(e)) => self.on_watch_error(e, now),
             Input::Event(Ok(ev)) => match self.state {
                 State::WatchListing { .. } => self.on_initial_event(ev, now),
                 _ => self.on_event(ev),
@@ -217,43 +234,29 @@ impl<T: super::source::Cacheable> Reflector<T> {
     }
 
     fn on_page(&mut self, page: Page<T>, now: Instant) -> Output<T> {
-        let (mut items, mut tokens) = match std::mem::replace(&mut self.state, State::NeedList) {
-            State::Listing { items, tokens, .. } => (items, tokens),
-            _ => (Vec::new(), Vec::new()),
+        let (mut items, mut paging) = match std::mem::replace(&mut self.state, State::NeedList) {
+            State::Listing { items, paging, .. } => (items, paging),
+            _ => (
+                Vec::new(),
+                Paging::new(self.config.max_list_items, self.config.max_list_pages),
+            ),
         };
+        let n = page.items.len();
         items.extend(page.items);
-        if items.len() > self.config.max_list_items {
-            let e = SourceError::other(format!(
-                "LIST delivered more than {} objects (kubernetes.max_list_items); relisting after a backoff",
-                self.config.max_list_items
-            ));
-            return self.fail_list(e, now);
-        }
-        match page.continue_token.filter(|c| !c.is_empty()) {
-            Some(continue_token) => {
-                let h = token_hash(&continue_token);
-                if tokens.contains(&h) {
-                    let e = SourceError::other(
-                        "LIST paging does not advance: the server sent a continue token again; relisting after a backoff",
-                    );
-                    return self.fail_list(e, now);
-                }
-                if tokens.len() + 1 >= self.config.max_list_pages as usize {
-                    let e = SourceError::other(format!(
-                        "LIST took more than {} pages; relisting after a backoff",
-                        self.config.max_list_pages
-                    ));
-                    return self.fail_list(e, now);
-                }
-                tokens.push(h);
+        match paging.page(n, page.continue_token) {
+            Err(e) => {
+                let e = SourceError::other(format!("{e}; relisting after a backoff"));
+                self.fail_list(e, now)
+            }
+            Ok(Some(continue_token)) => {
                 self.state = State::Listing {
                     continue_token,
                     items,
-                    tokens,
+                    paging,
                 };
                 Output::None
             }
-            None => {
+            Ok(None) => {
                 self.last_list_done = Some(now);
                 self.state = State::NeedWatch {
                     rv: page.resource_version.clone(),
@@ -328,9 +331,10 @@ impl<T: super::source::Cacheable> Reflector<T> {
                 initial_events_end: true,
             } => {
                 let items = std::mem::take(items);
+                self.watch_list_since = None;
                 self.state = State::Watching {
                     rv: resource_version.clone(),
-                    opened: *opened,
+                    opened: now,
                     events: 1,
                 };
                 self.last_list_done = Some(now);
@@ -438,14 +442,6 @@ impl<T: super::source::Cacheable> Reflector<T> {
         let until = now.checked_add(d).unwrap_or(now);
         self.state = State::Backoff { until, then };
     }
-}
-
-/// A continue token's hash (tokens can be long; only equality matters).
-fn token_hash(token: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    token.hash(&mut h);
-    h.finish()
 }
 
 #[cfg(test)]

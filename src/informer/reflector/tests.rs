@@ -526,3 +526,62 @@ fn a_page_over_the_body_limits_is_listed_again_at_once_in_smaller_pages() {
     };
     assert_eq!(req.limit, Some(10));
 }
+
+#[test]
+fn watch_list_attempts_each_shorter_than_the_bound_still_fall_back() {
+    // Each attempt ends after 90 s (an idle bound under the 120 s
+    // watch-list bound) with synthetic ADDED events but no end bookmark.
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(ReflectorConfig {
+        watch_list_bound: Duration::from_secs(120),
+        ..watch_list_cfg()
+    });
+    let mut t = now;
+    let mut outs = Vec::new();
+    for _ in 0..2 {
+        loop {
+            match r.next_action(t) {
+                Action::Wait(d) => t += d.max(Duration::from_millis(1)),
+                Action::Watch(w) => {
+                    assert!(w.send_initial_events);
+                    break;
+                }
+                Action::List(_) => panic!("fell back before the bound"),
+            }
+        }
+        r.step(Input::WatchOpened(Ok(())), t);
+        r.step(Input::Event(Ok(WatchEvent::Added(obj("a", "1", "3")))), t);
+        t += Duration::from_secs(90);
+        outs.push(r.step(Input::WatchEnded, t));
+    }
+    let Some(Output::Failed(e)) = outs.last() else {
+        panic!("want Failed, got {outs:?}");
+    };
+    assert!(e.message.contains("ignores sendInitialEvents"), "{e}");
+    assert!(!r.uses_watch_list());
+
+    // An attempt that cannot even be opened (server down) restarts the
+    // count: a reachable server that ignores the parameter is needed.
+    let mut r: Reflector<Obj> = Reflector::new(ReflectorConfig {
+        watch_list_bound: Duration::from_secs(120),
+        ..watch_list_cfg()
+    });
+    r.next_action(now);
+    r.step(Input::WatchOpened(Ok(())), now);
+    let t1 = now + Duration::from_secs(90);
+    r.step(Input::WatchEnded, t1);
+    let mut t = t1;
+    while !matches!(r.next_action(t), Action::Watch(_)) {
+        t += Duration::from_secs(1);
+    }
+    r.step(
+        Input::WatchOpened(Err(SourceError::transient("connection refused"))),
+        t,
+    );
+    while !matches!(r.next_action(t), Action::Watch(_)) {
+        t += Duration::from_secs(1);
+    }
+    r.step(Input::WatchOpened(Ok(())), t);
+    let out = r.step(Input::WatchEnded, t + Duration::from_secs(90));
+    assert!(r.uses_watch_list(), "{out:?}");
+}

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::informer::backoff::BackoffConfig;
 use crate::informer::source::{ListRequest, Page, SourceError, WatchEvent, WatchRequest};
+use crate::kube::paging::{Paging, DEFAULT_MAX_LIST_PAGES};
 
 /// Reflector tuning; [`Default`] is client-go's.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +47,7 @@ impl Default for ReflectorConfig {
             seed: None,
             watch_list: false,
             max_list_items: 200_000,
-            max_list_pages: 10_000,
+            max_list_pages: DEFAULT_MAX_LIST_PAGES,
             watch_list_bound: Duration::from_secs(120),
         }
     }
@@ -77,7 +78,8 @@ pub enum State<T> {
     WatchListing {
         /// Objects of the initial events so far.
         items: Vec<T>,
-        /// When the watch was opened.
+        /// When the first of the consecutive watch-list attempts without
+        /// an initial-events-end bookmark was opened (this one, usually).
         opened: Instant,
     },
     /// Entered when a page with a `continue` token arrives; holds the pages
@@ -88,9 +90,8 @@ pub enum State<T> {
         continue_token: String,
         /// Items of the pages so far.
         items: Vec<T>,
-        /// Hashes of the continue tokens seen so far (one per page): a
-        /// token that comes again would page forever.
-        tokens: Vec<u64>,
+        /// The LIST's bounds: objects, pages, no continue token twice.
+        paging: Paging,
     },
     /// Entered after a complete list or a healthy watch end: a watch from
     /// `rv` must be opened. Left when the open succeeds or fails.
