@@ -83,7 +83,7 @@ Commands:
   demo           Start an embedded kube-sim and show endpointd at work
 
 Options:
-  -c, --config <PATH>  Configuration file for run and check-config
+  -c, --config <PATH>  Configuration file for run, check-config and explain
                        [default: $ENDPOINTD_CONFIG, else {}]
   -h, --help           Print help (also: endpointd <COMMAND> --help)
   -V, --version        Print version

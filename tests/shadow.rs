@@ -36,7 +36,8 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 
 fn pod(name: &str, app: &str, ip: &str, ready: bool) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": app},
+                     "uid": format!("uid-{name}")},
         "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "img",
                  "ports": [{"name": "http", "containerPort": 8080}]}]},
         "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
@@ -55,25 +56,36 @@ fn service(name: &str, extra: Value) -> Value {
     s
 }
 
+/// An address with its pod's targetRef as kube-controller-manager writes it
+/// (uid, and a resourceVersion of its own).
 fn addr(ip: &str, pod: &str) -> Value {
     json!({"ip": ip, "nodeName": "n1",
-           "targetRef": {"kind": "Pod", "namespace": "default", "name": pod}})
+           "targetRef": {"kind": "Pod", "namespace": "default", "name": pod,
+                         "uid": format!("uid-{pod}"), "resourceVersion": "12345"}})
 }
 
-/// Endpoints as kube-controller-manager writes them (its own order).
+/// Endpoints as kube-controller-manager writes them: upstream's
+/// `RepackSubsets` sorts each subset's addresses by IP, then uid; its
+/// subset and port order come from hashes of Go structs (not reproducible,
+/// and compared as sets).
 fn endpoints(name: &str, ready: &[(&str, &str)], not_ready: &[(&str, &str)], port: i32) -> Value {
+    let sorted = |v: &[(&str, &str)]| {
+        let mut v = v.to_vec();
+        v.sort_by_key(|(ip, _)| ip.parse::<std::net::Ipv4Addr>().ok());
+        v.iter().map(|(ip, p)| addr(ip, p)).collect::<Vec<_>>()
+    };
     json!({"apiVersion": "v1", "kind": "Endpoints",
         "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
         "subsets": [{
-            "addresses": ready.iter().rev().map(|(ip, p)| addr(ip, p)).collect::<Vec<_>>(),
-            "notReadyAddresses": not_ready.iter().map(|(ip, p)| addr(ip, p)).collect::<Vec<_>>(),
+            "addresses": sorted(ready),
+            "notReadyAddresses": sorted(not_ready),
             "ports": [{"name": "http", "port": port, "protocol": "TCP"}]}]})
 }
 
 fn ep(ip: &str, pod: &str, ready: bool, hint: bool) -> Value {
     let mut e = json!({"addresses": [ip], "nodeName": "n1", "zone": "z1",
         "conditions": {"ready": ready, "serving": ready, "terminating": false},
-        "targetRef": {"kind": "Pod", "namespace": "default", "name": pod}});
+        "targetRef": {"kind": "Pod", "namespace": "default", "name": pod, "uid": format!("uid-{pod}")}});
     if hint {
         e["hints"] = json!({"forZones": [{"name": "z1"}]});
     }
@@ -116,6 +128,28 @@ fn setup() -> (SimServer, PathBuf, String) {
                 ep("10.0.0.1", "web-a", true, false),
             ],
         ),
+        // multi: two ports; kube-controller-manager's ports in another order.
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "multi", "namespace": "default"},
+            "spec": {"selector": {"app": "multi"}, "clusterIP": "10.96.0.50", "ipFamilies": ["IPv4"],
+                     "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"},
+                               {"name": "metrics", "port": 9090, "targetPort": 9090, "protocol": "TCP"}]}}),
+        pod("multi-a", "multi", "10.0.2.1", true),
+        pod("multi-b", "multi", "10.0.2.2", true),
+        json!({"apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": "multi", "namespace": "default"},
+            "subsets": [{
+                "addresses": [addr("10.0.2.1", "multi-a"), addr("10.0.2.2", "multi-b")],
+                "ports": [{"name": "metrics", "port": 9090, "protocol": "TCP"},
+                          {"name": "http", "port": 8080, "protocol": "TCP"}]}]}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "multi-kcm01", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "multi",
+                                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+            "addressType": "IPv4",
+            "endpoints": [ep("10.0.2.2", "multi-b", true, false), ep("10.0.2.1", "multi-a", true, false)],
+            "ports": [{"name": "metrics", "port": 9090, "protocol": "TCP"},
+                      {"name": "http", "port": 8080, "protocol": "TCP"}]}),
         // api: a missing pod and a stale port in the Endpoints, a wrong
         // condition and a missing hint in the slice (PreferClose).
         service("api", json!({"trafficDistribution": "PreferClose"})),
@@ -157,9 +191,13 @@ fn setup() -> (SimServer, PathBuf, String) {
     (sim, cfg, addr)
 }
 
+/// `endpointd run` with shadow mode from the config key (`--shadow` only
+/// sets the same key).
 fn spawn(cfg: &PathBuf) -> Child {
+    let text = std::fs::read_to_string(cfg).expect("config");
+    std::fs::write(cfg, format!("{text}[mode]\nshadow = true\n")).expect("config");
     Command::new(env!("CARGO_BIN_EXE_endpointd"))
-        .args(["run", "--shadow", "--config"])
+        .args(["run", "--config"])
         .arg(cfg)
         .env_remove("NOTIFY_SOCKET")
         .env("RUST_LOG", "warn")
@@ -214,11 +252,13 @@ fn shadow_mode_reports_each_divergence_once_and_writes_nothing() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(kinds_of(&diffs, "default/api"), want, "{diffs:#?}");
-    assert_eq!(
-        kinds_of(&diffs, "default/web"),
-        Vec::<String>::new(),
-        "{diffs:#?}"
-    );
+    for agreeing in ["default/web", "default/multi"] {
+        assert_eq!(
+            kinds_of(&diffs, agreeing),
+            Vec::<String>::new(),
+            "{diffs:#?}"
+        );
+    }
     let detail = |kind: &str| {
         diffs
             .iter()
@@ -290,14 +330,18 @@ fn shadow_mode_reports_each_divergence_once_and_writes_nothing() {
     }
     let _ = child.wait();
     // Each confirmed difference was logged once.
-    assert_eq!(err.matches("(endpoints_ports)").count(), 1, "{err}");
-    // Nothing but the heartbeat Lease was written.
+    for k in want {
+        assert_eq!(err.matches(&format!("({k})")).count(), 1, "{k}: {err}");
+    }
+    // Nothing but the heartbeat Lease (`endpointd-<identity>`) was
+    // written: no Endpoints, slice, Event, nor the election Lease.
     let writes: Vec<String> = sim
         .store()
         .write_log()
         .iter()
-        .filter(|w| w.user != "system:kube-sim" && w.resource != "leases")
-        .map(|w| format!("{} {}", w.verb, w.resource))
+        .filter(|w| w.user != "system:kube-sim")
+        .filter(|w| !(w.resource == "leases" && w.name.starts_with("endpointd-")))
+        .map(|w| format!("{} {} {}", w.verb, w.resource, w.name))
         .collect();
     assert!(writes.is_empty(), "shadow mode wrote: {writes:?}");
     sim.stop();

@@ -83,7 +83,7 @@ impl EndpointsController {
         let full = repack_subsets(&unpacked_subsets(svc, &pods));
         let over = crate::endpoints::reconcile::desired_subsets(svc, &pods).1;
         let current = self.listers.endpoints.get(key);
-        let diffs = compare_endpoints(&full, over, current.as_ref().map(|c| &c.subsets[..]));
+        let diffs = compare_endpoints(&full, over, current.as_deref());
         shadow.observe(key, ENDPOINTS, diffs);
         Ok(())
     }

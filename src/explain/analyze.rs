@@ -5,21 +5,25 @@
 //! stored objects are what endpointd computes now.
 //!
 //! It reuses the controllers' own decisions (`podutil`, `endpoints::desired`
-//! and `reconcile::plan`, `endpointslice::desired` and `reconciler`) — never
-//! a second copy of the rules. Pure: no client, no clock, no logging.
+//! and `reconcile::plan`, `endpointslice::desired` and `reconciler`) and
+//! shadow mode's comparisons by meaning — never a second copy of the
+//! rules. Pure: no client, no clock, no logging.
 
 use crate::controller::membership::selects;
 use crate::controller::podutil::{service_is_managed, should_pod_be_in_endpoints};
+use crate::endpoints::desired::unpacked_subsets;
 use crate::endpoints::desired::{pod_address, wants_v6};
 use crate::endpoints::reconcile::{self as ep_reconcile, Plan as EpPlan};
+use crate::endpoints::repack::repack_subsets;
 use crate::endpointslice::desired::address_types_for_service;
+use crate::endpointslice::managed_by_us;
 use crate::endpointslice::reconciler::{reconcile, ReconcileInput};
 use crate::endpointslice::topology::TopologyCache;
 use crate::endpointslice::trafficdist::hints_enabled;
-use crate::informer::SERVICE_NAME_LABEL;
 use crate::model::{AddressType, EndpointSlice, Endpoints, IntOrString, Node, Pod, Service};
+use crate::shadow::{compare_endpoints, compare_slices, extra_slices};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 /// What `explain` reads, all of one namespace.
@@ -152,6 +156,9 @@ pub struct SliceEntry {
     /// Zones of the endpoint's hints.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hint_zones: Vec<String>,
+    /// Nodes of the endpoint's hints (trafficDistribution PreferSameNode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hint_nodes: Vec<String>,
 }
 
 /// Why a selected pod is not (fully) listed.
@@ -195,6 +202,9 @@ pub enum Reason {
         /// `spec.nodeName`.
         node: String,
     },
+    /// Left out of the Endpoints by truncation: over 1000 addresses, the
+    /// Endpoints keep 1000 (ready ones first); the slices list the pod.
+    OverCapacity,
 }
 
 /// A pod the selector misses by one label.
@@ -243,14 +253,14 @@ fn unmanaged_reason(svc: &Service) -> Option<String> {
 /// The reasons a selected pod is missing or only partly listed.
 fn reasons(svc: &Service, pod: &Pod, nodes: &[Arc<Node>]) -> Vec<Reason> {
     let mut out = Vec::new();
-    if pod.phase.is_terminal() {
-        out.push(Reason::TerminalPhase {
-            phase: format!("{:?}", pod.phase),
+    if !should_pod_be_in_endpoints(pod, true) {
+        // The controllers' rule said no; name which of its two clauses.
+        out.push(match pod.phase.is_terminal() {
+            true => Reason::TerminalPhase {
+                phase: format!("{:?}", pod.phase),
+            },
+            false => Reason::NoPodIp,
         });
-        return out;
-    }
-    if pod.pod_ips.is_empty() {
-        out.push(Reason::NoPodIp);
         return out;
     }
     if pod_address(svc, pod).is_none() {
@@ -326,6 +336,11 @@ fn in_slices(slices: &[Arc<EndpointSlice>], pod: &Pod) -> Vec<SliceEntry> {
                     .hints
                     .as_ref()
                     .map(|h| h.for_zones.iter().map(|z| z.name.clone()).collect())
+                    .unwrap_or_default(),
+                hint_nodes: e
+                    .hints
+                    .as_ref()
+                    .map(|h| h.for_nodes.iter().map(|n| n.name.clone()).collect())
                     .unwrap_or_default(),
             });
         }
@@ -406,8 +421,15 @@ fn hints_text(svc: &Service, plan: &crate::endpointslice::reconciler::Plan) -> S
     }
 }
 
-/// The slice plan's differences as text, and the hints it gives.
-fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (Vec<String>, String) {
+/// The slices' differences, and the hints endpointd gives.
+///
+/// By meaning first, as shadow mode compares (per address type: the
+/// endpoint set, conditions, hints, ports, packing bounds; slices of a
+/// dropped address type), so a kube-controller-manager's slices that
+/// partition the same endpoints otherwise are in sync. When those agree,
+/// the writes endpointd's own plan would still make (labels, layout) are
+/// added as notes. Returns (in sync, lines, hints).
+fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, Vec<String>, String) {
     let svc = inputs.service;
     let by_name: BTreeMap<&str, Arc<Node>> = inputs
         .nodes
@@ -419,17 +441,47 @@ fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (Vec<String>
     if let Ok(mut t) = topology.lock() {
         t.set_nodes(inputs.nodes);
     }
-    let plan = reconcile(&ReconcileInput {
-        service: svc,
-        pods: selected,
-        existing: inputs.slices,
-        nodes: &nodes,
-        trigger_time: None,
-        max_endpoints_per_slice: inputs.max_endpoints_per_slice,
-        topology: Some(&topology),
-    });
+    let plan_with = |existing: &[Arc<EndpointSlice>]| {
+        reconcile(&ReconcileInput {
+            service: svc,
+            pods: selected,
+            existing,
+            nodes: &nodes,
+            trigger_time: None,
+            max_endpoints_per_slice: inputs.max_endpoints_per_slice,
+            topology: Some(&topology),
+        })
+    };
+    let fresh = plan_with(&[]);
+    let stored = |t: AddressType| -> Vec<&EndpointSlice> {
+        inputs
+            .slices
+            .iter()
+            .filter(|s| {
+                managed_by_us(s) && s.metadata.deletion_timestamp.is_none() && s.address_type == t
+            })
+            .map(|s| &**s)
+            .collect()
+    };
+    let mut meaning = Vec::new();
+    for (t, w) in &fresh.by_type {
+        let max = inputs.max_endpoints_per_slice;
+        meaning.extend(compare_slices(*t, &w.creates, &stored(*t), max));
+    }
+    for t in [AddressType::IPv4, AddressType::IPv6] {
+        if !fresh.by_type.iter().any(|(p, _)| *p == t) {
+            meaning.extend(extra_slices(t, &stored(t)));
+        }
+    }
+    let plan = plan_with(inputs.slices);
     let hints = hints_text(svc, &plan);
-    let mut out = Vec::new();
+    if !meaning.is_empty() {
+        let lines = meaning
+            .into_iter()
+            .map(|d| format!("EndpointSlices: {}", d.detail));
+        return (false, lines.collect(), hints);
+    }
+    let mut notes = Vec::new();
     for (t, w) in &plan.by_type {
         let names = |v: &[EndpointSlice]| {
             v.iter()
@@ -440,31 +492,61 @@ fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (Vec<String>
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        if !w.creates.is_empty() {
-            out.push(format!(
-                "{t:?}: {} slice(s) to create: {}",
-                w.creates.len(),
-                names(&w.creates)
+        let n = w.creates.len() + w.updates.len() + w.deletes.len();
+        if n > 0 {
+            notes.push(format!(
+                "EndpointSlices: {t:?}: the same endpoints, but endpointd would still write {n} slice(s) (labels or packing differ): {}",
+                names(&[&w.creates[..], &w.updates[..], &w.deletes[..]].concat())
             ));
         }
-        if !w.updates.is_empty() {
-            out.push(format!("{t:?}: slice(s) to update: {}", names(&w.updates)));
-        }
-        if !w.deletes.is_empty() {
-            out.push(format!("{t:?}: slice(s) to delete: {}", names(&w.deletes)));
-        }
     }
-    if !plan.unsupported.is_empty() {
-        out.push(format!(
-            "slice(s) of an address type the Service no longer has, to delete: {}",
-            plan.unsupported
-                .iter()
-                .map(|s| s.metadata.name.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+    (true, notes, hints)
+}
+
+/// The Endpoints' differences by meaning (as shadow mode compares), or,
+/// when there are none, whether endpointd would still rewrite the object.
+/// Returns (in sync, lines).
+fn endpoints_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, Vec<String>) {
+    let svc = inputs.service;
+    let full = repack_subsets(&unpacked_subsets(svc, selected));
+    let over = ep_reconcile::desired_subsets(svc, selected).1;
+    let diffs = compare_endpoints(&full, over, inputs.endpoints);
+    if !diffs.is_empty() {
+        let lines = diffs
+            .into_iter()
+            .map(|d| format!("Endpoints: {}", d.detail));
+        return (false, lines.collect());
     }
-    (out, hints)
+    let plan = ep_reconcile::plan(&ep_reconcile::Input {
+        service: svc,
+        pods: selected,
+        current: inputs.endpoints,
+        trigger_time: None,
+    });
+    match plan {
+        EpPlan::Update(_) => (
+            true,
+            vec!["Endpoints: the same addresses and ports, but endpointd would still rewrite it (labels or subset order differ)".into()],
+        ),
+        _ => (true, Vec::new()),
+    }
+}
+
+/// The pods the Endpoints leave out by truncation (over capacity).
+fn truncated_out(svc: &Service, selected: &[Arc<Pod>]) -> BTreeSet<String> {
+    let (kept, truncated) = ep_reconcile::desired_subsets(svc, selected);
+    if !truncated {
+        return BTreeSet::new();
+    }
+    let names = |subsets: &[crate::model::EndpointSubset]| -> BTreeSet<String> {
+        subsets
+            .iter()
+            .flat_map(|s| s.addresses.iter().chain(s.not_ready_addresses.iter()))
+            .filter_map(|a| a.target_ref.as_ref().map(|t| t.name.clone()))
+            .collect()
+    };
+    let all = names(&repack_subsets(&unpacked_subsets(svc, selected)));
+    all.difference(&names(&kept)).cloned().collect()
 }
 
 /// Build the report.
@@ -480,10 +562,14 @@ pub fn analyze(inputs: &Inputs<'_>) -> Report {
             .collect(),
         false => Vec::new(),
     };
+    let left_out = truncated_out(svc, &selected);
     let pods = selected
         .iter()
         .map(|p| {
-            let reasons = reasons(svc, p, inputs.nodes);
+            let mut reasons = reasons(svc, p, inputs.nodes);
+            if left_out.contains(&*p.metadata.name) {
+                reasons.push(Reason::OverCapacity);
+            }
             PodReport {
                 name: p.metadata.name.to_string(),
                 ips: p.pod_ips.iter().map(|s| s.to_string()).collect(),
@@ -516,43 +602,14 @@ pub fn analyze(inputs: &Inputs<'_>) -> Report {
     let mut hints = "none".to_string();
     let (mut endpoints_in_sync, mut slices_in_sync, mut truncated) = (true, true, false);
     if managed {
-        let plan = ep_reconcile::plan(&ep_reconcile::Input {
-            service: svc,
-            pods: &selected,
-            current: inputs.endpoints,
-            trigger_time: None,
-        });
         truncated = ep_reconcile::desired_subsets(svc, &selected).1;
-        match plan {
-            EpPlan::Unchanged => {}
-            EpPlan::Create(_) => {
-                endpoints_in_sync = false;
-                differences.push("Endpoints: missing; endpointd would create it".into());
-            }
-            EpPlan::Update(_) => {
-                endpoints_in_sync = false;
-                differences.push(
-                    "Endpoints: the stored subsets or labels differ from what endpointd computes now"
-                        .into(),
-                );
-            }
-        }
-        let owned: Vec<Arc<EndpointSlice>> = inputs
-            .slices
-            .iter()
-            .filter(|s| s.metadata.labels.get(SERVICE_NAME_LABEL) == Some(&*svc.metadata.name))
-            .cloned()
-            .collect();
-        let (slice_diffs, h) = slice_differences(
-            &Inputs {
-                slices: &owned,
-                ..*inputs
-            },
-            &selected,
-        );
+        let (in_sync, lines) = endpoints_differences(inputs, &selected);
+        endpoints_in_sync = in_sync;
+        differences.extend(lines);
+        let (in_sync, lines, h) = slice_differences(inputs, &selected);
+        slices_in_sync = in_sync;
+        differences.extend(lines);
         hints = h;
-        slices_in_sync = slice_diffs.is_empty();
-        differences.extend(slice_diffs);
     }
     Report {
         service: format!("{}/{}", svc.metadata.namespace, svc.metadata.name),

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Endpoints, Node};
+use crate::model::{EndpointSlice, Endpoints, Node};
 use serde_json::{json, Value};
 
 fn svc(extra: Value) -> Service {
@@ -216,19 +216,12 @@ fn in_sync_compares_with_what_the_controllers_compute() {
     // Nothing stored: both out of sync.
     let r = report(&svc, &pods, &nodes);
     assert!(!r.endpoints_in_sync && !r.slices_in_sync);
-    assert!(
-        r.differences
-            .iter()
-            .any(|d| d.contains("Endpoints: missing")),
-        "{:?}",
-        r.differences
-    );
-    assert!(
-        r.differences
-            .iter()
-            .any(|d| d.contains("IPv4: 1 slice(s) to create")),
-        "{:?}",
-        r.differences
+    assert_eq!(
+        r.differences,
+        [
+            "Endpoints: no Endpoints object; endpointd would create it",
+            "EndpointSlices: IPv4: no EndpointSlice; endpointd would create 1"
+        ]
     );
     // Stored as endpointd would write them: in sync, and the pod is found
     // in both.
@@ -293,6 +286,136 @@ fn in_sync_compares_with_what_the_controllers_compute() {
         "{:?}",
         r.differences
     );
+    assert!(
+        r.differences
+            .iter()
+            .any(|d| d.starts_with("EndpointSlices: IPv4: 10.0.0.1 (a): ready=true")),
+        "{:?}",
+        r.differences
+    );
+
+    // Another writer's objects: the same meaning, other labels and another
+    // slice name — in sync, with notes.
+    let mut kcm_ep = ep.clone();
+    kcm_ep.metadata.labels.insert("written-by", "kcm");
+    let mut kcm_slice = (*slices[0]).clone();
+    kcm_slice.metadata.name = "web-kcm12".into();
+    kcm_slice.metadata.labels.insert("extra", "1");
+    let kcm_slices = [Arc::new(kcm_slice)];
+    let r = analyze(&Inputs {
+        service: &svc,
+        pods: &pods,
+        nodes: &nodes,
+        endpoints: Some(&kcm_ep),
+        slices: &kcm_slices,
+        max_endpoints_per_slice: 100,
+    });
+    assert!(
+        r.endpoints_in_sync && r.slices_in_sync,
+        "{:?}",
+        r.differences
+    );
+    assert!(
+        r.differences
+            .iter()
+            .any(|d| d.contains("would still rewrite"))
+            && r.differences
+                .iter()
+                .any(|d| d.contains("would still write 1 slice(s)")),
+        "{:?}",
+        r.differences
+    );
+    let text = super::super::render::text(&r);
+    assert!(
+        text.contains("In sync") && text.contains("note: "),
+        "{text}"
+    );
+}
+
+#[test]
+fn over_capacity_names_the_pods_the_endpoints_leave_out() {
+    let svc = svc(
+        json!({"spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}}),
+    );
+    let ip = |i: usize| format!("10.1.{}.{}", i / 250, i % 250);
+    // 1000 ready pods and 5 not ready ones: the not-ready ones are cut.
+    let pods: Vec<Arc<Pod>> = (0..1005)
+        .map(|i| {
+            let ready = if i < 1000 { "True" } else { "False" };
+            pod(
+                &format!("p{i}"),
+                json!({"status": {"podIP": ip(i), "podIPs": [{"ip": ip(i)}],
+                       "conditions": [{"type": "Ready", "status": ready}]}}),
+            )
+        })
+        .collect();
+    let r = report(&svc, &pods, &[node("n1")]);
+    assert!(r.endpoints_truncated);
+    let cut: Vec<&str> = r
+        .pods
+        .iter()
+        .filter(|p| p.reasons.contains(&Reason::OverCapacity))
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(cut, ["p1000", "p1001", "p1002", "p1003", "p1004"]);
+    let text = super::super::render::text(&r);
+    assert!(
+        text.contains("over capacity: the Endpoints hold 1000"),
+        "{text}"
+    );
+    assert!(text.contains("leave this one out"), "{text}");
+}
+
+#[test]
+fn headless_hints_and_terminating_with_publish_not_ready_are_reported() {
+    let headless = svc(json!({"spec": {"clusterIP": "None"}}));
+    let r = report(&headless, &[pod("a", json!({}))], &[node("n1")]);
+    assert!(r.headless);
+    assert!(super::super::render::text(&r).contains("headless, "));
+
+    // A pod's slice entry shows its zone and node hints.
+    let svc = svc(json!({"spec": {"trafficDistribution": "PreferSameNode"}}));
+    let pods = [pod("a", json!({}))];
+    let slice: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": "web-x", "namespace": "ns"},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true},
+                       "zone": "z1", "nodeName": "n1",
+                       "hints": {"forZones": [{"name": "z1"}], "forNodes": [{"name": "n1"}]},
+                       "targetRef": {"kind": "Pod", "namespace": "ns", "name": "a", "uid": "u-a"}}],
+        "ports": []}))
+    .expect("slice");
+    let slices = [Arc::new(slice)];
+    let r = analyze(&Inputs {
+        service: &svc,
+        pods: &pods,
+        nodes: &[node("n1")],
+        endpoints: None,
+        slices: &slices,
+        max_endpoints_per_slice: 100,
+    });
+    assert_eq!(r.pods[0].in_slices[0].hint_zones, ["z1"]);
+    assert_eq!(r.pods[0].in_slices[0].hint_nodes, ["n1"]);
+    let text = super::super::render::text(&r);
+    assert!(text.contains("hints z1, node hints n1"), "{text}");
+    assert!(text.contains("ports: http → 8080"), "{text}");
+
+    // Terminating: what publishNotReadyAddresses changes.
+    let gone = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}});
+    for (publish, want) in [
+        (false, "publishNotReadyAddresses: true would keep it"),
+        (true, "kept in the Endpoints (publishNotReadyAddresses)"),
+    ] {
+        let svc = svc_publish(publish);
+        let r = report(&svc, &[pod("a", gone.clone())], &[node("n1")]);
+        assert_eq!(r.pods[0].reasons, [Reason::Terminating]);
+        let text = super::super::render::text(&r);
+        assert!(text.contains(want), "{text}");
+    }
+}
+
+fn svc_publish(publish: bool) -> Service {
+    svc(json!({"spec": {"publishNotReadyAddresses": publish}}))
 }
 
 #[test]
@@ -338,6 +461,34 @@ fn json_field_names_are_stable() {
         assert!(p.get(k).is_some(), "missing pods[].{k}: {p}");
     }
     assert_eq!(p["reasons"][0], json!({"reason": "notReady"}));
+    assert_eq!(
+        p["resolvedPorts"][0],
+        json!({"name": "http", "containerPort": 8080})
+    );
+    // The optional fields, when present.
+    let unmanaged =
+        self::svc(json!({"spec": {"trafficDistribution": "PreferClose", "selector": null}}));
+    let v = serde_json::to_value(report(&unmanaged, &[], &[])).expect("json");
+    for k in ["unmanagedReason", "trafficDistribution", "hints"] {
+        assert!(v.get(k).is_some(), "missing {k}: {v}");
+    }
+    let entry = SliceEntry {
+        slice: "s".into(),
+        address_type: "IPv4".into(),
+        ready: Some(true),
+        serving: Some(true),
+        terminating: Some(false),
+        zone: Some("z1".into()),
+        hint_zones: vec!["z1".into()],
+        hint_nodes: vec!["n1".into()],
+    };
+    assert_eq!(
+        serde_json::to_value(&entry).expect("json"),
+        json!({"slice": "s", "addressType": "IPv4", "ready": true, "serving": true,
+               "terminating": false, "zone": "z1", "hintZones": ["z1"], "hintNodes": ["n1"]})
+    );
+    let cut = serde_json::to_value(Reason::OverCapacity).expect("json");
+    assert_eq!(cut, json!({"reason": "overCapacity"}));
     assert_eq!(
         v["ports"][0],
         json!({"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"})

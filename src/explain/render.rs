@@ -34,6 +34,7 @@ pub fn reason_text(r: &Reason, publish_not_ready: bool) -> String {
         Reason::NodeMissing { node } => format!(
             "its node {node:?} does not exist: the EndpointSlice controller skips the pod until it does"
         ),
+        Reason::OverCapacity => "over capacity: the Endpoints keep 1000 addresses (ready ones first) and leave this one out; its EndpointSlice lists it".into(),
     }
 }
 
@@ -66,6 +67,9 @@ fn pod_line(out: &mut String, p: &PodReport, publish: bool) {
         if !s.hint_zones.is_empty() {
             let _ = write!(extra, ", hints {}", s.hint_zones.join(","));
         }
+        if !s.hint_nodes.is_empty() {
+            let _ = write!(extra, ", node hints {}", s.hint_nodes.join(","));
+        }
         let _ = writeln!(
             out,
             "      slice {} ({}): ready={} serving={} terminating={}{extra}",
@@ -75,6 +79,17 @@ fn pod_line(out: &mut String, p: &PodReport, publish: bool) {
             b(s.serving),
             b(s.terminating)
         );
+    }
+    if !p.resolved_ports.is_empty() {
+        let ports: Vec<String> = p
+            .resolved_ports
+            .iter()
+            .map(|r| match r.container_port {
+                Some(c) => format!("{} → {c}", r.name),
+                None => format!("{} → (not declared)", r.name),
+            })
+            .collect();
+        let _ = writeln!(out, "      ports: {}", ports.join(", "));
     }
     for r in &p.reasons {
         let _ = writeln!(out, "      why: {}", reason_text(r, publish));
@@ -149,8 +164,11 @@ pub fn text(r: &Report) -> String {
     if r.endpoints_in_sync && r.slices_in_sync {
         let _ = writeln!(
             out,
-            "In sync: the stored Endpoints and EndpointSlices are what endpointd computes now."
+            "In sync: the stored Endpoints and EndpointSlices mean what endpointd computes now."
         );
+        for d in &r.differences {
+            let _ = writeln!(out, "  note: {d}");
+        }
     } else {
         let _ = writeln!(
             out,

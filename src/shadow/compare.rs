@@ -3,18 +3,22 @@
 //! by bytes.
 //!
 //! - Endpoints: subsets as sets — every (address, ready, port) triple,
-//!   whatever the subset and list order; targetRef resourceVersion ignored;
-//!   over capacity, the stored addresses must be 1000 of the desired ones.
+//!   whatever the subset and list order; targetRef resourceVersion ignored
+//!   (its uid is not); over capacity, the stored addresses must be 1000 of
+//!   the desired ones, ready ones first, and the over-capacity annotation
+//!   must say so.
 //! - EndpointSlices, per address type: the set of endpoints (addresses,
-//!   conditions, hostname, nodeName, zone, hints) and the ports each one is
+//!   conditions, hostname, nodeName, zone, hints for zones and nodes,
+//!   targetRef uid) and the ports each one is
 //!   served with; how endpoints are partitioned into slices may differ, but
 //!   the number of slices must be within upstream's packing bounds.
 //!
 //! Must never read a cache, a clock, or write anything.
 
+use crate::endpoints::reconcile::OVER_CAPACITY_ANNOTATION;
 use crate::endpointslice::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
 use crate::model::{
-    AddressType, Endpoint, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset,
+    AddressType, Endpoint, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,36 +30,77 @@ pub const MAX_ENDPOINTS_ADDRESSES: usize = 1000;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Difference {
     /// `endpoints_missing`, `endpoints_addresses`, `endpoints_ports`,
-    /// `slices_missing`, `slice_endpoints`, `slice_conditions`,
-    /// `slice_hints`, `slice_ports`, `slice_count`.
+    /// `endpoints_annotation`, `slices_missing`, `slices_extra`,
+    /// `slice_endpoints`, `slice_conditions`, `slice_hints`, `slice_ports`,
+    /// `slice_count`.
     pub kind: String,
+    /// The address type of a slice difference (`IPv4`, `IPv6`); empty for
+    /// the Endpoints. A difference is the same one while its kind and
+    /// scope are, whatever its detail says now.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// A compact description (what is missing, extra or different).
     pub detail: String,
+}
+
+impl Difference {
+    /// Whether `self` and `other` are the same difference (perhaps
+    /// described differently now).
+    pub fn same_as(&self, other: &Difference) -> bool {
+        self.kind == other.kind && self.scope == other.scope
+    }
 }
 
 fn diff(kind: &str, detail: String) -> Difference {
     Difference {
         kind: kind.to_string(),
+        scope: String::new(),
         detail,
     }
 }
 
-/// An address as compared: IP, hostname, node, target (kind, namespace,
-/// name, uid) — not the target's resourceVersion.
-type AddrKey = (String, String, String, String);
+/// Slices of an address type the Service no longer has (upstream deletes
+/// them).
+pub fn extra_slices(t: AddressType, existing: &[&EndpointSlice]) -> Vec<Difference> {
+    if existing.is_empty() {
+        return Vec::new();
+    }
+    let names: Vec<&str> = existing.iter().map(|s| &*s.metadata.name).collect();
+    vec![Difference {
+        scope: format!("{t:?}"),
+        ..diff(
+            "slices_extra",
+            format!(
+                "{t:?}: {} slice(s) of an address type the Service no longer has: {}",
+                names.len(),
+                list(names, |n| n.to_string())
+            ),
+        )
+    }]
+}
+
+/// An address as compared: IP, hostname, node, target (kind/namespace/name)
+/// and the target's uid — not its resourceVersion.
+type AddrKey = (String, String, String, String, String);
 type PortKey = (String, i32, String, String);
 
 fn addr_key(a: &EndpointAddress) -> AddrKey {
-    let target = a
+    let (target, uid) = a
         .target_ref
         .as_ref()
-        .map(|t| format!("{}/{}/{}", t.kind, t.namespace, t.name))
+        .map(|t| {
+            (
+                format!("{}/{}/{}", t.kind, t.namespace, t.name),
+                t.uid.clone(),
+            )
+        })
         .unwrap_or_default();
     (
         a.ip.clone(),
         a.hostname.clone(),
         a.node_name.clone().unwrap_or_default(),
         target,
+        uid,
     )
 }
 
@@ -92,7 +137,7 @@ fn triples(subsets: &[EndpointSubset]) -> BTreeSet<(AddrKey, bool, Option<PortKe
 }
 
 fn show_addr(a: &(AddrKey, bool)) -> String {
-    let ((ip, _, _, target), ready) = a;
+    let ((ip, _, _, target, _), ready) = a;
     let who = target.rsplit('/').next().unwrap_or("");
     format!(
         "{ip}{}{}",
@@ -113,12 +158,40 @@ fn list<T>(v: impl IntoIterator<Item = T>, show: impl Fn(&T) -> String) -> Strin
     }
 }
 
+/// Upstream's truncation (`truncateEndpoints`) keeps 1000 addresses, ready
+/// ones first: every ready address while there are at most 1000 (the rest
+/// of the room goes to not-ready ones), else 1000 ready ones and no
+/// not-ready one. Which of them it keeps is per subset, so any choice of
+/// ours that follows that rule is right.
+fn truncation_difference(
+    want: &BTreeSet<(AddrKey, bool)>,
+    have: &BTreeSet<(AddrKey, bool)>,
+) -> Option<String> {
+    let extra: Vec<_> = have.difference(want).cloned().collect();
+    let want_ready = want.iter().filter(|(_, r)| *r).count();
+    let have_ready = have.iter().filter(|(_, r)| *r).count();
+    let keep = MAX_ENDPOINTS_ADDRESSES.min(want.len());
+    let ready_first = have_ready == want_ready.min(MAX_ENDPOINTS_ADDRESSES);
+    if have.len() == keep && extra.is_empty() && ready_first {
+        return None;
+    }
+    Some(format!(
+        "over capacity: {} stored addresses, {have_ready} ready (want {keep}, {} ready){}",
+        have.len(),
+        want_ready.min(MAX_ENDPOINTS_ADDRESSES),
+        match extra.is_empty() {
+            true => String::new(),
+            false => format!("; not ours: {}", list(extra, show_addr)),
+        }
+    ))
+}
+
 /// Compare the Endpoints endpointd computes (`desired`, before truncation,
 /// and whether it is over capacity) with the stored one.
 pub fn compare_endpoints(
     desired: &[EndpointSubset],
     over_capacity: bool,
-    current: Option<&[EndpointSubset]>,
+    current: Option<&Endpoints>,
 ) -> Vec<Difference> {
     let Some(current) = current else {
         return vec![diff(
@@ -127,7 +200,7 @@ pub fn compare_endpoints(
         )];
     };
     let want = triples(desired);
-    let have = triples(current);
+    let have = triples(&current.subsets);
     let addrs = |t: &BTreeSet<(AddrKey, bool, Option<PortKey>)>| -> BTreeSet<(AddrKey, bool)> {
         t.iter().map(|(a, r, _)| (a.clone(), *r)).collect()
     };
@@ -136,37 +209,45 @@ pub fn compare_endpoints(
     };
     let mut out = Vec::new();
     let (wa, ha) = (addrs(&want), addrs(&have));
-    if over_capacity {
-        // Upstream keeps 1000 of the addresses, chosen per subset: any 1000
-        // of ours are right.
-        let extra: Vec<_> = ha.difference(&wa).cloned().collect();
-        if ha.len() != MAX_ENDPOINTS_ADDRESSES.min(wa.len()) || !extra.is_empty() {
-            out.push(diff(
-                "endpoints_addresses",
-                format!(
-                    "over capacity: {} stored addresses (want {}), not ours: {}",
-                    ha.len(),
-                    MAX_ENDPOINTS_ADDRESSES,
-                    list(extra, show_addr)
-                ),
-            ));
-        }
-        return out;
+    let marked = current
+        .metadata
+        .annotations
+        .contains_key(OVER_CAPACITY_ANNOTATION);
+    if marked != over_capacity {
+        out.push(diff(
+            "endpoints_annotation",
+            match over_capacity {
+                true => format!("over capacity but not annotated {OVER_CAPACITY_ANNOTATION}"),
+                false => format!("annotated {OVER_CAPACITY_ANNOTATION} but not over capacity"),
+            },
+        ));
     }
-    let missing: Vec<_> = wa.difference(&ha).cloned().collect();
-    let extra: Vec<_> = ha.difference(&wa).cloned().collect();
-    if !missing.is_empty() || !extra.is_empty() {
-        let mut d = Vec::new();
-        if !missing.is_empty() {
-            d.push(format!("missing {}", list(missing, show_addr)));
+    if over_capacity {
+        if let Some(d) = truncation_difference(&wa, &ha) {
+            out.push(diff("endpoints_addresses", d));
         }
-        if !extra.is_empty() {
-            d.push(format!("unexpected {}", list(extra, show_addr)));
+    } else {
+        let missing: Vec<_> = wa.difference(&ha).cloned().collect();
+        let extra: Vec<_> = ha.difference(&wa).cloned().collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            let mut d = Vec::new();
+            if !missing.is_empty() {
+                d.push(format!("missing {}", list(missing, show_addr)));
+            }
+            if !extra.is_empty() {
+                d.push(format!("unexpected {}", list(extra, show_addr)));
+            }
+            out.push(diff("endpoints_addresses", d.join("; ")));
         }
-        out.push(diff("endpoints_addresses", d.join("; ")));
     }
     let (wp, hp) = (ports(&want), ports(&have));
-    if wp != hp {
+    // Truncation can leave a subset without addresses, so over capacity
+    // the stored ports need only be among ours.
+    let ports_differ = match over_capacity {
+        true => !hp.is_subset(&wp),
+        false => wp != hp,
+    };
+    if ports_differ {
         let show = |p: &Option<PortKey>| match p {
             Some((n, port, proto, _)) => format!("{n}:{port}/{proto}"),
             None => "(no port)".into(),
@@ -179,7 +260,7 @@ pub fn compare_endpoints(
                 list(wp.iter().cloned(), show)
             ),
         ));
-    } else if out.is_empty() && want != have {
+    } else if out.is_empty() && !over_capacity && want != have {
         out.push(diff(
             "endpoints_addresses",
             "the same addresses and ports, but paired differently (a named port resolves differently)"
@@ -212,11 +293,17 @@ fn show_key(_k: &EndpointKey, e: &Endpoint) -> String {
     format!("{}{who}", e.addresses.join(","))
 }
 
-fn hint_zones(e: &Endpoint) -> Vec<String> {
-    e.hints
-        .as_ref()
-        .map(|h| h.for_zones.iter().map(|z| z.name.clone()).collect())
-        .unwrap_or_default()
+/// An endpoint's hints as text: `zones [..] nodes [..]`, or `none`.
+fn hints_text(e: &Endpoint) -> String {
+    let Some(h) = &e.hints else {
+        return "none".into();
+    };
+    let zones: Vec<&str> = h.for_zones.iter().map(|z| z.name.as_str()).collect();
+    let nodes: Vec<&str> = h.for_nodes.iter().map(|n| n.name.as_str()).collect();
+    match nodes.is_empty() {
+        true => format!("zones [{}]", zones.join(",")),
+        false => format!("zones [{}] nodes [{}]", zones.join(","), nodes.join(",")),
+    }
 }
 
 /// Compare, for one address type, the slices endpointd would create from
@@ -230,14 +317,20 @@ pub fn compare_slices(
     max: usize,
 ) -> Vec<Difference> {
     let mut out = Vec::new();
+    let scoped = |mut v: Vec<Difference>| {
+        for d in &mut v {
+            d.scope = format!("{t:?}");
+        }
+        v
+    };
     if existing.is_empty() && !desired.is_empty() {
-        return vec![diff(
+        return scoped(vec![diff(
             "slices_missing",
             format!(
                 "{t:?}: no EndpointSlice; endpointd would create {}",
                 desired.len()
             ),
-        )];
+        )]);
     }
     let want = endpoints_of(desired.iter());
     let have = endpoints_of(existing.iter().copied());
@@ -288,12 +381,21 @@ pub fn compare_slices(
                 c(w)
             ));
         }
-        if hint_zones(w) != hint_zones(h) || w.hints.is_some() != h.hints.is_some() {
+        if hints_text(w) != hints_text(h) {
             hints.push(format!(
-                "{}: zones [{}] stored, want [{}]",
+                "{}: {} stored, want {}",
                 show_key(k, w),
-                hint_zones(h).join(","),
-                hint_zones(w).join(",")
+                hints_text(h),
+                hints_text(w)
+            ));
+        }
+        let uid = |e: &Endpoint| e.target_ref.as_ref().map(|t| t.uid.clone());
+        if uid(w) != uid(h) {
+            fields.push(format!(
+                "{}: targetRef uid {:?} stored, want {:?}",
+                show_key(k, w),
+                uid(h).unwrap_or_default(),
+                uid(w).unwrap_or_default()
             ));
         }
         if w.hostname != h.hostname || w.node_name != h.node_name || w.zone != h.zone {
@@ -363,7 +465,7 @@ pub fn compare_slices(
             ),
         ));
     }
-    out
+    scoped(out)
 }
 
 #[cfg(test)]

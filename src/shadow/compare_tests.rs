@@ -1,8 +1,23 @@
 use super::*;
+use crate::endpoints::reconcile::OVER_CAPACITY_ANNOTATION;
 use serde_json::json;
 
 fn subsets(v: serde_json::Value) -> Vec<EndpointSubset> {
     serde_json::from_value(v).expect("subsets")
+}
+
+/// A stored Endpoints holding `subsets`, annotated over capacity or not.
+fn stored(subsets: &[EndpointSubset], truncated: bool) -> Endpoints {
+    let mut e: Endpoints = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "ns"}}))
+    .expect("endpoints");
+    e.subsets = subsets.to_vec();
+    if truncated {
+        e.metadata
+            .annotations
+            .insert(OVER_CAPACITY_ANNOTATION, "truncated");
+    }
+    e
 }
 
 fn addr(ip: &str, pod: &str) -> serde_json::Value {
@@ -27,7 +42,10 @@ fn endpoints_compare_as_sets() {
          "notReadyAddresses": [addr("10.0.0.3", "c")],
          "ports": [{"name": "m", "port": 9090, "protocol": "TCP"}, {"name": "http", "port": 8080, "protocol": "TCP"}]}
     ]));
-    assert_eq!(compare_endpoints(&ours, false, Some(&kcm)), vec![]);
+    assert_eq!(
+        compare_endpoints(&ours, false, Some(&stored(&kcm, false))),
+        vec![]
+    );
     // (stored subsets, kinds expected)
     let cases: Vec<(serde_json::Value, Vec<&str>)> = vec![
         // A missing pod.
@@ -42,6 +60,14 @@ fn endpoints_compare_as_sets() {
                     "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}, {"name": "m", "port": 9090, "protocol": "TCP"}]}]),
             vec!["endpoints_addresses"],
         ),
+        // The same pod name and IP, but another pod (a new uid).
+        (
+            json!([{"addresses": [addr("10.0.0.1", "a"), {"ip": "10.0.0.2", "nodeName": "n1",
+                      "targetRef": {"kind": "Pod", "namespace": "ns", "name": "b", "uid": "u-b-2"}}],
+                    "notReadyAddresses": [addr("10.0.0.3", "c")],
+                    "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}, {"name": "m", "port": 9090, "protocol": "TCP"}]}]),
+            vec!["endpoints_addresses"],
+        ),
         // A stale port.
         (
             json!([{"addresses": [addr("10.0.0.1", "a"), addr("10.0.0.2", "b")], "notReadyAddresses": [addr("10.0.0.3", "c")],
@@ -49,8 +75,9 @@ fn endpoints_compare_as_sets() {
             vec!["endpoints_ports"],
         ),
     ];
+    let stored_eps = |v| stored(&subsets(v), false);
     for (i, (stored, kinds)) in cases.into_iter().enumerate() {
-        let got = compare_endpoints(&ours, false, Some(&subsets(stored)));
+        let got = compare_endpoints(&ours, false, Some(&stored_eps(stored)));
         let got: Vec<&str> = got.iter().map(|d| d.kind.as_str()).collect();
         assert_eq!(got, kinds, "case {i}");
     }
@@ -67,14 +94,53 @@ fn over_capacity_accepts_any_thousand_of_ours() {
     let kept: Vec<serde_json::Value> = (200..1200)
         .map(|i| addr(&format!("10.1.{}.{}", i / 250, i % 250), &format!("p{i}")))
         .collect();
-    let stored = subsets(json!([{"addresses": kept, "ports": [{"port": 80, "protocol": "TCP"}]}]));
-    assert_eq!(compare_endpoints(&ours, true, Some(&stored)), vec![]);
+    let kept = subsets(json!([{"addresses": kept, "ports": [{"port": 80, "protocol": "TCP"}]}]));
+    let kinds = |got: Vec<Difference>| got.into_iter().map(|d| d.kind).collect::<Vec<_>>();
+    assert_eq!(
+        kinds(compare_endpoints(&ours, true, Some(&stored(&kept, true)))),
+        Vec::<String>::new()
+    );
+    // Not annotated over-capacity.
+    assert_eq!(
+        kinds(compare_endpoints(&ours, true, Some(&stored(&kept, false)))),
+        ["endpoints_annotation"]
+    );
     let few = subsets(
         json!([{"addresses": [addr("10.1.0.1", "p1")], "ports": [{"port": 80, "protocol": "TCP"}]}]),
     );
     assert_eq!(
-        compare_endpoints(&ours, true, Some(&few))[0].kind,
-        "endpoints_addresses"
+        kinds(compare_endpoints(&ours, true, Some(&stored(&few, true)))),
+        ["endpoints_addresses"]
+    );
+}
+
+#[test]
+fn over_capacity_keeps_ready_addresses_first() {
+    let a = |i: usize| addr(&format!("10.2.{}.{}", i / 250, i % 250), &format!("q{i}"));
+    // 900 ready, 300 not ready: all 900 ready and 100 not ready are kept.
+    let ours = subsets(json!([{
+        "addresses": (0..900).map(a).collect::<Vec<_>>(),
+        "notReadyAddresses": (900..1200).map(a).collect::<Vec<_>>(),
+        "ports": [{"port": 80, "protocol": "TCP"}]}]));
+    let right = subsets(json!([{
+        "addresses": (0..900).map(a).collect::<Vec<_>>(),
+        "notReadyAddresses": (1100..1200).map(a).collect::<Vec<_>>(),
+        "ports": [{"port": 80, "protocol": "TCP"}]}]));
+    assert_eq!(
+        compare_endpoints(&ours, true, Some(&stored(&right, true))),
+        vec![]
+    );
+    // 1000 addresses, all ours, but 50 ready ones dropped for not-ready ones.
+    let wrong = subsets(json!([{
+        "addresses": (50..900).map(a).collect::<Vec<_>>(),
+        "notReadyAddresses": (900..1050).map(a).collect::<Vec<_>>(),
+        "ports": [{"port": 80, "protocol": "TCP"}]}]));
+    let got = compare_endpoints(&ours, true, Some(&stored(&wrong, true)));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].kind, "endpoints_addresses");
+    assert!(
+        got[0].detail.contains("850 ready (want 1000, 900 ready)"),
+        "{got:?}"
     );
 }
 
@@ -89,12 +155,30 @@ fn slice(name: &str, endpoints: serde_json::Value, port: i32) -> EndpointSlice {
 }
 
 fn ep(ip: &str, pod: &str, ready: bool, zone_hint: Option<&str>) -> serde_json::Value {
+    ep_with(ip, pod, ready, zone_hint, None)
+}
+
+fn ep_with(
+    ip: &str,
+    pod: &str,
+    ready: bool,
+    zone_hint: Option<&str>,
+    node_hint: Option<&str>,
+) -> serde_json::Value {
     let mut e = json!({"addresses": [ip], "nodeName": "n1", "zone": "z1",
         "conditions": {"ready": ready, "serving": ready, "terminating": false},
         "targetRef": {"kind": "Pod", "namespace": "ns", "name": pod, "uid": format!("u-{pod}")}});
     if let Some(z) = zone_hint {
         e["hints"] = json!({"forZones": [{"name": z}]});
     }
+    if let Some(n) = node_hint {
+        e["hints"]["forNodes"] = json!([{"name": n}]);
+    }
+    e
+}
+
+fn new_uid(mut e: serde_json::Value) -> serde_json::Value {
+    e["targetRef"]["uid"] = json!("u-c-2");
     e
 }
 
@@ -184,6 +268,32 @@ fn slices_compare_by_endpoint_set_not_partitioning() {
             ),
             vec!["slice_ports"],
         ),
+        // A node hint ours does not give (PreferSameNode elsewhere).
+        (
+            slice(
+                "web-1",
+                json!([
+                    ep_with("10.0.0.1", "a", true, Some("z1"), Some("n1")),
+                    ep("10.0.0.2", "b", true, Some("z1")),
+                    ep("10.0.0.3", "c", false, None)
+                ]),
+                8080,
+            ),
+            vec!["slice_hints"],
+        ),
+        // Another pod of the same name and IP (a new uid).
+        (
+            slice(
+                "web-1",
+                json!([
+                    ep("10.0.0.1", "a", true, Some("z1")),
+                    ep("10.0.0.2", "b", true, Some("z1")),
+                    new_uid(ep("10.0.0.3", "c", false, None))
+                ]),
+                8080,
+            ),
+            vec!["slice_endpoints"],
+        ),
     ];
     for (i, (stored, kinds)) in cases.into_iter().enumerate() {
         let got = compare_slices(AddressType::IPv4, &ours, &[&stored], 100);
@@ -195,4 +305,46 @@ fn slices_compare_by_endpoint_set_not_partitioning() {
     }
     let got = compare_slices(AddressType::IPv4, &ours, &[], 100);
     assert_eq!(got[0].kind, "slices_missing");
+    assert_eq!(got[0].scope, "IPv4");
+}
+
+#[test]
+fn slices_of_a_dropped_address_type_are_a_difference() {
+    let s = slice("web-v6", json!([]), 8080);
+    let got = extra_slices(AddressType::IPv6, &[&s]);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        (got[0].kind.as_str(), got[0].scope.as_str()),
+        ("slices_extra", "IPv6")
+    );
+    assert!(got[0].detail.contains("web-v6"), "{got:?}");
+    assert!(extra_slices(AddressType::IPv6, &[]).is_empty());
+}
+
+#[test]
+fn a_difference_is_the_same_while_kind_and_scope_are() {
+    let ours = [slice(
+        "",
+        json!([
+            ep("10.0.0.1", "a", true, None),
+            ep("10.0.0.2", "b", true, None),
+            ep("10.0.0.3", "c", true, None)
+        ]),
+        80,
+    )];
+    let one = slice("s", json!([ep("10.0.0.1", "a", true, None)]), 80);
+    let two = slice(
+        "s",
+        json!([
+            ep("10.0.0.1", "a", true, None),
+            ep("10.0.0.2", "b", true, None)
+        ]),
+        80,
+    );
+    let a = compare_slices(AddressType::IPv4, &ours, &[&one], 100);
+    let b = compare_slices(AddressType::IPv4, &ours, &[&two], 100);
+    let c = compare_slices(AddressType::IPv6, &ours, &[&two], 100);
+    assert_ne!(a[0].detail, b[0].detail);
+    assert!(a[0].same_as(&b[0]));
+    assert!(!b[0].same_as(&c[0]));
 }

@@ -15,7 +15,7 @@
 
 pub mod compare;
 
-pub use compare::{compare_endpoints, compare_slices, Difference};
+pub use compare::{compare_endpoints, compare_slices, extra_slices, Difference};
 
 use crate::clock::SharedClock;
 use crate::metrics::{Counter, Family, Registry};
@@ -44,6 +44,9 @@ pub struct Listed {
     pub object: String,
     /// The difference's kind.
     pub kind: String,
+    /// The address type of a slice difference; empty for the Endpoints.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// What differs.
     pub detail: String,
     /// Seconds it has persisted.
@@ -103,15 +106,20 @@ impl Shadow {
         let mut after = Vec::new();
         let mut recheck: Option<Duration> = None;
         for d in diffs {
-            let mut t = before
-                .iter()
-                .find(|t| t.diff == d)
-                .cloned()
-                .unwrap_or(Tracked {
+            // The same difference keeps its age and confirmation when only
+            // its description changed (one more pod missing): logged and
+            // counted once while it lasts.
+            let mut t = match before.iter().find(|t| t.diff.same_as(&d)) {
+                Some(t) => Tracked {
+                    diff: d,
+                    ..t.clone()
+                },
+                None => Tracked {
                     diff: d,
                     first_seen: now,
                     confirmed: false,
-                });
+                },
+            };
             let age = now.saturating_duration_since(t.first_seen);
             if !t.confirmed {
                 if age >= self.grace {
@@ -160,6 +168,7 @@ impl Shadow {
                     service: svc.clone(),
                     object: object.to_string(),
                     kind: t.diff.kind.clone(),
+                    scope: t.diff.scope.clone(),
                     detail: t.diff.detail.clone(),
                     age_seconds: now.saturating_duration_since(t.first_seen).as_secs(),
                 })
@@ -182,6 +191,7 @@ mod tests {
     fn d(kind: &str, detail: &str) -> Difference {
         Difference {
             kind: kind.into(),
+            scope: String::new(),
             detail: detail.into(),
         }
     }
@@ -209,6 +219,10 @@ mod tests {
             s.observe("ns/web", ENDPOINTS, vec![d("endpoints_ports", "p")]);
         }
         assert_eq!(count("endpoints_ports"), 1, "counted once");
+        // Described differently now (another port): the same difference.
+        s.observe("ns/web", ENDPOINTS, vec![d("endpoints_ports", "p, q")]);
+        assert_eq!(count("endpoints_ports"), 1, "still counted once");
+        assert_eq!(s.list()[0].detail, "p, q", "the latest description");
         assert!(
             s.json().contains("\"kind\":\"endpoints_ports\""),
             "{}",
