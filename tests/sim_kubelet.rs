@@ -32,6 +32,7 @@ fn pods_live_like_pods_under_the_simulated_kubelet() {
             ready_after: Duration::from_secs(2),
             grace_cap: Duration::from_millis(800),
             every: Duration::from_millis(20),
+            ..KubeletOptions::default()
         }),
         ..SimOptions::default()
     })
@@ -114,5 +115,49 @@ fn pods_live_like_pods_under_the_simulated_kubelet() {
         t0.elapsed() >= Duration::from_millis(700),
         "stayed terminating for the (capped) grace period"
     );
+    sim.stop();
+}
+
+#[test]
+fn a_dual_stack_kubelet_gives_nodes_two_pod_cidrs_and_pods_two_ips() {
+    let sim = SimServer::start(SimOptions {
+        kubelet: Some(KubeletOptions {
+            every: Duration::from_millis(20),
+            dual_stack: true,
+            ..KubeletOptions::default()
+        }),
+        ..SimOptions::default()
+    })
+    .expect("kube-sim");
+    sim.store()
+        .load_list(&json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
+             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}]}))
+        .expect("load");
+    wait("started", || {
+        pod_value(&sim, "web").is_some_and(|p| p["status"]["phase"] == "Running")
+    });
+    let node_key = Key::new(lookup("", "v1", "nodes").expect("nodes"), "", "a");
+    let node = sim
+        .store()
+        .txn(|t| t.get(&node_key).map(|o| o.value()))
+        .expect("node");
+    assert_eq!(
+        node["spec"]["podCIDRs"],
+        json!(["10.244.0.0/24", "fd00:10:244:0::/64"])
+    );
+    let p = pod_value(&sim, "web").expect("pod");
+    let ips: Vec<&str> = p["status"]["podIPs"]
+        .as_array()
+        .expect("podIPs")
+        .iter()
+        .filter_map(|i| i["ip"].as_str())
+        .collect();
+    assert_eq!(ips.len(), 2, "{ips:?}");
+    assert!(ips[0].starts_with("10.244.0."), "{ips:?}");
+    assert!(ips[1].starts_with("fd00:10:244:0::"), "{ips:?}");
+    assert!(ips[1].parse::<std::net::Ipv6Addr>().is_ok(), "{ips:?}");
+    assert_eq!(p["status"]["podIP"], ips[0]);
     sim.stop();
 }

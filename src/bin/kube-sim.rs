@@ -15,7 +15,8 @@ const USAGE: &str = "\
 usage: kube-sim [--listen ADDR] [--tls] [--token TOKEN | --token-file PATH]
                 [--kubeconfig-out PATH]
                 [--history N] [--bookmark-interval DURATION] [--load FILE]
-                [--kubelet [--ready-after DURATION] [--grace-period-cap DURATION]]
+                [--kubelet [--ready-after DURATION] [--grace-period-cap DURATION]
+                           [--dual-stack]]
 
 An in-memory Kubernetes API server (core/v1, discovery.k8s.io/v1,
 coordination.k8s.io/v1, events.k8s.io/v1) speaking the real REST and watch
@@ -45,6 +46,9 @@ protocol.
   --ready-after DUR          with --kubelet: started → Ready delay (default 1s)
   --grace-period-cap DUR     with --kubelet: longest time a deleted pod stays
                              terminating (default 5s)
+  --dual-stack               with --kubelet: nodes get an IPv6 podCIDR too
+                             (fd00:10:244:<i>::/64) and pods an IPv6 address
+                             beside the IPv4 one
   -h, --help                 this text
 
 Prints the server URL on stdout once listening. SIGTERM or SIGINT stops it.
@@ -138,6 +142,9 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Pars
             Long("grace-period-cap") => {
                 let v = text(p.value().map_err(|e| e.to_string())?, "--grace-period-cap")?;
                 opts.kubelet.get_or_insert_with(Default::default).grace_cap = parse_duration(&v)?;
+            }
+            Long("dual-stack") => {
+                opts.kubelet.get_or_insert_with(Default::default).dual_stack = true;
             }
             _ => return Err(arg.unexpected().to_string()),
         }

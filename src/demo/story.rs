@@ -44,6 +44,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<Report, String> {
             ready_after: Duration::from_secs(1),
             grace_cap: GRACE_CAP,
             every: Duration::from_millis(50),
+            dual_stack: false,
         }),
         ..SimOptions::default()
     })

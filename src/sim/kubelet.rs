@@ -37,6 +37,10 @@ pub struct KubeletOptions {
     pub grace_cap: Duration,
     /// How often the kubelet looks.
     pub every: Duration,
+    /// A dual-stack cluster: nodes get an IPv6 podCIDR too
+    /// (`fd00:10:244:<i>::/64`) and pods an IPv6 address beside the IPv4
+    /// one (`podIPs` in that order, as a kubelet lists them).
+    pub dual_stack: bool,
 }
 
 impl Default for KubeletOptions {
@@ -45,6 +49,7 @@ impl Default for KubeletOptions {
             ready_after: Duration::from_secs(1),
             grace_cap: Duration::from_secs(5),
             every: Duration::from_millis(100),
+            dual_stack: false,
         }
     }
 }
@@ -66,9 +71,10 @@ fn node_ready(n: &Value) -> bool {
         })
 }
 
-/// Give nodes a podCIDR (10.244.<i>.0/24 in name order) and a Ready
-/// condition; the Ready nodes' (name, CIDR index), in name order.
-fn nodes(t: &mut Txn<'_>, now: SystemTime) -> Vec<(String, usize)> {
+/// Give nodes a podCIDR (10.244.<i>.0/24 in name order; with
+/// `dual_stack` also fd00:10:244:<i>::/64) and a Ready condition; the Ready
+/// nodes' (name, CIDR index), in name order.
+fn nodes(t: &mut Txn<'_>, now: SystemTime, dual_stack: bool) -> Vec<(String, usize)> {
     let Some(info) = lookup("", "v1", "nodes") else {
         return Vec::new();
     };
@@ -81,7 +87,10 @@ fn nodes(t: &mut Txn<'_>, now: SystemTime) -> Vec<(String, usize)> {
         let mut changed = false;
         if n.pointer("/spec/podCIDR").is_none() {
             n["spec"]["podCIDR"] = json!(cidr);
-            n["spec"]["podCIDRs"] = json!([cidr]);
+            n["spec"]["podCIDRs"] = match dual_stack {
+                true => json!([cidr, format!("fd00:10:244:{:x}::/64", i % 256)]),
+                false => json!([cidr]),
+            };
             changed = true;
         }
         if n.pointer("/status/conditions").is_none() {
@@ -109,7 +118,7 @@ pub fn step(store: &Store, opts: &KubeletOptions, terminating: &mut BTreeMap<Str
         return;
     };
     store.txn(|t| {
-        let ready_nodes = nodes(t, now);
+        let ready_nodes = nodes(t, now, opts.dual_stack);
         let pods: Vec<Value> = t.all_of("pods").iter().map(|o| o.value()).collect();
         let mut used: BTreeSet<String> = pods
             .iter()
@@ -145,7 +154,7 @@ pub fn step(store: &Store, opts: &KubeletOptions, terminating: &mut BTreeMap<Str
                 next_node += 1;
                 changed = true;
             }
-            changed |= start(&mut p, &ready_nodes, &mut used, now);
+            changed |= start(&mut p, &ready_nodes, &mut used, now, opts.dual_stack);
             changed |= readiness(&mut p, opts, now);
             if changed {
                 t.put(&key, "update", p);
@@ -154,12 +163,14 @@ pub fn step(store: &Store, opts: &KubeletOptions, terminating: &mut BTreeMap<Str
     });
 }
 
-/// A bound pod without an IP starts: Running, an IP of its node's CIDR.
+/// A bound pod without an IP starts: Running, an IP of its node's CIDR
+/// (and one of its IPv6 CIDR, same host part, when `dual_stack`).
 fn start(
     p: &mut Value,
     nodes: &[(String, usize)],
     used: &mut BTreeSet<String>,
     now: SystemTime,
+    dual_stack: bool,
 ) -> bool {
     let node = s(p, "/spec/nodeName").to_string();
     if node.is_empty() || !s(p, "/status/podIP").is_empty() {
@@ -168,20 +179,24 @@ fn start(
     let Some((_, i)) = nodes.iter().find(|(n, _)| *n == node) else {
         return false;
     };
-    let Some(ip) = (2..255)
-        .map(|h| format!("10.244.{i}.{h}"))
-        .find(|ip| !used.contains(ip))
+    let Some((ip, host)) = (2..255)
+        .map(|h| (format!("10.244.{i}.{h}"), h))
+        .find(|(ip, _)| !used.contains(ip))
     else {
         return false;
     };
     used.insert(ip.clone());
+    let mut ips = vec![json!({"ip": ip})];
+    if dual_stack {
+        ips.push(json!({"ip": format!("fd00:10:244:{i:x}::{host:x}")}));
+    }
     let names: Vec<String> = p
         .pointer("/spec/containers")
         .and_then(Value::as_array)
         .map(|c| c.iter().map(|c| s(c, "/name").to_string()).collect())
         .unwrap_or_default();
     let statuses: Vec<Value> = names.iter().map(|n| json!({"name": n, "ready": false, "restartCount": 0, "started": true, "state": {"running": {"startedAt": rfc3339(now)}}})).collect();
-    p["status"] = json!({"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "hostIP": "10.0.0.1",
+    p["status"] = json!({"phase": "Running", "podIP": ip, "podIPs": ips, "hostIP": "10.0.0.1",
         "startTime": rfc3339(now), "containerStatuses": statuses,
         "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": rfc3339(now)}]});
     true
