@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo bench --bench e2e -- [--services S] [--pods P] [--nodes N]
-//!                            [--rate R] [--duration SECS] [--scenario churn|restart|cold|burst|all]
+//!                            [--rate R] [--duration SECS] [--scenario churn|lifecycle|restart|cold|burst|all]
 //! ```
 //! Defaults are CI-sized (20 services, 200 pods, 5 nodes, 20 changes/s for
 //! 5 s). Full size: `--services 1000 --pods 10000 --nodes 100 --rate 100
@@ -14,7 +14,10 @@
 //! POSTed by a bare client with concurrency 5), **churn** (readiness flips
 //! at R/s: change → EndpointSlice and → Endpoints latency through watches,
 //! the floor = a bare Lease write observed through a watch interleaved with
-//! the churn, writes per change, CPU per 1,000 changes, RSS), **restart**
+//! the churn, writes per change, CPU per 1,000 changes, RSS), **lifecycle**
+//! (pods added and deleted, a Service scaled up by 10 and down, a rolling
+//! restart of another, at R/s: add → written and delete → written
+//! latencies, writes per change, every Service ending exact), **restart**
 //! (writes in the 10 s after a restart on a converged cluster, time until
 //! ready), **burst** (1,000 flips of one 100-pod service within a second,
 //! batch_period 0 s and 1 s). With default sizes it asserts correctness
@@ -22,6 +25,8 @@
 
 #[path = "e2e/churn.rs"]
 mod churn;
+#[path = "e2e/lifecycle.rs"]
+mod lifecycle;
 #[path = "e2e/procs.rs"]
 mod procs;
 
@@ -78,13 +83,14 @@ fn main() {
     let mut summary = serde_json::Map::new();
     let mut failures: Vec<String> = Vec::new();
     summary.insert("size".into(), json!({"services": a.size.services, "pods": a.size.pods, "nodes": a.size.nodes, "rate": a.rate, "duration_s": a.duration.as_secs()}));
-    if run("cold") || run("churn") || run("restart") {
+    if run("cold") || run("churn") || run("lifecycle") || run("restart") {
         let r = churn::main_run(
             &dir,
             &a.size,
             a.rate,
             a.duration,
             run("churn"),
+            run("lifecycle"),
             run("restart"),
         );
         for (k, v) in r.json {

@@ -23,14 +23,14 @@ pub struct RunResult {
 
 /// The bench's own client: no client-side rate limit, so that the load
 /// generator is never the bottleneck.
-fn client(url: &str) -> Client {
+pub fn client(url: &str) -> Client {
     let mut cfg = ClientConfig::new(url);
     cfg.qps = 100_000.0;
     cfg.burst = 100_000;
     Client::new(cfg, RealClock::shared(), None).expect("client")
 }
 
-fn ms(d: Duration) -> f64 {
+pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
@@ -68,6 +68,7 @@ pub fn main_run(
     rate: f64,
     duration: Duration,
     do_churn: bool,
+    do_lifecycle: bool,
     do_restart: bool,
 ) -> RunResult {
     let mut json = Map::new();
@@ -104,6 +105,11 @@ pub fn main_run(
     if do_churn {
         let (j, f) = churn(&url, &d, size, rate, duration);
         json.insert("churn".into(), j);
+        failures.extend(f);
+    }
+    if do_lifecycle {
+        let (j, f) = super::lifecycle::lifecycle(&url, &d, size, rate, duration);
+        json.insert("lifecycle".into(), j);
         failures.extend(f);
     }
     if do_restart {
@@ -159,7 +165,7 @@ fn cold_floor(url: &str, n: usize) -> Duration {
 
 type Pending = Arc<Mutex<HashMap<String, (bool, Instant)>>>;
 
-fn watch_thread(
+pub fn watch_thread(
     c: Client,
     r: endpointd::kube::Resource,
     rv: String,
@@ -339,7 +345,6 @@ fn churn(
         ep_lat.lock().expect("l").clone(),
         floor_lat.lock().expect("l").clone(),
     );
-    let q = |v: &mut Vec<f64>| json!({"p50": percentile(v, 0.5), "p90": percentile(v, 0.9), "p99": percentile(v, 0.99), "max": percentile(v, 1.0), "n": v.len()});
     let j = json!({"changes": n, "slice_latency_ms": q(&mut s), "endpoints_latency_ms": q(&mut e), "floor_latency_ms": q(&mut f),
         "slice_writes_per_change": (sl_w - w0.1) as f64 / n.max(1) as f64, "endpoints_writes_per_change": (ep_w - w0.0) as f64 / n.max(1) as f64,
         "cpu_ms_per_1000_changes": cpu * 1000.0 / n.max(1) as f64 * 1000.0, "rss_peak_bytes": peak, "rss_steady_bytes": steady, "final_state_exact": final_ok});
@@ -351,6 +356,11 @@ fn churn(
         j["slice_writes_per_change"].as_f64().unwrap_or(0.0), j["endpoints_writes_per_change"].as_f64().unwrap_or(0.0),
         j["cpu_ms_per_1000_changes"].as_f64().unwrap_or(0.0), peak as f64 / 1048576.0, steady as f64 / 1048576.0);
     (j, failures)
+}
+
+/// p50/p90/p99/max and the count of latencies in ms.
+pub fn q(v: &mut [f64]) -> Value {
+    json!({"p50": percentile(v, 0.5), "p90": percentile(v, 0.9), "p99": percentile(v, 0.99), "max": percentile(v, 1.0), "n": v.len()})
 }
 
 fn final_state_matches(c: &Client, want: &HashMap<String, bool>) -> bool {
