@@ -24,6 +24,7 @@ pub mod mvcc;
 pub mod obj;
 pub mod objects;
 pub mod patch;
+pub mod protobuf;
 pub mod requester;
 pub mod requestinfo;
 pub mod resources;
