@@ -23,6 +23,8 @@ pub mod load;
 pub mod mvcc;
 pub mod obj;
 pub mod objects;
+pub mod openapi;
+pub mod openapi_proto;
 pub mod patch;
 pub mod protobuf;
 pub mod requester;
