@@ -136,17 +136,27 @@ pub fn decode_object(group: &str, version: &str, kind: &str, body: &[u8]) -> Res
             u.content_encoding
         ));
     }
+    // Decode by the envelope's type, as kube-apiserver does; a type other
+    // than the endpoint's is then refused by the usual kind check.
+    let (group, version, kind) = if u.kind.is_empty() {
+        (group, version, kind)
+    } else {
+        match u.api_version.split_once('/') {
+            Some((g, v)) => (g, v, u.kind.as_str()),
+            None => ("", u.api_version.as_str(), u.kind.as_str()),
+        }
+    };
     let schema = schema::schema()?;
-    let msg = schema
-        .kind(group, version, kind)
-        .ok_or_else(|| format!("kube-sim has no protobuf schema for {kind}"))?;
+    let msg = schema.kind(group, version, kind).ok_or_else(|| {
+        format!("kube-sim has no protobuf schema for {kind} in version {version:?}")
+    })?;
     let obj = decode::message(schema, msg, u.raw, 0)?;
     let mut out = Map::new();
     if !u.api_version.is_empty() {
-        out.insert("apiVersion".into(), Value::String(u.api_version));
+        out.insert("apiVersion".into(), Value::String(u.api_version.clone()));
     }
     if !u.kind.is_empty() {
-        out.insert("kind".into(), Value::String(u.kind));
+        out.insert("kind".into(), Value::String(u.kind.clone()));
     }
     out.extend(obj);
     Ok(Value::Object(out))

@@ -227,6 +227,20 @@ fn malformed_bodies_are_errors_naming_the_problem() {
 }
 
 #[test]
+fn a_body_of_another_kind_is_decoded_as_that_kind() {
+    let pod = msg(|b| put_bytes(b, 1, &meta("p")));
+    let v = decode_object("", "v1", "Namespace", &body("v1", "Pod", &pod)).expect("decodes");
+    assert_eq!(v["kind"], "Pod");
+    let info = crate::sim::resources::lookup("", "v1", "namespaces").expect("ns");
+    let v = decode_body(info, Some(PROTOBUF), &body("v1", "Pod", &pod)).expect("decodes");
+    let e = crate::sim::rest::check_shape(info, v).map_err(|e| e.code);
+    assert_eq!(e.err(), Some(400));
+    let e =
+        decode_object("", "v1", "Pod", &body("apps/v1", "Deployment", b"")).expect_err("unknown");
+    assert!(e.contains("no protobuf schema for Deployment"), "{e}");
+}
+
+#[test]
 fn content_types() {
     let info = crate::sim::resources::lookup("", "v1", "namespaces").expect("ns");
     let ok = |ct: Option<&str>, b: &[u8]| decode_body(info, ct, b).map_err(|e| e.code);
