@@ -310,6 +310,14 @@ fn protobuf_bodies_over_http_and_their_errors() {
     let (code, obj) = post(&url, PROTOBUF, &body);
     assert_eq!(code, 201, "{obj}");
     assert_eq!(obj["metadata"]["name"], "demo");
+    // PUT takes protobuf too (an unconditional update of the same object).
+    let mut r = agent()
+        .put(format!("{url}/demo"))
+        .header("content-type", PROTOBUF)
+        .send(&body[..])
+        .expect("PUT");
+    let text = r.body_mut().read_to_string().unwrap_or_default();
+    assert_eq!(r.status().as_u16(), 200, "{text}");
     let (code, st) = post(&url, PROTOBUF, b"k8s\0\x0a\x05\x0a");
     assert_eq!(code, 400, "{st}");
     assert_eq!(
@@ -357,4 +365,68 @@ fn protobuf_bodies_over_http_and_their_errors() {
         Some("application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
     );
     sim.stop();
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KINDS: [(&str, &str); 9] = [
+        ("", "Pod"),
+        ("", "Service"),
+        ("", "Endpoints"),
+        ("", "Node"),
+        ("", "Namespace"),
+        ("", "Event"),
+        ("discovery.k8s.io", "EndpointSlice"),
+        ("coordination.k8s.io", "Lease"),
+        ("events.k8s.io", "Event"),
+    ];
+
+    fn corpus() -> Vec<Vec<u8>> {
+        [
+            "create-namespace-demo",
+            "create-service-clusterip-x",
+            "debug-node-sysadmin",
+        ]
+        .iter()
+        .map(|n| std::fs::read(fixtures().join(format!("{n}.pb"))).expect("fixture"))
+        .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Arbitrary bytes after the magic, as every kind: decoded or refused.
+        #[test]
+        fn arbitrary_messages_never_panic(raw in prop::collection::vec(any::<u8>(), 0..256), k in 0..KINDS.len()) {
+            let (group, kind) = KINDS[k];
+            let mut body = b"k8s\0".to_vec();
+            body.extend_from_slice(&raw);
+            let _ = decode_object(group, "v1", kind, &body);
+        }
+
+        /// Captured kubectl bodies with bytes changed, cut or inserted.
+        #[test]
+        fn mutated_kubectl_bodies_never_panic(
+            which in 0..3usize,
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..6),
+        ) {
+            let mut body = corpus()[which].clone();
+            for (at, byte, op) in edits {
+                if body.is_empty() {
+                    break;
+                }
+                let i = at.index(body.len());
+                match op {
+                    0 => body[i] = byte,
+                    1 => body.truncate(i),
+                    _ => body.insert(i, byte),
+                }
+            }
+            for (group, kind) in KINDS {
+                let _ = decode_object(group, "v1", kind, &body);
+            }
+        }
+    }
 }
