@@ -10,10 +10,12 @@
 //! `kubectl … --dry-run=client -o json` prints for the same command (for
 //! `kubectl debug node/…`, which has no dry run, written by hand). kubectl
 //! sends `run` and `expose` as JSON (run-web.json, expose-pod-web.json).
+//! drain-delete-options.pb is the DeleteOptions body of `kubectl drain`'s
+//! pod deletions, copied from `kubectl drain -v=9`'s hex dump.
 
 mod kubectl_support;
 
-use endpointd::sim::protobuf::{decode_object, PROTOBUF};
+use endpointd::sim::protobuf::{decode_delete_options, decode_object, PROTOBUF};
 use endpointd::sim::resources::lookup;
 use endpointd::sim::server::{SimOptions, SimServer};
 use endpointd::sim::store::Key;
@@ -48,6 +50,15 @@ fn decode_table_over_bodies_captured_from_kubectl() {
         let got = decode_object("", "v1", kind, &body).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(got, want, "{name}");
     }
+    let body = std::fs::read(fixtures().join("drain-delete-options.pb")).expect("fixture");
+    let want: Value = serde_json::from_slice(
+        &std::fs::read(fixtures().join("drain-delete-options.expected.json")).expect("expected"),
+    )
+    .expect("expected json");
+    assert_eq!(
+        decode_delete_options(Some(PROTOBUF), &body).expect("DeleteOptions"),
+        want
+    );
     for name in ["run-web.json", "expose-pod-web.json"] {
         let body = std::fs::read(fixtures().join(name)).expect("fixture");
         let v: Value = serde_json::from_slice(&body).expect("kubectl sends these as JSON");
@@ -161,6 +172,22 @@ fn kubectl_create_run_expose_store_what_json_requests_store() {
         );
         assert_eq!(via_kubectl, via_json, "{resource} {name}");
     }
+    // kubectl drain deletes pods with a protobuf DeleteOptions body.
+    let objs = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-node", "namespace": "default"},
+         "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]}}]});
+    let f = write(&dir, "node.json", &objs);
+    kubectl_ok(&kc, &["create", "-f", &f]);
+    let out = kubectl_ok(&kc, &["drain", "node-1", "--force", "--grace-period=0"]);
+    assert!(out.contains("node/node-1 drained"), "{out}");
+    let k = Key::new(
+        lookup("", "v1", "pods").expect("pods"),
+        "default",
+        "on-node",
+    );
+    let left = sim.store().txn(|t| t.get(&k).map(|o| o.value()));
+    assert!(left.is_none(), "drained pod deleted: {left:?}\n{out}");
     sim.stop();
 }
 

@@ -150,7 +150,31 @@ pub fn decode_object(group: &str, version: &str, kind: &str, body: &[u8]) -> Res
     let msg = schema.kind(group, version, kind).ok_or_else(|| {
         format!("kube-sim has no protobuf schema for {kind} in version {version:?}")
     })?;
-    let obj = decode::message(schema, msg, u.raw, 0)?;
+    Ok(with_type(&u, decode::message(schema, msg, u.raw, 0)?))
+}
+
+/// Decode a DELETE body: `DeleteOptions` in protobuf when `content_type`
+/// says so, else JSON (kubectl drain deletes pods with a protobuf body).
+pub fn decode_delete_options(content_type: Option<&str>, body: &[u8]) -> Result<Value, String> {
+    let protobuf = content_type
+        .and_then(|c| c.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case(PROTOBUF));
+    if !protobuf {
+        return serde_json::from_slice(body).map_err(|e| e.to_string());
+    }
+    let u = envelope(body)?;
+    if !u.kind.is_empty() && u.kind != "DeleteOptions" {
+        return Err(format!("expected DeleteOptions, got {}", u.kind));
+    }
+    let schema = schema::schema()?;
+    let msg = schema
+        .message(&format!("{}.DeleteOptions", schema::META))
+        .ok_or("kube-sim has no protobuf schema for DeleteOptions")?;
+    Ok(with_type(&u, decode::message(schema, msg, u.raw, 0)?))
+}
+
+/// The envelope's apiVersion and kind, then the object's fields.
+fn with_type(u: &Unknown<'_>, obj: Map<String, Value>) -> Value {
     let mut out = Map::new();
     if !u.api_version.is_empty() {
         out.insert("apiVersion".into(), Value::String(u.api_version.clone()));
@@ -159,7 +183,7 @@ pub fn decode_object(group: &str, version: &str, kind: &str, body: &[u8]) -> Res
         out.insert("kind".into(), Value::String(u.kind.clone()));
     }
     out.extend(obj);
-    Ok(Value::Object(out))
+    Value::Object(out)
 }
 
 #[cfg(test)]
