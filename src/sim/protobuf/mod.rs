@@ -14,6 +14,9 @@
 //! decoders skip unknown fields); bodies that are not valid protobuf, or do
 //! not match the schema's wire types, are 400 with the reason.
 //!
+//! DELETE bodies (`DeleteOptions`, which `kubectl drain` sends as protobuf)
+//! go through [`decode_delete_options`].
+//!
 //! Owns body decoding only; never validates objects (that is
 //! [`super::validate`]) and never encodes responses: kube-sim answers JSON.
 
