@@ -4,26 +4,15 @@
 //! priority-1 columns, and `get -w` streams rows. Skipped, with a message,
 //! where kubectl is not installed.
 
-use std::process::Command;
 use std::time::Duration;
 
-use endpointd::sim::server::{SimOptions, SimServer};
+mod kubectl_support;
+use kubectl_support::{kubectl_available, kubectl_ok};
+
+use endpointd::sim::server::SimServer;
 use serde_json::json;
 
-fn kubectl_available() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 fn start() -> (SimServer, std::path::PathBuf) {
-    let sim = SimServer::start(SimOptions {
-        tls: true,
-        token: Some("table-test-token".into()),
-        ..SimOptions::default()
-    })
-    .expect("kube-sim");
     let items = vec![
         json!({"apiVersion": "v1", "kind": "Node",
                "metadata": {"name": "node-1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
@@ -50,31 +39,13 @@ fn start() -> (SimServer, std::path::PathBuf) {
                "metadata": {"name": "endpointd", "namespace": "kube-system"},
                "spec": {"holderIdentity": "node-1_abc"}}),
     ];
-    sim.store()
-        .load_list(&json!({"apiVersion": "v1", "kind": "List", "items": items}))
-        .expect("load");
-    let dir = std::env::temp_dir().join(format!("kube-sim-table-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let kc = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kc).expect("kubeconfig");
-    (sim, kc)
+    kubectl_support::start("table", items)
 }
 
 fn get(kc: &std::path::Path, args: &[&str]) -> String {
-    let o = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kc)
-        .arg("get")
-        .args(args)
-        .output()
-        .expect("kubectl");
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "kubectl get {args:?}: {}{out}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
+    let mut a = vec!["get"];
+    a.extend_from_slice(args);
+    kubectl_ok(kc, &a)
 }
 
 /// The header line's column names, and the line starting with `name`.
@@ -225,7 +196,7 @@ fn kubectl_get_shows_the_api_servers_columns() {
     );
 
     // kubectl get -w: the Table watch streams a row per event.
-    let mut child = Command::new("kubectl")
+    let mut child = std::process::Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(&kc)
         .args(["get", "pods", "-w", "-n", "default"])

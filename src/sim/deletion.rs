@@ -42,12 +42,12 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
-    /// Parse the optional JSON body and the `propagationPolicy` query.
+    /// Parse the optional body (JSON, or protobuf) and the `propagationPolicy` query.
     pub fn parse(req: &Request) -> Result<DeleteOptions, ApiError> {
         let mut o = DeleteOptions::default();
         let mut policy = req.query("propagationPolicy").map(str::to_string);
         if !req.body.iter().all(u8::is_ascii_whitespace) {
-            let v: Value = serde_json::from_slice(&req.body)
+            let v = super::protobuf::decode_delete_options(req.header("content-type"), &req.body)
                 .map_err(|e| bad_request(format!("invalid DeleteOptions body: {e}")))?;
             let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
             o.uid = s("/preconditions/uid");

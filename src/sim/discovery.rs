@@ -245,20 +245,24 @@ pub fn openapi_v3_index() -> Value {
 }
 
 /// Changes whenever the documents below change (kubectl caches by it).
-const OPENAPI_HASH: &str = "kube-sim-1";
+const OPENAPI_HASH: &str = "kube-sim-2";
 
 /// `/openapi/v3/{api/v1|apis/g/v}`: a minimal OpenAPI v3 document with one
 /// PATCH operation per resource that declares its group-version-kind and the
 /// `fieldValidation` query parameter. That is what kubectl (`apply`,
 /// `create` with `--validate=strict`, the default) checks to send
 /// `fieldValidation=Strict` to the server instead of downloading schemas.
-/// Component schemas are not served, so kubectl computes strategic merge
-/// patches from its compiled-in types, as against servers without OpenAPI.
+/// Component schemas (from [`super::openapi`], with patch merge keys) serve
+/// `kubectl explain` and kubectl's strategic merge patches.
 pub fn openapi_v3_document(path: &str) -> Option<Value> {
     let mut paths = serde_json::Map::new();
+    let mut schemas = serde_json::Map::new();
     for r in RESOURCES {
         if gv_path(r.group, r.version) != path {
             continue;
+        }
+        if schemas.is_empty() {
+            schemas = super::openapi::v3_schemas(r.group, r.version);
         }
         let collection = if r.namespaced {
             format!("/{path}/namespaces/{{namespace}}/{}", r.resource)
@@ -289,7 +293,7 @@ pub fn openapi_v3_document(path: &str) -> Option<Value> {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": GIT_VERSION},
         "paths": paths,
-        "components": {},
+        "components": {"schemas": schemas},
     }))
 }
 

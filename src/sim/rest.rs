@@ -121,14 +121,10 @@ fn get(
     Ok(object_response(info, 200, &obj))
 }
 
-/// Decode a request body as a JSON object of this resource's kind.
-pub fn decode_body(info: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        bad_request(format!(
-            "{} in version \"{}\" cannot be handled as a {}: {e}",
-            info.kind, info.version, info.kind
-        ))
-    })?;
+/// Decode a request body (JSON, YAML or protobuf by its Content-Type) as a
+/// JSON object of this resource's kind.
+pub fn decode_body(info: &ResourceInfo, req: &Request) -> Result<Value, ApiError> {
+    let v = super::protobuf::decode_body(info, req.header("content-type"), &req.body)?;
     let v = check_shape(info, v)?;
     Ok(if eventsapi::is_events_api(info) {
         eventsapi::to_core(&v)
@@ -234,7 +230,7 @@ fn create(
     ns: &str,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let v = decode_body(info, &req.body)?;
+    let v = decode_body(info, req)?;
     check_body_namespace(info, &v, ns)?;
     if meta_str(&v, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
         return Err(bad_request(
@@ -302,7 +298,7 @@ fn update(
     status_only: bool,
     req: &Request,
 ) -> Result<Response, ApiError> {
-    let v = decode_body(info, &req.body)?;
+    let v = decode_body(info, req)?;
     check_body_namespace(info, &v, ns)?;
     match meta_str(&v, "name") {
         Some(n) if n == name => {}

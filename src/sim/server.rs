@@ -312,6 +312,9 @@ impl SimHandler {
                 ];
                 return resp;
             }
+            if top == "/openapi/v2" {
+                return super::openapi::serve_v2(req.header("accept"));
+            }
             let addr = self.addr.get().map(String::as_str).unwrap_or("");
             if let Some(doc) = discovery::document(path, addr) {
                 return json_ok(&doc);
