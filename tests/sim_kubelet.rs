@@ -2,6 +2,8 @@
 //! Ready after a delay, the readiness annotation, and graceful deletion
 //! observed through a watch (MODIFIED with deletionTimestamp, then DELETED).
 
+mod kubectl_support;
+
 use endpointd::clock::RealClock;
 use endpointd::kube::{Client, ClientConfig, WatchEvent, WatchParams, PODS};
 use endpointd::model::Pod;
@@ -159,5 +161,71 @@ fn a_dual_stack_kubelet_gives_nodes_two_pod_cidrs_and_pods_two_ips() {
     assert!(ips[1].starts_with("fd00:10:244:0::"), "{ips:?}");
     assert!(ips[1].parse::<std::net::Ipv6Addr>().is_ok(), "{ips:?}");
     assert_eq!(p["status"]["podIP"], ips[0]);
+    sim.stop();
+}
+
+#[test]
+fn a_pod_created_with_kubectl_becomes_ready_and_is_deleted_gracefully() {
+    if !kubectl_support::kubectl_available() {
+        eprintln!("kubectl not installed: skipped");
+        return;
+    }
+    let (sim, kc) = kubectl_support::start_with(
+        "kubelet-kubectl",
+        vec![json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}})],
+        SimOptions {
+            kubelet: Some(KubeletOptions {
+                ready_after: Duration::from_millis(300),
+                grace_cap: Duration::from_secs(1),
+                every: Duration::from_millis(20),
+                ..KubeletOptions::default()
+            }),
+            ..SimOptions::default()
+        },
+    );
+    let k = |args: &[&str]| kubectl_support::kubectl_ok(&kc, args);
+    k(&["create", "namespace", "demo"]);
+    k(&["run", "web", "--image=nginx", "-l", "app=web", "-n", "demo"]);
+    k(&["expose", "pod", "web", "--port", "80", "-n", "demo"]);
+    k(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/web",
+        "-n",
+        "demo",
+        "--timeout=20s",
+    ]);
+    let ip = k(&[
+        "get",
+        "pod",
+        "web",
+        "-n",
+        "demo",
+        "-o",
+        "jsonpath={.status.podIP}",
+    ]);
+    let cidr = k(&["get", "node", "a", "-o", "jsonpath={.spec.podCIDR}"]);
+    assert_eq!(cidr, "10.244.0.0/24");
+    assert!(ip.starts_with("10.244.0."), "{ip} in {cidr}");
+    // Graceful deletion: terminating first, then gone.
+    k(&["delete", "pod", "web", "-n", "demo", "--wait=false"]);
+    let ts = k(&[
+        "get",
+        "pod",
+        "web",
+        "-n",
+        "demo",
+        "-o",
+        "jsonpath={.metadata.deletionTimestamp}",
+    ]);
+    assert!(!ts.is_empty(), "terminating after kubectl delete");
+    k(&[
+        "wait",
+        "--for=delete",
+        "pod/web",
+        "-n",
+        "demo",
+        "--timeout=20s",
+    ]);
     sim.stop();
 }

@@ -21,10 +21,15 @@ pub fn kubectl_available() -> bool {
 /// A TLS kube-sim with a bearer token, preloaded with `items`, and the path
 /// of a kubeconfig for it in a fresh directory named after `tag`.
 pub fn start(tag: &str, items: Vec<Value>) -> (SimServer, PathBuf) {
+    start_with(tag, items, SimOptions::default())
+}
+
+/// [`start`] with more options (TLS and the token are set here).
+pub fn start_with(tag: &str, items: Vec<Value>, opts: SimOptions) -> (SimServer, PathBuf) {
     let sim = SimServer::start(SimOptions {
         tls: true,
         token: Some(format!("{tag}-token")),
-        ..SimOptions::default()
+        ..opts
     })
     .expect("kube-sim");
     if !items.is_empty() {
