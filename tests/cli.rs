@@ -552,20 +552,7 @@ fn trace_logs_never_contain_the_token_or_a_url_password() {
     let url = sim.url().to_string();
     let with_password = url.replacen("http://", &format!("http://admin:{password}@"), 1);
     std::fs::write(&kc, text.replace(&url, &with_password)).expect("rewrite kubeconfig");
-    let cfg = config_with(
-        &d,
-        &kc,
-        "[server]\nlisten = \"\"\n[log]\nlevel = \"trace\"\n",
-    );
-    let log_path = d.join("trace.log");
-    let mut child = bin()
-        .args(["run", "--config"])
-        .arg(&cfg)
-        .env("RUST_LOG", "trace")
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
-        .spawn()
-        .expect("spawn");
+    let (_, log_path, mut child) = run_at_trace(&d, &kc);
     let deadline = Instant::now() + Duration::from_secs(15);
     while sim
         .store()
@@ -585,6 +572,22 @@ fn trace_logs_never_contain_the_token_or_a_url_password() {
     );
     assert_no_piece_of(&[token, password], &log);
     assert!(log.contains("***@"), "the server URL is shown redacted");
+}
+
+/// `endpointd run` against `kc` at log level trace (no server), its log
+/// going to a file: (config, log path, child).
+fn run_at_trace(d: &Path, kc: &Path) -> (PathBuf, PathBuf, std::process::Child) {
+    let cfg = config_with(d, kc, "[server]\nlisten = \"\"\n[log]\nlevel = \"trace\"\n");
+    let log_path = d.join("trace.log");
+    let child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
+        .spawn()
+        .expect("spawn");
+    (cfg, log_path, child)
 }
 
 /// No 8-character piece of any secret appears in `text`.
@@ -615,20 +618,7 @@ fn failed_connections_never_show_the_url_password() {
         ),
     )
     .expect("kubeconfig");
-    let cfg = config_with(
-        &d,
-        &kc,
-        "[server]\nlisten = \"\"\n[log]\nlevel = \"trace\"\n",
-    );
-    let log_path = d.join("trace.log");
-    let mut child = bin()
-        .args(["run", "--config"])
-        .arg(&cfg)
-        .env("RUST_LOG", "trace")
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
-        .spawn()
-        .expect("spawn");
+    let (cfg, log_path, mut child) = run_at_trace(&d, &kc);
     std::thread::sleep(Duration::from_secs(3));
     kill(child.id(), "-TERM");
     let _ = child.wait();

@@ -22,7 +22,7 @@ use crate::controller::trigger::TriggerTimeTracker;
 use crate::controller::worker::{SyncError, Syncer};
 use crate::informer::{DeletedObject, EventHandler, IndexKey, Store, SERVICE_NAME_LABEL};
 use crate::kube::{self, Client, ENDPOINTSLICES};
-use crate::model::{AddressType, EndpointSlice, Node, ObjectReference, Pod, Service, ZONE_LABEL};
+use crate::model::{EndpointSlice, Node, ObjectReference, Pod, Service, ZONE_LABEL};
 use crate::workqueue::RateLimitingQueue;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -174,7 +174,7 @@ impl SliceController {
     /// compared per address type with the stored ones (managed by the
     /// EndpointSlice controller, not being deleted); no write, no event.
     fn shadow_sync(&self, shadow: &crate::shadow::Shadow, key: &str) -> Result<(), SyncError> {
-        use crate::shadow::{compare_slices, extra_slices, ENDPOINTSLICES};
+        use crate::shadow::{compare_service_slices, ENDPOINTSLICES};
         let svc = self.listers.services.get(key);
         let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
             shadow.forget(key, ENDPOINTSLICES);
@@ -191,27 +191,7 @@ impl SliceController {
             max_endpoints_per_slice: self.max_endpoints_per_slice,
             topology: Some(&self.shared.topology),
         });
-        let stored = |t: AddressType| -> Vec<&EndpointSlice> {
-            existing
-                .iter()
-                .filter(|s| {
-                    managed_by_us(s)
-                        && s.metadata.deletion_timestamp.is_none()
-                        && s.address_type == t
-                })
-                .map(|s| &**s)
-                .collect()
-        };
-        let mut diffs = Vec::new();
-        for (t, w) in &plan.by_type {
-            let max = self.max_endpoints_per_slice;
-            diffs.extend(compare_slices(*t, &w.creates, &stored(*t), max));
-        }
-        for t in [AddressType::IPv4, AddressType::IPv6] {
-            if !plan.by_type.iter().any(|(p, _)| *p == t) {
-                diffs.extend(extra_slices(t, &stored(t)));
-            }
-        }
+        let diffs = compare_service_slices(&plan, &existing, self.max_endpoints_per_slice);
         shadow.observe(key, ENDPOINTSLICES, diffs);
         Ok(())
     }

@@ -16,12 +16,11 @@ use crate::endpoints::desired::{pod_address, wants_v6};
 use crate::endpoints::reconcile::{self as ep_reconcile, Plan as EpPlan};
 use crate::endpoints::repack::repack_subsets;
 use crate::endpointslice::desired::address_types_for_service;
-use crate::endpointslice::managed_by_us;
 use crate::endpointslice::reconciler::{reconcile, ReconcileInput};
 use crate::endpointslice::topology::TopologyCache;
 use crate::endpointslice::trafficdist::hints_enabled;
 use crate::model::{AddressType, EndpointSlice, Endpoints, IntOrString, Node, Pod, Service};
-use crate::shadow::{compare_endpoints, compare_slices, extra_slices};
+use crate::shadow::{compare_endpoints, compare_service_slices};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -453,26 +452,7 @@ fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, Vec<S
         })
     };
     let fresh = plan_with(&[]);
-    let stored = |t: AddressType| -> Vec<&EndpointSlice> {
-        inputs
-            .slices
-            .iter()
-            .filter(|s| {
-                managed_by_us(s) && s.metadata.deletion_timestamp.is_none() && s.address_type == t
-            })
-            .map(|s| &**s)
-            .collect()
-    };
-    let mut meaning = Vec::new();
-    for (t, w) in &fresh.by_type {
-        let max = inputs.max_endpoints_per_slice;
-        meaning.extend(compare_slices(*t, &w.creates, &stored(*t), max));
-    }
-    for t in [AddressType::IPv4, AddressType::IPv6] {
-        if !fresh.by_type.iter().any(|(p, _)| *p == t) {
-            meaning.extend(extra_slices(t, &stored(t)));
-        }
-    }
+    let meaning = compare_service_slices(&fresh, inputs.slices, inputs.max_endpoints_per_slice);
     let plan = plan_with(inputs.slices);
     let hints = hints_text(svc, &plan);
     if !meaning.is_empty() {

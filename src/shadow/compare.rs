@@ -17,11 +17,14 @@
 
 use crate::endpoints::reconcile::OVER_CAPACITY_ANNOTATION;
 use crate::endpointslice::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
+use crate::endpointslice::managed_by_us;
+use crate::endpointslice::reconciler::Plan;
 use crate::model::{
     AddressType, Endpoint, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Most addresses an Endpoints object holds (upstream `maxCapacity`).
 pub const MAX_ENDPOINTS_ADDRESSES: usize = 1000;
@@ -57,6 +60,36 @@ fn diff(kind: &str, detail: String) -> Difference {
         scope: String::new(),
         detail,
     }
+}
+
+/// Compare a Service's stored slices (`existing`: those the EndpointSlice
+/// controller manages and that are not being deleted count) with `fresh`,
+/// endpointd's plan from scratch (no existing slices): per address type the
+/// plan has, [`compare_slices`]; for one it no longer has, [`extra_slices`].
+pub fn compare_service_slices(
+    fresh: &Plan,
+    existing: &[Arc<EndpointSlice>],
+    max: usize,
+) -> Vec<Difference> {
+    let stored = |t: AddressType| -> Vec<&EndpointSlice> {
+        existing
+            .iter()
+            .filter(|s| {
+                managed_by_us(s) && s.metadata.deletion_timestamp.is_none() && s.address_type == t
+            })
+            .map(|s| &**s)
+            .collect()
+    };
+    let mut diffs = Vec::new();
+    for (t, w) in &fresh.by_type {
+        diffs.extend(compare_slices(*t, &w.creates, &stored(*t), max));
+    }
+    for t in [AddressType::IPv4, AddressType::IPv6] {
+        if !fresh.by_type.iter().any(|(p, _)| *p == t) {
+            diffs.extend(extra_slices(t, &stored(t)));
+        }
+    }
+    diffs
 }
 
 /// Slices of an address type the Service no longer has (upstream deletes

@@ -15,7 +15,9 @@
 
 pub mod compare;
 
-pub use compare::{compare_endpoints, compare_slices, extra_slices, Difference};
+pub use compare::{
+    compare_endpoints, compare_service_slices, compare_slices, extra_slices, Difference,
+};
 
 use crate::clock::SharedClock;
 use crate::metrics::{Counter, Family, Registry};
