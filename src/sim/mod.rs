@@ -10,6 +10,8 @@
 //! benches import it), and it never talks to a real cluster.
 
 pub mod apierrors;
+pub mod authn;
+pub mod authz;
 pub mod defaults;
 pub mod deletion;
 pub mod discovery;
@@ -24,6 +26,7 @@ pub mod mvcc;
 pub mod obj;
 pub mod objects;
 pub mod patch;
+pub mod rbac;
 pub mod requester;
 pub mod requestinfo;
 pub mod resources;
