@@ -78,6 +78,11 @@ impl Cluster {
             listen: "127.0.0.1:0".parse().expect("addr"),
             ..SimOptions::default()
         };
+        Cluster::start_with(name, opts)
+    }
+
+    /// A cluster whose kube-sim starts with `opts`.
+    pub fn start_with(name: &str, opts: SimOptions) -> Cluster {
         let sim = SimServer::start(opts).expect("start kube-sim");
         let dir = tmpdir(name);
         let kubeconfig = dir.join("kubeconfig");
