@@ -295,7 +295,14 @@ mod tests {
         assert_eq!(cli.opts.bookmark_interval, Duration::from_millis(250));
         assert_eq!(cli.opts.listen.port(), 0);
         assert!(matches!(parse(&["--help"]), Ok(Parsed::Help)));
+        assert!(!cli.opts.rbac, "RBAC is off by default");
+        let Ok(Parsed::Run(cli)) = parse(&["--authorization-mode", "RBAC"]) else {
+            panic!("--authorization-mode RBAC rejected");
+        };
+        assert!(cli.opts.rbac);
         for bad in [
+            &["--authorization-mode", "rbac"][..],
+            &["--token-auth-file", "/nonexistent/tokens.csv"],
             &["--listen", "nowhere"][..],
             &["--history", "-1"],
             &["--bookmark-interval", "soon"],
