@@ -4,6 +4,7 @@
 //! binary as a child process against it, polling, and the write log.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod churn;
 pub mod converge;
 
 use endpointd::sim::resources::lookup;
