@@ -4,9 +4,9 @@
 //! realistic workload (two namespaces, readiness flips, pod deletions that
 //! empty slices, a topology-aware Service switched off and on, a Service
 //! deleted, an operator's `endpointd explain`, SIGTERM). Every request
-//! must be allowed, and what endpointd
-//! used (verb, resource, scope) must be exactly what the manifest grants —
-//! except the grants that admission plugins check rather than requests.
+//! must be allowed, and what endpointd used (verb, resource, scope) must
+//! be exactly what the manifest grants — except the grants that admission
+//! plugins check rather than requests.
 
 mod controller_support;
 
