@@ -113,7 +113,14 @@ fn rbac_allows_what_the_manifest_grants_and_forbids_the_rest() {
         call(&s, "DELETE", "/api/v1/nodes/n1", "admin-token", None).0,
         404
     );
-    assert_eq!(call(&s, "GET", "/sim/requests", "admin-token", None).0, 200);
+    let (st, v) = call(&s, "GET", "/sim/requests", "admin-token", None);
+    assert_eq!(st, 200);
+    assert!(
+        v["access"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["user"] == SA && x["denied"] == 1)),
+        "{v}"
+    );
     let log = s.access_log();
     let find = |verb: &str, resource: &str, ns: &str| {
         log.iter()

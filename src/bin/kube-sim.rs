@@ -38,6 +38,7 @@ protocol.
                              their bindings (rbac.authorization.k8s.io/v1) from the
                              --load file decide, 403 Forbidden otherwise; the
                              client certificate and --token are system:masters
+                             (and only they may use /sim/*)
   --kubeconfig-out PATH      write a kubeconfig for this server (mode 0600)
   --history N                watch events kept before 410 Expired (default 10000)
   --bookmark-interval DUR    interval of BOOKMARK events, e.g. 1s, 500ms (default 1s,
