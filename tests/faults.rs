@@ -6,10 +6,11 @@
 
 mod controller_support;
 
+use controller_support::churn::*;
 use controller_support::*;
 use endpointd::sim::requestinfo::Verb;
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -17,110 +18,13 @@ const LIMIT: Duration = Duration::from_secs(30);
 /// cost the lease, and the daemon exits to be restarted by systemd — the
 /// leader-election tests cover that path).
 const CFG: &str = "[leader_election]\nenabled = false\n";
-const SERVICES: usize = 4;
-const PODS_PER_SERVICE: usize = 12;
-
-struct Churn {
-    next_ip: AtomicUsize,
-    ops: AtomicUsize,
-}
-
-/// A cluster with SERVICES services of PODS_PER_SERVICE pods, converged
-/// under a running endpointd.
+/// The churn cluster, converged under a running endpointd.
 fn setup(name: &str) -> (Cluster, Daemon, Churn) {
     let c = Cluster::start(name);
-    let mut items = vec![node("node-a", "z1")];
-    for s in 0..SERVICES {
-        items.push(service(
-            "default",
-            &format!("svc-{s}"),
-            &format!("app-{s}"),
-            json!("http"),
-        ));
-        for p in 0..PODS_PER_SERVICE {
-            let i = s * PODS_PER_SERVICE + p;
-            items.push(pod(
-                "default",
-                &format!("svc-{s}-{p}"),
-                &format!("app-{s}"),
-                &ip(i),
-                p % 3 != 0,
-            ));
-        }
-    }
-    c.load(items);
+    c.load(workload());
     let d = Daemon::start(&c, name, CFG);
     c.wait_converged(LIMIT);
-    let churn = Churn {
-        next_ip: AtomicUsize::new(SERVICES * PODS_PER_SERVICE),
-        ops: AtomicUsize::new(0),
-    };
-    (c, d, churn)
-}
-
-/// One random change: a readiness flip (70 %), a pod deleted (15 %) or
-/// added (15 %).
-fn churn_once(c: &Cluster, churn: &Churn, rng: &mut fastrand::Rng) {
-    let pods: Vec<String> = c
-        .all("pods")
-        .iter()
-        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
-        .collect();
-    let roll = rng.u32(..100);
-    if roll < 70 && !pods.is_empty() {
-        let p = pods[rng.usize(..pods.len())].clone();
-        c.set_ready("default", &[p], rng.bool());
-    } else if roll < 85 && pods.len() > SERVICES {
-        let p = pods[rng.usize(..pods.len())].clone();
-        c.delete("pods", "default", &[p]);
-    } else {
-        let i = churn.next_ip.fetch_add(1, Ordering::SeqCst);
-        let s = rng.usize(..SERVICES);
-        c.load(vec![pod(
-            "default",
-            &format!("svc-{s}-x{i}"),
-            &format!("app-{s}"),
-            &ip(i),
-            rng.bool(),
-        )]);
-    }
-    churn.ops.fetch_add(1, Ordering::SeqCst);
-}
-
-/// Churn at about `per_sec` changes per second until `stop`.
-fn churn_until(c: &Cluster, churn: &Churn, per_sec: u64, stop: &AtomicBool, seed: u64) {
-    let mut rng = fastrand::Rng::with_seed(seed);
-    let pause = Duration::from_millis(1000 / per_sec.max(1));
-    while !stop.load(Ordering::SeqCst) {
-        churn_once(c, churn, &mut rng);
-        std::thread::sleep(pause);
-    }
-}
-
-fn requests(c: &Cluster) -> u64 {
-    let r = c.sim.requests();
-    [
-        (Verb::List, "pods"),
-        (Verb::Watch, "pods"),
-        (Verb::List, "services"),
-        (Verb::Watch, "services"),
-        (Verb::List, "endpoints"),
-        (Verb::List, "endpointslices"),
-        (Verb::Update, "endpoints"),
-        (Verb::Update, "endpointslices"),
-        (Verb::Create, "endpointslices"),
-    ]
-    .iter()
-    .map(|(v, res)| r.get(*v, res))
-    .sum()
-}
-
-fn report(name: &str, c: &Cluster, churn: &Churn, before: u64, converge: Duration) {
-    eprintln!(
-        "fault {name}: {} changes; {} requests during the fault; converged {converge:?} after it",
-        churn.ops.load(Ordering::SeqCst),
-        requests(c) - before
-    );
+    (c, d, Churn::default())
 }
 
 #[test]

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 const USAGE: &str = "\
 usage: kube-sim [--listen ADDR] [--tls] [--token TOKEN | --token-file PATH]
+                [--token-auth-file PATH] [--authorization-mode AlwaysAllow|RBAC]
                 [--kubeconfig-out PATH]
                 [--history N] [--bookmark-interval DURATION] [--load FILE]
                 [--kubelet [--ready-after DURATION] [--grace-period-cap DURATION]
@@ -30,11 +31,22 @@ protocol.
                              visible in ps: prefer --token-file)
   --token-file PATH          read the bearer token from PATH (surrounding
                              whitespace trimmed)
+  --token-auth-file PATH     more users, as kube-apiserver's static token file:
+                             token,user,uid[,\"group1,group2\"] per line; a user
+                             system:serviceaccount:NS:NAME gets the ServiceAccount
+                             groups; every user gets system:authenticated
+  --authorization-mode MODE  AlwaysAllow (default) or RBAC: Roles, ClusterRoles and
+                             their bindings (rbac.authorization.k8s.io/v1) from the
+                             --load file decide, 403 Forbidden otherwise; the
+                             client certificate and --token are system:masters
+                             (and only they may use /sim/*)
   --kubeconfig-out PATH      write a kubeconfig for this server (mode 0600)
   --history N                watch events kept before 410 Expired (default 10000)
   --bookmark-interval DUR    interval of BOOKMARK events, e.g. 1s, 500ms (default 1s,
                              at most 1h)
-  --load FILE                create the items of a v1 List (JSON or YAML) at start
+  --load FILE                create the items of a v1 List (JSON or YAML) or of a
+                             YAML stream at start; RBAC items go to the authorizer,
+                             ServiceAccounts and Secrets are skipped
   --kubelet                  simulate a kubelet: nodes get a podCIDR and Ready; pods
                              are bound to Ready nodes, get an IP from the node's
                              podCIDR, turn Running, and Ready after --ready-after;
@@ -59,7 +71,9 @@ Fault injection: GET /sim/faults shows the state; POST /sim/faults takes JSON
 with any of: clear (bool), failNext ({count, verb, resource, code,
 retryAfterSeconds} or a list of them), latencyMs, stallWatches (bool),
 closeAllWatches (bool), compact (bool), outageMs. Inspection: GET
-/sim/requests (counters per verb and resource, write log, resourceVersion).
+/sim/requests (counters per verb and resource, write log, resourceVersion,
+and with RBAC the access log: per user, verb, resource and namespace, the
+requests allowed and denied).
 ";
 
 struct Cli {
@@ -113,6 +127,28 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Pars
             Long("token-file") => {
                 let v = p.value().map_err(|e| e.to_string())?;
                 opts.token = Some(read_token_file(&PathBuf::from(v))?);
+            }
+            Long("token-auth-file") => {
+                let v = PathBuf::from(p.value().map_err(|e| e.to_string())?);
+                let text = std::fs::read_to_string(&v)
+                    .map_err(|e| format!("--token-auth-file {}: {e}", v.display()))?;
+                opts.token_users = endpointd::sim::authn::parse_token_file(&text)
+                    .map_err(|e| format!("--token-auth-file {}: {e}", v.display()))?;
+            }
+            Long("authorization-mode") => {
+                let v = text(
+                    p.value().map_err(|e| e.to_string())?,
+                    "--authorization-mode",
+                )?;
+                opts.rbac = match v.as_str() {
+                    "RBAC" => true,
+                    "AlwaysAllow" => false,
+                    _ => {
+                        return Err(format!(
+                            "--authorization-mode {v:?}: want AlwaysAllow or RBAC"
+                        ))
+                    }
+                };
             }
             Long("kubeconfig-out") => {
                 kubeconfig_out = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?));
@@ -267,7 +303,14 @@ mod tests {
         assert_eq!(cli.opts.bookmark_interval, Duration::from_millis(250));
         assert_eq!(cli.opts.listen.port(), 0);
         assert!(matches!(parse(&["--help"]), Ok(Parsed::Help)));
+        assert!(!cli.opts.rbac, "RBAC is off by default");
+        let Ok(Parsed::Run(cli)) = parse(&["--authorization-mode", "RBAC"]) else {
+            panic!("--authorization-mode RBAC rejected");
+        };
+        assert!(cli.opts.rbac);
         for bad in [
+            &["--authorization-mode", "rbac"][..],
+            &["--token-auth-file", "/nonexistent/tokens.csv"],
             &["--listen", "nowhere"][..],
             &["--history", "-1"],
             &["--bookmark-interval", "soon"],

@@ -47,15 +47,27 @@ fn annotate(s: &mut EndpointSlice, trigger: Option<Time>) {
     }
 }
 
+/// `e` with the slice and Service named. An API error stays one (its
+/// code and reason kept, the context put before its message) so callers
+/// can still tell a 409 conflict — retried from a fresh cache — from the
+/// rest.
 fn what(verb: &str, s: &EndpointSlice, svc: &Service, e: &kube::Error) -> kube::Error {
     let name = match s.metadata.name.as_str() {
         "" => String::new(),
         n => format!("{n} "),
     };
-    kube::Error::InvalidRequest(format!(
-        "failed to {verb} {name}EndpointSlice for Service {}/{}: {e}",
+    let context = format!(
+        "failed to {verb} {name}EndpointSlice for Service {}/{}",
         svc.metadata.namespace, svc.metadata.name
-    ))
+    );
+    match e {
+        kube::Error::Api(status) => {
+            let mut status = status.clone();
+            status.message = format!("{context}: {}", status.message);
+            kube::Error::Api(status)
+        }
+        _ => kube::Error::InvalidRequest(format!("{context}: {e}")),
+    }
 }
 
 /// Write one address type's changes. `Ok(false)`: stop quietly (the
@@ -129,4 +141,36 @@ pub fn finalize(
     }
     delete_all(svc, &plan.unsupported, writer, tracker, &mut out)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_conflict_stays_a_conflict_with_the_slice_named() {
+        let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-abc", "namespace": "ns"},
+            "addressType": "IPv4", "endpoints": []}))
+        .expect("slice");
+        let mut svc = Service::default();
+        svc.metadata.namespace = "ns".into();
+        svc.metadata.name = "web".into();
+        let conflict = kube::Error::Api(kube::Status {
+            code: 409,
+            reason: "Conflict".into(),
+            message: "the object has been modified".into(),
+            ..kube::Status::default()
+        });
+        let e = what("update", &slice, &svc, &conflict);
+        assert!(e.is_conflict(), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("failed to update web-abc EndpointSlice for Service ns/web")
+                && text.contains("the object has been modified"),
+            "{text}"
+        );
+        let other = what("create", &slice, &svc, &kube::Error::Shutdown);
+        assert!(!other.is_conflict());
+    }
 }

@@ -46,6 +46,9 @@ struct State {
     fail_every: Option<(u32, u16)>,
     /// Requests seen while `fail_every` is set.
     seen: u64,
+    /// Lines the next watch requests are answered with, one each (then the
+    /// stream ends): malformed JSON, unknown event types, oversized lines.
+    bad_watch_lines: std::collections::VecDeque<Vec<u8>>,
 }
 
 /// The fault switchboard of one kube-sim.
@@ -239,6 +242,7 @@ impl Faults {
         st.latency = Duration::ZERO;
         st.stall = false;
         st.stalled.clear();
+        st.bad_watch_lines.clear();
         st.fail_every = None;
     }
 
@@ -283,9 +287,32 @@ impl Faults {
         st.seen = 0;
     }
 
-    /// When watches are stalled: an open, silent watch response.
+    /// Answer each of the next watch requests (any resource) with one of
+    /// `lines` (a newline is added) and then end the stream: bad input a
+    /// client must survive by watching again.
+    pub fn bad_watch_lines(&self, lines: Vec<Vec<u8>>) {
+        lock(&self.state).bad_watch_lines.extend(lines);
+    }
+
+    /// Bad watch lines not yet served.
+    pub fn bad_watch_lines_left(&self) -> usize {
+        lock(&self.state).bad_watch_lines.len()
+    }
+
+    /// An injected watch response: one pending bad line then the end, or
+    /// when watches are stalled an open, silent stream.
     pub fn stalled_watch(&self) -> Option<Response> {
         let mut st = lock(&self.state);
+        if let Some(mut line) = st.bad_watch_lines.pop_front() {
+            line.push(b'\n');
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let _ = tx.send(line);
+            return Some(Response {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Body::Stream(rx),
+            });
+        }
         if !st.stall {
             return None;
         }

@@ -3,6 +3,10 @@
 //! the items of a v1 List through the same create strategy, defaulting and
 //! validation as POST.
 //!
+//! `read_file` reads a `--load` file: a v1 List or a stream of YAML
+//! documents (an RBAC manifest such as `systemd/rbac.yaml`), its RBAC
+//! items split off into the authorizer's policy.
+//!
 //! It must never bypass the shape check, defaulting or validation a POST
 //! gets, and never overwrite an object that already exists.
 
@@ -10,6 +14,46 @@ use super::objects::{namespace_info, prepare_create};
 use super::resources::lookup_kind;
 use super::store::{Key, Store};
 use serde_json::{json, Value};
+
+/// Kinds an RBAC manifest carries that kube-sim does not serve: skipped
+/// with a warning (kube-sim's users come from `--token-auth-file`).
+const SKIPPED_KINDS: &[&str] = &["ServiceAccount", "Secret"];
+
+/// Read a `--load` file: JSON, or YAML with one or more documents (one
+/// `List`, or objects). Returns the List to create and the RBAC policy of
+/// its Role, ClusterRole, RoleBinding and ClusterRoleBinding items.
+pub fn read_file(path: &std::path::Path) -> Result<(Value, super::rbac::Policy), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+        Ok(v) => vec![v],
+        Err(json_err) => serde_saphyr::from_str_multiple::<Value, Vec<Value>>(&text)
+            .map_err(|e| format!("neither JSON ({json_err}) nor YAML ({e})"))?,
+    };
+    let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
+    let items: Vec<Value> = match docs.as_slice() {
+        [one] if one["kind"] == "List" => one["items"]
+            .as_array()
+            .cloned()
+            .ok_or("the List has no items array")?,
+        _ => docs,
+    };
+    let mut policy = super::rbac::Policy::default();
+    let mut kept = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let kind = item["kind"].as_str().unwrap_or("");
+        if super::rbac::is_rbac(&item) {
+            policy.add(&item).map_err(|e| format!("items[{i}]: {e}"))?;
+        } else if item["apiVersion"] == "v1" && SKIPPED_KINDS.contains(&kind) {
+            log::warn!("--load: items[{i}]: kube-sim does not serve {kind}; skipped");
+        } else {
+            kept.push(item);
+        }
+    }
+    Ok((
+        json!({"apiVersion": "v1", "kind": "List", "items": kept}),
+        policy,
+    ))
+}
 
 /// Create the four namespaces every cluster starts with.
 pub fn create_default_namespaces(store: &Store) {

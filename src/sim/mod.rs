@@ -10,6 +10,8 @@
 //! benches import it), and it never talks to a real cluster.
 
 pub mod apierrors;
+pub mod authn;
+pub mod authz;
 pub mod defaults;
 pub mod deletion;
 pub mod discovery;
@@ -27,6 +29,7 @@ pub mod openapi;
 pub mod openapi_proto;
 pub mod patch;
 pub mod protobuf;
+pub mod rbac;
 pub mod requester;
 pub mod requestinfo;
 pub mod resources;

@@ -47,6 +47,11 @@ pub struct SimOptions {
     /// Run the simulated kubelet (off: pods keep the status they are
     /// written with and are deleted at once).
     pub kubelet: Option<super::kubelet::KubeletOptions>,
+    /// Users of a static token file (`--token-auth-file`).
+    pub token_users: Vec<super::authn::TokenUser>,
+    /// Authorize requests with RBAC (`--authorization-mode RBAC`): the
+    /// policy is the RBAC items of the `load` file.
+    pub rbac: bool,
 }
 
 impl std::fmt::Debug for SimOptions {
@@ -59,6 +64,8 @@ impl std::fmt::Debug for SimOptions {
             .field("bookmark_interval", &self.bookmark_interval)
             .field("load", &self.load)
             .field("clock", &self.clock)
+            .field("token_users", &self.token_users)
+            .field("rbac", &self.rbac)
             .finish()
     }
 }
@@ -75,6 +82,8 @@ impl Default for SimOptions {
             load: None,
             clock: RealClock::shared(),
             kubelet: None,
+            token_users: Vec::new(),
+            rbac: false,
         }
     }
 }
@@ -138,9 +147,8 @@ impl RequestStats {
 struct SimHandler {
     store: Arc<Store>,
     faults: Arc<Faults>,
-    token: Option<String>,
-    /// Whether any credential is required (token set or TLS on).
-    auth_required: bool,
+    authn: super::authn::Authenticator,
+    authz: super::authz::Authorizer,
     clock: SharedClock,
     addr: OnceLock<String>,
     stats: Mutex<RequestStats>,
@@ -163,27 +171,7 @@ fn json_ok(v: &Value) -> Response {
     Response::json(200, v.to_string().into_bytes())
 }
 
-/// Compare without an early exit on the first differing byte.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 impl SimHandler {
-    fn authenticated(&self, req: &Request) -> bool {
-        if !self.auth_required || req.client_cn.is_some() {
-            return true;
-        }
-        let (Some(want), Some(auth)) = (&self.token, req.header("authorization")) else {
-            return false;
-        };
-        let got = auth
-            .strip_prefix("Bearer ")
-            .or_else(|| auth.strip_prefix("bearer "))
-            .unwrap_or("")
-            .trim();
-        same_secret(got.as_bytes(), want.as_bytes())
-    }
-
     fn stats(&self) -> std::sync::MutexGuard<'_, RequestStats> {
         self.stats.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -198,6 +186,7 @@ impl SimHandler {
         json_ok(&json!({
             "counters": counters,
             "writes": self.store.write_log(),
+            "access": self.authz.log(),
             "resourceVersion": self.store.current_rv().to_string(),
         }))
     }
@@ -218,10 +207,13 @@ impl SimHandler {
         }
     }
 
-    fn resource(&self, req: &Request) -> Response {
+    fn resource(&self, req: &Request, user: &super::rbac::UserInfo) -> Response {
         let Some(info) = requestinfo::parse(&req.method, &req.path, &req.query) else {
             return not_found();
         };
+        if let Some(denied) = self.authz.resource(user, &info) {
+            return denied;
+        }
         let Some(res) = resources::lookup(&info.group, &info.version, &info.resource) else {
             return not_found();
         };
@@ -262,13 +254,16 @@ fn is_health(path: &str) -> bool {
 
 impl Handler for SimHandler {
     fn handle(&self, req: Request) -> Response {
-        let user = match (&req.client_cn, req.header("authorization")) {
-            (Some(cn), _) => cn.clone(),
-            (None, Some(_)) => "token-user".to_string(),
+        let who = self
+            .authn
+            .authenticate(req.client_cn.as_deref(), req.header("authorization"));
+        let user = match (&who, req.header("authorization")) {
+            (Some(u), _) => u.name.clone(),
+            (None, Some(_)) => super::authn::ADMIN_TOKEN_USER.to_string(),
             (None, None) => "system:anonymous".to_string(),
         };
         let agent = req.header("user-agent").unwrap_or("").to_string();
-        let resp = super::requester::with(&user, &agent, || self.route(&req));
+        let resp = super::requester::with(&user, &agent, || self.route(&req, who.as_ref()));
         // Method, path and status only: never headers (they carry the token).
         log::debug!(
             "{} {} {} -> {}",
@@ -282,7 +277,7 @@ impl Handler for SimHandler {
 }
 
 impl SimHandler {
-    fn route(&self, req: &Request) -> Response {
+    fn route(&self, req: &Request, who: Option<&super::rbac::UserInfo>) -> Response {
         let path = req.path.as_str();
         if is_health(path) {
             return Response::text(200, "ok");
@@ -290,8 +285,13 @@ impl SimHandler {
         if path == "/version" || path == "/version/" {
             return json_ok(&discovery::version());
         }
-        if !self.authenticated(req) {
+        let Some(user) = who else {
             return unauthorized();
+        };
+        if requestinfo::parse(&req.method, path, &req.query).is_none() {
+            if let Some(denied) = self.authz.non_resource(user, &req.method, path) {
+                return denied;
+            }
         }
         match path {
             "/sim/faults" => return self.sim_faults(req),
@@ -320,7 +320,7 @@ impl SimHandler {
                 return json_ok(&doc);
             }
         }
-        self.resource(req)
+        self.resource(req, user)
     }
 }
 
@@ -343,16 +343,6 @@ impl std::fmt::Debug for SimServer {
     }
 }
 
-/// Parse a List file: JSON first, YAML otherwise.
-fn read_list(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    match serde_json::from_str::<Value>(&text) {
-        Ok(v) => Ok(v),
-        Err(json_err) => serde_saphyr::from_str::<Value>(&text)
-            .map_err(|e| format!("neither JSON ({json_err}) nor YAML ({e})")),
-    }
-}
-
 impl SimServer {
     /// Start a kube-sim: make the store (and PKI when `tls`), load the
     /// List file, then listen.
@@ -363,13 +353,15 @@ impl SimServer {
             graceful_pods: opts.kubelet.is_some(),
         };
         let store = Store::new(cfg, Arc::clone(&opts.clock));
+        let mut policy = super::rbac::Policy::default();
         if let Some(path) = &opts.load {
             let load_err = |message| SimError::Load {
                 path: path.clone(),
                 message,
             };
-            let list = read_list(path).map_err(load_err)?;
+            let (list, p) = super::load::read_file(path).map_err(load_err)?;
             store.load_list(&list).map_err(load_err)?;
+            policy = p;
         }
         let pki = if opts.tls {
             Some(SimPki::generate().map_err(SimError::Tls)?)
@@ -384,8 +376,15 @@ impl SimServer {
         let handler = Arc::new(SimHandler {
             store: Arc::clone(&store),
             faults: Arc::clone(&faults),
-            token: opts.token.clone(),
-            auth_required: opts.tls || opts.token.is_some(),
+            authn: super::authn::Authenticator {
+                admin_token: opts.token.clone(),
+                users: opts.token_users.clone(),
+                required: opts.tls || opts.token.is_some() || !opts.token_users.is_empty(),
+            },
+            authz: match opts.rbac {
+                true => super::authz::Authorizer::rbac(policy),
+                false => super::authz::Authorizer::always_allow(),
+            },
             clock: Arc::clone(&opts.clock),
             addr: OnceLock::new(),
             stats: Mutex::new(RequestStats::default()),
@@ -438,6 +437,11 @@ impl SimServer {
         self.handler.stats().clone()
     }
 
+    /// The access log of `--authorization-mode RBAC` (empty when off).
+    pub fn access_log(&self) -> Vec<super::authz::Access> {
+        self.handler.authz.log()
+    }
+
     /// CA certificate PEM (TLS only).
     pub fn ca_pem(&self) -> Option<&str> {
         self.pki.as_ref().map(|p| p.ca.cert_pem.as_str())
@@ -456,7 +460,11 @@ impl SimServer {
     /// A kubeconfig clients use as is: server URL, CA data (TLS), and the
     /// token when one is set, else the client certificate (TLS).
     pub fn kubeconfig_yaml(&self) -> String {
-        kubeconfig(&self.url, self.pki.as_ref(), self.handler.token.as_deref())
+        kubeconfig(
+            &self.url,
+            self.pki.as_ref(),
+            self.handler.authn.admin_token.as_deref(),
+        )
     }
 
     /// Write [`Self::kubeconfig_yaml`] to `path` (mode 0600: it holds
@@ -547,6 +555,7 @@ mod tests {
 
     #[test]
     fn secret_comparison_and_health_paths() {
+        use crate::sim::authn::same_secret;
         assert!(same_secret(b"abc", b"abc"));
         assert!(!same_secret(b"abc", b"abd"));
         assert!(!same_secret(b"abc", b"abcd"));

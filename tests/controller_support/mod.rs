@@ -4,6 +4,7 @@
 //! binary as a child process against it, polling, and the write log.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod churn;
 pub mod converge;
 
 use endpointd::sim::resources::lookup;
@@ -78,6 +79,11 @@ impl Cluster {
             listen: "127.0.0.1:0".parse().expect("addr"),
             ..SimOptions::default()
         };
+        Cluster::start_with(name, opts)
+    }
+
+    /// A cluster whose kube-sim starts with `opts`.
+    pub fn start_with(name: &str, opts: SimOptions) -> Cluster {
         let sim = SimServer::start(opts).expect("start kube-sim");
         let dir = tmpdir(name);
         let kubeconfig = dir.join("kubeconfig");
