@@ -37,6 +37,8 @@ pub struct Caches {
     pub endpoints: Option<Informer<Endpoints>>,
     /// EndpointSlices by "namespace/service", when that controller is enabled.
     pub endpointslices: Option<Informer<EndpointSlice>>,
+    /// What the informers know of the API server's history (shared).
+    pub history: Arc<History>,
 }
 
 /// Everything `start` needs besides the configuration.
@@ -191,6 +193,7 @@ impl Caches {
             )?,
             endpoints,
             endpointslices,
+            history,
         })
     }
 
