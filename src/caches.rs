@@ -11,8 +11,8 @@ use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::controller::handlers::{PodHandler, ServiceHandler, Target};
 use crate::informer::{
-    EventHandler, IndexKey, Informer, InformerMetrics, KubeSource, ReflectorConfig, Synced,
-    SERVICE_NAME_LABEL,
+    EventHandler, History, IndexKey, Informer, InformerMetrics, KubeSource, ReflectorConfig,
+    Synced, SERVICE_NAME_LABEL,
 };
 use crate::kube::{self, Client};
 use crate::metrics::Registry;
@@ -37,6 +37,8 @@ pub struct Caches {
     pub endpoints: Option<Informer<Endpoints>>,
     /// EndpointSlices by "namespace/service", when that controller is enabled.
     pub endpointslices: Option<Informer<EndpointSlice>>,
+    /// What the informers know of the API server's history (shared).
+    pub history: Arc<History>,
 }
 
 /// Everything `start` needs besides the configuration.
@@ -77,6 +79,7 @@ fn informer<T: crate::model::Object + serde::de::DeserializeOwned>(
     reflector: &ReflectorConfig,
     env: &Env,
     metrics: &Arc<InformerMetrics>,
+    history: &Arc<History>,
     extra_index: Option<IndexKey>,
     handlers: Vec<Arc<dyn EventHandler<T>>>,
 ) -> io::Result<Informer<T>> {
@@ -84,7 +87,8 @@ fn informer<T: crate::model::Object + serde::de::DeserializeOwned>(
     let mut b = Informer::builder(source)
         .config(reflector.clone())
         .clock(Arc::clone(&env.clock))
-        .metrics(Arc::clone(metrics));
+        .metrics(Arc::clone(metrics))
+        .history(Arc::clone(history));
     if let Some(ix) = extra_index {
         b = b.index(ix);
     }
@@ -106,6 +110,9 @@ impl Caches {
             ..ReflectorConfig::default()
         };
         let m = InformerMetrics::register(&env.registry, env.clock.clone());
+        // One history for all: when one informer finds the API server's
+        // history behind its resourceVersion, every informer lists again.
+        let history = Arc::new(History::default());
         let by_service = IndexKey::NamespacedLabel(SERVICE_NAME_LABEL);
         let svc_handlers: Vec<Arc<dyn EventHandler<Service>>> = match hooks.targets.is_empty() {
             true => Vec::new(),
@@ -117,6 +124,7 @@ impl Caches {
             &reflector,
             env,
             &m,
+            &history,
             None,
             svc_handlers,
         )?;
@@ -131,6 +139,7 @@ impl Caches {
                 &reflector,
                 env,
                 &m,
+                &history,
                 None,
                 hooks.endpoints,
             )?),
@@ -143,6 +152,7 @@ impl Caches {
                 &reflector,
                 env,
                 &m,
+                &history,
                 Some(by_service),
                 hooks.endpointslices,
             )?),
@@ -156,22 +166,34 @@ impl Caches {
                 &reflector,
                 env,
                 &m,
+                &history,
                 Some(IndexKey::NamespacedLabelPairs),
                 pod_handlers,
             )?,
             services,
-            nodes: informer(client, kube::NODES, &reflector, env, &m, None, hooks.nodes)?,
+            nodes: informer(
+                client,
+                kube::NODES,
+                &reflector,
+                env,
+                &m,
+                &history,
+                None,
+                hooks.nodes,
+            )?,
             namespaces: informer(
                 client,
                 kube::NAMESPACES,
                 &reflector,
                 env,
                 &m,
+                &history,
                 None,
                 Vec::new(),
             )?,
             endpoints,
             endpointslices,
+            history,
         })
     }
 

@@ -167,6 +167,7 @@ impl Controllers {
                 Arc::clone(&self.metrics),
                 Arc::clone(&self.clock),
             )?;
+            pool.watch_history(Arc::clone(&caches.history));
             ep::check_leftover_endpoints(&epi.store(), &p.queue);
             pools.push(pool);
         }
@@ -189,14 +190,16 @@ impl Controllers {
                 .with_shadow(self.shadow.clone())
                 .with_clock(Arc::clone(&self.clock)),
             );
-            pools.push(WorkerPool::start(
+            let pool = WorkerPool::start(
                 es::NAME,
                 p.workers,
                 p.queue.clone(),
                 ctrl,
                 Arc::clone(&self.metrics),
                 Arc::clone(&self.clock),
-            )?);
+            )?;
+            pool.watch_history(Arc::clone(&caches.history));
+            pools.push(pool);
             let topo = TopologySync::new(
                 caches.nodes.store(),
                 caches.services.store(),

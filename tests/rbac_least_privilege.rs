@@ -169,16 +169,45 @@ fn endpointd_uses_exactly_what_systemd_rbac_yaml_grants() {
         })
     };
     set_mode(None);
+    // (Counted by message: endpointd may also have said "Insufficient Node
+    // information" at start, before its topology cache had the nodes.)
     wait_until("hints disabled", LIMIT, || {
-        events("TopologyAwareHintsDisabled") == 1
+        c.all("events").iter().any(|e| {
+            e["reason"] == "TopologyAwareHintsDisabled"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("Topology Aware Hints has been disabled"))
+        })
     });
     set_mode(Some("Auto"));
-    wait_until("hints enabled again (a series update)", LIMIT, || {
-        c.sim
-            .access_log()
-            .iter()
-            .any(|a| a.resource == "events" && a.verb == "update")
-    });
+    let deadline = Instant::now() + LIMIT;
+    while !c
+        .sim
+        .access_log()
+        .iter()
+        .any(|a| a.resource == "events" && a.verb == "update")
+    {
+        if Instant::now() > deadline {
+            let evs: Vec<String> = c
+                .all("events")
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} {} {} {}",
+                        e["reason"], e["message"], e["count"], e["series"]
+                    )
+                })
+                .collect();
+            let log: Vec<_> = c
+                .sim
+                .access_log()
+                .into_iter()
+                .filter(|a| a.resource == "events")
+                .collect();
+            panic!("hints enabled again: no series update; events {evs:#?}; access {log:#?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // A Service deleted: its Endpoints go.
     c.delete("services", "shop", &["cart".to_string()]);
     wait_until("cart's Endpoints deleted", LIMIT, || {

@@ -17,5 +17,6 @@ pub mod metrics;
 pub mod podutil;
 pub mod recorder;
 pub mod relevance;
+pub mod stuck;
 pub mod trigger;
 pub mod worker;

@@ -85,6 +85,7 @@ struct Ctx {
     clock: SharedClock,
     slots: Vec<Slot>,
     wedge: Option<String>,
+    stuck: super::stuck::StuckSyncs,
 }
 
 /// Running workers of one controller.
@@ -155,6 +156,7 @@ impl Ctx {
             Ok(()) => {
                 self.queue.forget(&key.to_string());
                 self.metrics.result(c, SyncResult::Success);
+                self.stuck.clear(key);
                 return;
             }
             Err(e) => e,
@@ -165,6 +167,13 @@ impl Ctx {
             _ => SyncResult::Error,
         };
         self.metrics.result(c, result);
+        match result {
+            SyncResult::Stale => self.stuck.stale(c, key, self.clock.now()),
+            _ => {
+                self.stuck.clear(key);
+                false
+            }
+        };
         if result == SyncResult::Stale {
             // The cache is behind our own writes or the stored object (a
             // 409): not a failure of the sync. Retry soon without growing
@@ -218,6 +227,7 @@ impl WorkerPool {
             clock,
             slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
             wedge: test_wedge().map(|(k, _)| k),
+            stuck: Default::default(),
         });
         let mut threads = Vec::with_capacity(ctx.slots.len());
         for i in 0..ctx.slots.len() {
@@ -234,6 +244,12 @@ impl WorkerPool {
             }
         }
         Ok(WorkerPool { ctx, threads })
+    }
+
+    /// Move this history (the informers') when a Service meets only
+    /// conflicts and stale caches for `stuck::STUCK_AFTER`.
+    pub fn watch_history(&self, h: Arc<crate::informer::History>) {
+        self.ctx.stuck.set_history(h);
     }
 
     /// The controller's name.

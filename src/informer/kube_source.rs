@@ -67,7 +67,9 @@ pub fn classify(e: &kube::Error) -> SourceError {
     let msg = e.to_string();
     if matches!(e, kube::Error::TooLarge { .. }) {
         SourceError::other(msg).page_too_large()
-    } else if e.is_gone() || e.has_cause("ResourceVersionTooLarge") {
+    } else if e.has_cause("ResourceVersionTooLarge") {
+        SourceError::expired(msg).history_behind()
+    } else if e.is_gone() {
         SourceError::expired(msg)
     } else if e.is_retryable() {
         SourceError::transient(msg).with_retry_after(e.retry_after())

@@ -42,6 +42,7 @@
 
 pub mod backoff;
 pub mod handlers;
+pub mod history;
 pub mod kube_source;
 pub mod metrics;
 pub mod reflector;
@@ -60,6 +61,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub use handlers::{DeletedObject, EventHandler, Handlers, Notification, Recorder};
+pub use history::History;
 pub use kube_source::KubeSource;
 pub use metrics::InformerMetrics;
 pub use reflector::{Reflector, ReflectorConfig};
@@ -103,9 +105,16 @@ pub struct InformerBuilder<T> {
     handlers: Handlers<T>,
     clock: SharedClock,
     metrics: Option<Arc<InformerMetrics>>,
+    history: Arc<History>,
 }
 
 impl<T: Cacheable> InformerBuilder<T> {
+    /// Share this history with the other informers of the same API server
+    /// (default: its own, i.e. nothing shared).
+    pub fn history(mut self, h: Arc<History>) -> Self {
+        self.history = h;
+        self
+    }
     /// Reflector tuning (default: client-go's).
     pub fn config(mut self, config: ReflectorConfig) -> Self {
         self.config = config;
@@ -148,6 +157,8 @@ impl<T: Cacheable> InformerBuilder<T> {
             shutdown: shutdown.clone(),
             synced: Arc::clone(&synced),
             metrics: self.metrics,
+            history: self.history,
+            listed_epoch: 0,
         };
         let thread = std::thread::Builder::new()
             .name(format!("informer-{name}"))
@@ -180,6 +191,7 @@ impl<T: Cacheable> Informer<T> {
             handlers: Handlers::default(),
             clock: RealClock::shared(),
             metrics: None,
+            history: Arc::default(),
         }
     }
 

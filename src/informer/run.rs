@@ -34,6 +34,10 @@ pub(crate) struct Worker<T> {
     pub(crate) shutdown: Shutdown,
     pub(crate) synced: Arc<AtomicBool>,
     pub(crate) metrics: Option<Arc<InformerMetrics>>,
+    /// Shared with the other informers of the API server.
+    pub(crate) history: Arc<super::history::History>,
+    /// The history epoch when the last list (or watch-list) started.
+    pub(crate) listed_epoch: u64,
 }
 
 impl<T: Cacheable> Worker<T> {
@@ -45,6 +49,9 @@ impl<T: Cacheable> Worker<T> {
             let now = self.clock.now();
             match self.reflector.next_action(now) {
                 Action::List(req) => {
+                    if req.continue_token.is_none() {
+                        self.listed_epoch = self.history.epoch();
+                    }
                     let res = self.source.list(&req);
                     if let Err(e) = &res {
                         self.report_error("list", e);
@@ -52,6 +59,11 @@ impl<T: Cacheable> Worker<T> {
                     let out = self.reflector.step(Input::Listed(res), self.clock.now());
                     self.apply(out);
                 }
+                Action::Watch(req) if req.send_initial_events => {
+                    self.listed_epoch = self.history.epoch();
+                    self.watch(&req)
+                }
+                Action::Watch(_) if self.history_moved() => self.reflector.relist(),
                 Action::Watch(req) => self.watch(&req),
                 Action::Wait(d) => self.sleep(d),
             }
@@ -103,6 +115,10 @@ impl<T: Cacheable> Worker<T> {
             if !self.reflector.is_watching() {
                 return;
             }
+            if !req.send_initial_events && self.history_moved() {
+                self.reflector.relist();
+                return;
+            }
         }
         let out = self.reflector.step(Input::WatchEnded, self.clock.now());
         self.apply(out);
@@ -151,7 +167,29 @@ impl<T: Cacheable> Worker<T> {
         }
     }
 
+    /// Whether another informer found the server's history behind its own
+    /// since this one last listed (logged here, once per informer).
+    fn history_moved(&self) -> bool {
+        let moved = self.history.epoch() != self.listed_epoch;
+        if moved {
+            log::info!(
+                "informer {}: the API server's history went back since our last list; listing again",
+                self.source.resource()
+            );
+        }
+        moved
+    }
+
     fn report_error(&self, what: &str, e: &SourceError) {
+        // Only the first informer to notice (per event) moves the epoch;
+        // the others relist for it anyway.
+        if e.history_behind && self.history.epoch() == self.listed_epoch {
+            let epoch = self.history.went_back();
+            log::warn!(
+                "informer {}: the API server's history is behind our resourceVersion (restored from a backup, or a new server?): every informer lists again (#{epoch})",
+                self.source.resource()
+            );
+        }
         let kind = match e.kind {
             ErrorKind::Expired => "expired",
             ErrorKind::Transient => "transient",

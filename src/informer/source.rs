@@ -137,6 +137,9 @@ pub struct SourceError {
     /// A LIST page was over the client's body limits: a smaller page may
     /// fit (objects with large annotations, e.g.).
     pub too_large: bool,
+    /// The server's history is behind the requested resourceVersion
+    /// ("too large resource version"): it was restored or replaced.
+    pub history_behind: bool,
 }
 
 impl SourceError {
@@ -158,7 +161,13 @@ impl SourceError {
             message: message.into(),
             retry_after: None,
             too_large: false,
+            history_behind: false,
         }
+    }
+    /// The same error marked as a server whose history is behind ours.
+    pub fn history_behind(mut self) -> SourceError {
+        self.history_behind = true;
+        self
     }
     /// The same error marked as a page over the body limits.
     pub fn page_too_large(mut self) -> SourceError {

@@ -264,3 +264,56 @@ fn wait_for_sync_returns_false_on_shutdown() {
     waiter.join().expect("trigger thread");
     h.stop(inf, vec![]);
 }
+
+#[test]
+fn a_history_gone_back_makes_every_informer_sharing_it_relist() {
+    let history = Arc::new(History::default());
+    let (a, b) = (Harness::new(), Harness::new());
+    let start = |h: &Harness| {
+        Informer::builder(h.src.clone() as Arc<dyn ListerWatcher<Obj>>)
+            .config(ReflectorConfig {
+                seed: Some(1),
+                ..ReflectorConfig::default()
+            })
+            .handler(h.rec.clone())
+            .clock(h.clock.clone())
+            .history(Arc::clone(&history))
+            .start(&h.shutdown)
+            .expect("spawn informer")
+    };
+    for h in [&a, &b] {
+        h.src
+            .push_list(Ok(page(vec![obj("n", "x", "90")], "100", None)));
+    }
+    let (ta, tb) = (a.channel_watch(), b.channel_watch());
+    let (ia, ib) = (start(&a), start(&b));
+    eventually("both watching", || {
+        a.src.watch_reqs().len() == 1 && b.src.watch_reqs().len() == 1
+    });
+    // A fresh server behind the same address: A is told its RV is too large.
+    for h in [&a, &b] {
+        h.src
+            .push_list(Ok(page(vec![obj("n", "x", "7")], "8", None)));
+    }
+    let (ta2, tb2) = (a.channel_watch(), b.channel_watch());
+    a.clock.step(Duration::from_secs(5));
+    ta.send(Err(SourceError::expired(
+        "Too large resource version: 100, current: 8",
+    )
+    .history_behind()))
+        .expect("send");
+    eventually("A relisted", || a.src.list_reqs().len() == 2);
+    assert_eq!(history.epoch(), 1);
+    // B's watch goes on (the server accepted its RV) until its next event:
+    // then it lists again instead of following another history.
+    tb.send(Ok(WatchEvent::Modified(obj("n", "x", "101"))))
+        .expect("send");
+    eventually("B relisted", || b.src.list_reqs().len() == 2);
+    eventually("B watches from the new list", || {
+        b.src.watch_reqs().len() == 2
+    });
+    assert_eq!(b.src.watch_reqs()[1].resource_version, "8");
+    assert_eq!(history.epoch(), 1, "one finding, one epoch");
+    a.stop(ia, vec![ta2]);
+    b.stop(ib, vec![tb, tb2]);
+}

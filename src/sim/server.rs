@@ -288,7 +288,7 @@ impl SimHandler {
         let Some(user) = who else {
             return unauthorized();
         };
-        if requestinfo::parse(&req.method, path, &req.query).is_none() {
+        if self.authz.enabled() && requestinfo::parse(&req.method, path, &req.query).is_none() {
             if let Some(denied) = self.authz.non_resource(user, &req.method, path) {
                 return denied;
             }

@@ -143,8 +143,9 @@ pub fn snapshot(c: &Cluster) -> Vec<Value> {
 
 /// Stop `c`'s kube-sim, keep its address refusing connections for `down`,
 /// then start a fresh one (empty history, resourceVersions from 1) on the
-/// same address, loaded with `items`.
-pub fn replace_sim(c: &mut Cluster, down: Duration, items: Vec<Value>) {
+/// same address, loaded with `items`; `bump` > 0 then does what
+/// `etcdutl snapshot restore --bump-revision BUMP --mark-compacted` does.
+pub fn replace_sim(c: &mut Cluster, down: Duration, items: Vec<Value>, bump: u64) {
     use endpointd::sim::server::{SimOptions, SimServer};
     let addr: std::net::SocketAddr = c
         .sim
@@ -162,4 +163,7 @@ pub fn replace_sim(c: &mut Cluster, down: Duration, items: Vec<Value>) {
     .expect("a fresh kube-sim on the same address");
     std::mem::replace(&mut c.sim, fresh).stop();
     c.load(items);
+    if bump > 0 {
+        c.sim.store().bump_revision(bump);
+    }
 }

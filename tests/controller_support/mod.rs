@@ -219,7 +219,8 @@ pub fn config(c: &Cluster, name: &str, metrics_addr: &str, extra: &str) -> PathB
 }
 
 impl Daemon {
-    /// Start `endpointd run` with `extra` TOML appended to its config.
+    /// Start `endpointd run` with `extra` TOML appended to its config; it
+    /// logs at `info`, or at `$IT_RUST_LOG` (e.g. `debug`) when set.
     pub fn start(c: &Cluster, name: &str, extra: &str) -> Daemon {
         let metrics_addr = format!("127.0.0.1:{}", free_port());
         let cfg = config(c, name, &metrics_addr, extra);
@@ -230,7 +231,10 @@ impl Daemon {
             .env_remove("NOTIFY_SOCKET")
             .env_remove("JOURNAL_STREAM")
             .env_remove("WATCHDOG_USEC")
-            .env("RUST_LOG", "info")
+            .env(
+                "RUST_LOG",
+                std::env::var("IT_RUST_LOG").unwrap_or("info".into()),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(&log).expect("log file")))
             .spawn()

@@ -122,6 +122,12 @@ impl<T: super::source::Cacheable> Reflector<T> {
         self.lists_started
     }
 
+    /// Forget the watch position: the next action lists (used when another
+    /// informer found the server's history behind ours).
+    pub fn relist(&mut self) {
+        self.state = State::NeedList;
+    }
+
     /// The next thing to do at `now`. Ends an elapsed backoff.
     pub fn next_action(&mut self, now: Instant) -> Action {
         if let State::Backoff { until, then } = &self.state {

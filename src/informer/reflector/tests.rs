@@ -166,6 +166,7 @@ fn error_classification_table() {
             message: "x".into(),
             retry_after: None,
             too_large: false,
+            history_behind: false,
         };
         if on_open {
             r.step(Input::WatchOpened(Err(e)), now);
