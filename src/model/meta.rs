@@ -251,6 +251,31 @@ pub struct ObjectReference {
     pub field_path: String,
 }
 
+impl ObjectReference {
+    /// Equal in every field but `resourceVersion` (which changes with
+    /// every pod update that does not concern endpoints); no clone.
+    pub fn eq_ignoring_resource_version(&self, other: &ObjectReference) -> bool {
+        self.kind == other.kind
+            && self.namespace == other.namespace
+            && self.name == other.name
+            && self.uid == other.uid
+            && self.api_version == other.api_version
+            && self.field_path == other.field_path
+    }
+
+    /// [`Self::eq_ignoring_resource_version`] over optional references.
+    pub fn opt_eq_ignoring_resource_version(
+        a: Option<&ObjectReference>,
+        b: Option<&ObjectReference>,
+    ) -> bool {
+        match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.eq_ignoring_resource_version(b),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
