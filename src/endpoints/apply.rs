@@ -181,7 +181,7 @@ impl EndpointsWriter {
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         self.sending(key, obj);
-        match self.client.create(&ENDPOINTS, Some(ns), obj) {
+        match self.client.create_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
                 let rv = written.resource_version().to_string();
                 self.created().insert(key.to_string(), rv);
@@ -205,7 +205,7 @@ impl EndpointsWriter {
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         self.sending(key, obj);
-        match self.client.update(&ENDPOINTS, Some(ns), obj) {
+        match self.client.update_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
                 if written.resource_version() != obj.resource_version() {
                     self.stale.stale(key, obj.resource_version());

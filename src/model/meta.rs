@@ -251,6 +251,19 @@ pub struct ObjectReference {
     pub field_path: String,
 }
 
+/// What a write answered, decoded for its metadata only: the rest of the
+/// returned object (an Endpoints' subsets, a slice's endpoints) is skipped
+/// without being built. For writers that need only the new
+/// resourceVersion, UID and generation.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct MetaOnly {
+    /// The returned object's `metadata`.
+    #[serde(default, deserialize_with = "super::pod::null_default")]
+    pub metadata: ObjectMeta,
+}
+
+super::impl_object!(MetaOnly);
+
 impl ObjectReference {
     /// Equal in every field but `resourceVersion` (which changes with
     /// every pod update that does not concern endpoints); no clone.

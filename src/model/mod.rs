@@ -39,7 +39,9 @@ pub use endpointslice::{
 pub use event::{Event, EventSeries};
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
-pub use meta::{ObjectMeta, ObjectReference, OwnerReference, TrimmedMeta, KEPT_ANNOTATIONS};
+pub use meta::{
+    MetaOnly, ObjectMeta, ObjectReference, OwnerReference, TrimmedMeta, KEPT_ANNOTATIONS,
+};
 pub use namespace::Namespace;
 pub use node::{Node, ZONE_LABEL};
 pub use pod::{ContainerPort, Pod, PodPhase, ReadyCondition};
