@@ -23,8 +23,6 @@ pub struct Pod {
     pub hostname: Box<str>,
     /// `spec.subdomain`.
     pub subdomain: Box<str>,
-    /// `spec.restartPolicy` (`Always`, `OnFailure`, `Never`; "" if unset).
-    pub restart_policy: Box<str>,
     /// `status.phase`.
     pub phase: PodPhase,
     /// `status.podIPs[*].ip`; when `podIPs` is absent but the legacy
@@ -123,7 +121,6 @@ impl Pod {
             + self.node_name.len()
             + self.hostname.len()
             + self.subdomain.len()
-            + self.restart_policy.len()
             + self.pod_ips.len() * std::mem::size_of::<Box<str>>()
             + self.pod_ips.iter().map(|s| s.len()).sum::<usize>()
             + self.ports.len() * std::mem::size_of::<ContainerPort>()
@@ -173,8 +170,6 @@ struct SpecWire {
     hostname: Box<str>,
     #[serde(deserialize_with = "boxed")]
     subdomain: Box<str>,
-    #[serde(deserialize_with = "boxed")]
-    restart_policy: Box<str>,
     #[serde(deserialize_with = "null_default")]
     containers: Vec<ContainerWire>,
     #[serde(deserialize_with = "null_default")]
@@ -268,7 +263,6 @@ impl From<PodWire> for Pod {
             node_name: w.spec.node_name,
             hostname: w.spec.hostname,
             subdomain: w.spec.subdomain,
-            restart_policy: w.spec.restart_policy,
             phase: PodPhase::parse(w.status.phase.as_deref().unwrap_or("")),
             pod_ips: pod_ips.into_boxed_slice(),
             ready,
