@@ -46,15 +46,16 @@ pub struct EndpointsWriter {
 pub fn fingerprint(obj: &Endpoints) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    // Serialising the model cannot fail (string keys, no floats); an error
-    // would hash as the empty content, which only costs a spurious sync.
-    let bytes = serde_json::to_vec(&(
-        &obj.metadata.labels,
-        &obj.metadata.annotations,
-        &obj.subsets,
-    ))
-    .unwrap_or_default();
-    bytes.hash(&mut h);
+    // The written content hashed field by field (it used to be serialised
+    // to JSON first, twice per write: on sending and on the echo).
+    obj.metadata.labels.hash(&mut h);
+    obj.metadata.annotations.hash(&mut h);
+    obj.subsets.len().hash(&mut h);
+    for s in &obj.subsets {
+        s.addresses.hash(&mut h);
+        s.not_ready_addresses.hash(&mut h);
+        s.ports.hash(&mut h);
+    }
     h.finish()
 }
 
