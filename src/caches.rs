@@ -27,7 +27,7 @@ pub struct Caches {
     client: Client,
     /// Pods, indexed by namespace.
     pub pods: Informer<Pod>,
-    /// Services, indexed by namespace.
+    /// Services, indexed by namespace and by their selector's first pair.
     pub services: Informer<Service>,
     /// Nodes (zones for topology hints).
     pub nodes: Informer<Node>,
@@ -125,7 +125,7 @@ impl Caches {
             env,
             &m,
             &history,
-            None,
+            Some(IndexKey::NamespacedSelectorFirstPair),
             svc_handlers,
         )?;
         let pod_handlers: Vec<Arc<dyn EventHandler<Pod>>> = match hooks.targets.is_empty() {

@@ -76,12 +76,24 @@ pub fn main_run(
     let empty = empty_rss(dir);
     let (_sim, url, kc) = kube_sim(dir, &cluster(*size));
     let t0 = Instant::now();
+    let wall0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
     let (d, addr) = endpointd(dir, &kc, "bench-a", "");
     let ((ep, sl), last) = settle(&url, Duration::from_millis(1500), Duration::from_secs(600));
-    let cold = last.saturating_duration_since(t0);
+    // When the writes stopped as the polling loop saw it: late by up to
+    // one 50 ms poll plus the fetch of the whole request log.
+    let polled = last.saturating_duration_since(t0);
+    // When the last write happened by kube-sim's own log (same machine,
+    // same clock): the figure compared with the floor, which is timed by
+    // its client directly.
+    let cold = procs::last_write_time(&url)
+        .map(|t| Duration::from_secs_f64((t - wall0).max(0.0)))
+        .unwrap_or(polled);
     let min = minimum_writes(*size);
     let floor = cold_floor(&url, ep + sl);
-    println!("cold start: {:.0} ms until the last write; writes {ep} Endpoints + {sl} slices (minimum {} + {}); floor {:.0} ms for {} bare POSTs", ms(cold), min.0, min.1, ms(floor), ep + sl);
+    println!("cold start: {:.0} ms until the last write ({:.0} ms as polled); writes {ep} Endpoints + {sl} slices (minimum {} + {}); floor {:.0} ms for {} bare POSTs", ms(cold), ms(polled), min.0, min.1, ms(floor), ep + sl);
     if (ep, sl) != min {
         failures.push(format!(
             "cold start wrote {:?}, minimum {:?}",
@@ -90,7 +102,7 @@ pub fn main_run(
         ));
     }
     let loaded = d.rss();
-    json.insert("cold".into(), json!({"ms": ms(cold), "floor_ms": ms(floor), "endpoints_writes": ep, "slice_writes": sl, "minimum": [min.0, min.1]}));
+    json.insert("cold".into(), json!({"ms": ms(cold), "ms_polled": ms(polled), "floor_ms": ms(floor), "endpoints_writes": ep, "slice_writes": sl, "minimum": [min.0, min.1]}));
     json.insert(
         "rss".into(),
         json!({"empty_bytes": empty, "loaded_bytes": loaded,

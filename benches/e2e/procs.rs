@@ -174,6 +174,26 @@ pub fn http_get(addr: &str, path: &str) -> Option<String> {
     r.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
 }
 
+/// When (kube-sim's clock, seconds since the epoch) endpointd last wrote
+/// an Endpoints or EndpointSlice, from kube-sim's log.
+pub fn last_write_time(sim_url: &str) -> Option<f64> {
+    let addr = sim_url.trim_start_matches("http://");
+    let body = http_get(addr, "/sim/requests")?;
+    let v: Value = serde_json::from_str(&body).ok()?;
+    v["writes"]
+        .as_array()?
+        .iter()
+        .filter(|w| {
+            w["userAgent"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("endpointd/")
+                && matches!(w["resource"].as_str(), Some("endpoints" | "endpointslices"))
+        })
+        .filter_map(|w| w["time"].as_f64())
+        .reduce(f64::max)
+}
+
 /// Endpointd's writes (by user agent) per resource, from kube-sim's log.
 pub fn writes(sim_url: &str) -> (usize, usize) {
     let addr = sim_url.trim_start_matches("http://");

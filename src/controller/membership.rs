@@ -2,12 +2,15 @@
 //! upstream-spec C2): the Services of the pod's namespace whose non-nil
 //! selector matches the pod's labels.
 //!
-//! Reads only the Service cache's namespace index, never scans every
-//! Service of the cluster. Selectors are equality maps already parsed into
+//! Reads the Service cache's selector index (each Service filed under its
+//! selector's first label pair, `{}` under its own bucket): a pod event
+//! tests only the Services filed under one of the pod's label pairs, not
+//! every Service of its namespace; without that index, the namespace
+//! index. Never scans every Service of the cluster. Selectors are equality maps already parsed into
 //! [`crate::model::Labels`] when the Service was cached, so there is no
 //! selector cache to keep in step as upstream has. Must never write.
 
-use crate::informer::store::label_pair_value;
+use crate::informer::store::{empty_selector_value, label_pair_value};
 use crate::informer::{IndexKey, Store};
 use crate::model::{Object, Pod, Service};
 use std::collections::BTreeSet;
@@ -15,8 +18,17 @@ use std::collections::BTreeSet;
 /// Keys (`ns/name`) of the Services whose selector selects `pod`.
 pub fn services_for_pod(services: &Store<Service>, pod: &Pod) -> BTreeSet<String> {
     let ns = &*pod.metadata.namespace;
+    let values: Vec<String> = std::iter::once(empty_selector_value(ns))
+        .chain(
+            pod.metadata
+                .labels
+                .iter()
+                .map(|(k, v)| label_pair_value(ns, k, v)),
+        )
+        .collect();
     services
-        .list_namespace(ns)
+        .by_index_any(IndexKey::NamespacedSelectorFirstPair, &values)
+        .unwrap_or_else(|| services.list_namespace(ns))
         .iter()
         .filter(|svc| selects(svc, pod))
         .map(|svc| svc.key())
@@ -139,7 +151,15 @@ mod tests {
 
     #[test]
     fn memberships_follow_selectors_within_the_namespace() {
-        let store: Store<Service> = Store::new(&[IndexKey::Namespace]);
+        for keys in [
+            &[IndexKey::Namespace][..],
+            &[IndexKey::Namespace, IndexKey::NamespacedSelectorFirstPair][..],
+        ] {
+            memberships(Store::new(keys));
+        }
+    }
+
+    fn memberships(store: Store<Service>) {
         for s in [
             svc("ns", "web", Some(&[("app", "web")])),
             svc("ns", "all", Some(&[])),
@@ -155,5 +175,25 @@ mod tests {
         let got = services_for_pod(&store, &pod("ns", &[("app", "web"), ("tier", "fe")]));
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(services_for_pod(&store, &pod("none", &[("app", "web")])).is_empty());
+        // Filed under its first pair ("app=web") but needs "tier" too; a
+        // pod with only the second pair is not selected by "two".
+        let got = services_for_pod(&store, &pod("ns", &[("tier", "fe")]));
+        let want: BTreeSet<String> = ["ns/all"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(got, want);
+        // A selector change moves the Service between buckets.
+        store.apply(WatchEvent::Modified(svc(
+            "ns",
+            "web",
+            Some(&[("tier", "fe")]),
+        )));
+        let got = services_for_pod(&store, &pod("ns", &[("tier", "fe")]));
+        assert_eq!(got.len(), 2, "{got:?}");
+        store.apply(WatchEvent::Deleted(svc(
+            "ns",
+            "web",
+            Some(&[("tier", "fe")]),
+        )));
+        let got = services_for_pod(&store, &pod("ns", &[("tier", "fe")]));
+        assert_eq!(got.len(), 1, "{got:?}");
     }
 }

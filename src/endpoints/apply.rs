@@ -46,15 +46,16 @@ pub struct EndpointsWriter {
 pub fn fingerprint(obj: &Endpoints) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    // Serialising the model cannot fail (string keys, no floats); an error
-    // would hash as the empty content, which only costs a spurious sync.
-    let bytes = serde_json::to_vec(&(
-        &obj.metadata.labels,
-        &obj.metadata.annotations,
-        &obj.subsets,
-    ))
-    .unwrap_or_default();
-    bytes.hash(&mut h);
+    // The written content hashed field by field (it used to be serialised
+    // to JSON first, twice per write: on sending and on the echo).
+    obj.metadata.labels.hash(&mut h);
+    obj.metadata.annotations.hash(&mut h);
+    obj.subsets.len().hash(&mut h);
+    for s in &obj.subsets {
+        s.addresses.hash(&mut h);
+        s.not_ready_addresses.hash(&mut h);
+        s.ports.hash(&mut h);
+    }
     h.finish()
 }
 
@@ -181,7 +182,7 @@ impl EndpointsWriter {
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         self.sending(key, obj);
-        match self.client.create(&ENDPOINTS, Some(ns), obj) {
+        match self.client.create_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
                 let rv = written.resource_version().to_string();
                 self.created().insert(key.to_string(), rv);
@@ -205,7 +206,7 @@ impl EndpointsWriter {
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         self.sending(key, obj);
-        match self.client.update(&ENDPOINTS, Some(ns), obj) {
+        match self.client.update_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
                 if written.resource_version() != obj.resource_version() {
                     self.stale.stale(key, obj.resource_version());

@@ -13,7 +13,10 @@
 use super::desired::unpacked_subsets;
 use super::repack::repack_subsets;
 use super::truncate::truncate;
-use crate::model::{EndpointSubset, Endpoints, Labels, ObjectMeta, Pod, Service, Time};
+use crate::model::{
+    EndpointAddress, EndpointSubset, Endpoints, Labels, ObjectMeta, ObjectReference, Pod, Service,
+    Time,
+};
 use std::sync::Arc;
 
 /// `endpoints.kubernetes.io/last-change-trigger-time`.
@@ -57,22 +60,24 @@ pub fn desired_subsets(svc: &Service, pods: &[Arc<Pod>]) -> (Vec<EndpointSubset>
 
 /// Upstream `endpointSubsetsEqualIgnoreResourceVersion`.
 pub fn subsets_equal_ignoring_rv(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
-    fn strip(s: &[EndpointSubset]) -> Vec<EndpointSubset> {
-        let mut v = s.to_vec();
-        for sub in &mut v {
-            for a in sub
-                .addresses
-                .iter_mut()
-                .chain(sub.not_ready_addresses.iter_mut())
-            {
-                if let Some(t) = a.target_ref.as_mut() {
-                    t.resource_version.clear();
-                }
-            }
-        }
-        v
+    fn addrs_eq(a: &[EndpointAddress], b: &[EndpointAddress]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| {
+                x.ip == y.ip
+                    && x.hostname == y.hostname
+                    && x.node_name == y.node_name
+                    && ObjectReference::opt_eq_ignoring_resource_version(
+                        x.target_ref.as_ref(),
+                        y.target_ref.as_ref(),
+                    )
+            })
     }
-    a.len() == b.len() && strip(a) == strip(b)
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.ports == y.ports
+                && addrs_eq(&x.addresses, &y.addresses)
+                && addrs_eq(&x.not_ready_addresses, &y.not_ready_addresses)
+        })
 }
 
 fn without(labels: &Labels, key: &str) -> Labels {
@@ -105,7 +110,13 @@ pub fn plan(input: &Input<'_>) -> Plan {
         }
     }
     let mut obj = match input.current {
-        Some(cur) => cur.clone(),
+        // Everything but the subsets, which are replaced below.
+        Some(cur) => Endpoints {
+            api_version: cur.api_version.clone(),
+            kind: cur.kind.clone(),
+            metadata: cur.metadata.clone(),
+            subsets: Vec::new(),
+        },
         None => Endpoints {
             metadata: ObjectMeta {
                 name: svc.metadata.name.to_string(),

@@ -22,41 +22,41 @@ use crate::model::{EndpointAddress, EndpointPort, EndpointSubset};
 use std::collections::{BTreeMap, HashMap};
 
 /// (IP, UID) — upstream's `addressKey`.
-type AddrKey = (String, Option<String>);
+/// An address's identity: its IP and its pod's UID, borrowed from the
+/// input (ordered as upstream orders `(ip, uid)` strings).
+type AddrKey<'a> = (&'a str, Option<&'a str>);
 
-fn addr_key(a: &EndpointAddress) -> AddrKey {
-    (a.ip.clone(), a.target_ref.as_ref().map(|t| t.uid.clone()))
+fn addr_key(a: &EndpointAddress) -> AddrKey<'_> {
+    (&a.ip, a.target_ref.as_ref().map(|t| t.uid.as_str()))
 }
 
-/// Upstream `LessEndpointAddress` as an ordering.
+/// Upstream `LessEndpointAddress`: by IP, then by the pod's UID.
 pub fn cmp_address(a: &EndpointAddress, b: &EndpointAddress) -> std::cmp::Ordering {
-    let uid = |x: &EndpointAddress| x.target_ref.as_ref().map(|t| t.uid.clone());
-    a.ip.as_bytes()
-        .cmp(b.ip.as_bytes())
-        .then_with(|| uid(a).cmp(&uid(b)))
+    addr_key(a).cmp(&addr_key(b))
 }
 
-/// Our port order.
-pub fn port_key(p: &EndpointPort) -> (i32, String, String, String) {
+/// Ports ordered by number, protocol, name and appProtocol (a stable
+/// canonical order: the Endpoints API treats ports as a set).
+pub fn port_key(p: &EndpointPort) -> (i32, &str, &str, &str) {
     (
         p.port,
-        p.protocol
-            .as_ref()
-            .map(|x| x.as_str().to_string())
-            .unwrap_or_default(),
-        p.name.clone(),
-        p.app_protocol.clone().unwrap_or_default(),
+        p.protocol.as_ref().map(|x| x.as_str()).unwrap_or_default(),
+        &p.name,
+        p.app_protocol.as_deref().unwrap_or_default(),
     )
 }
 
-/// `None` is upstream's sentinel port (a port-less subset).
+fn cmp_port(a: &EndpointPort, b: &EndpointPort) -> std::cmp::Ordering {
+    port_key(a).cmp(&port_key(b))
+}
+
 type PortSlot = Option<EndpointPort>;
 
 /// Upstream `RepackSubsets`.
 pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
-    let mut addrs: HashMap<AddrKey, EndpointAddress> = HashMap::new();
+    let mut addrs: HashMap<AddrKey<'_>, &EndpointAddress> = HashMap::new();
     // port → (address → ready), in first-seen order of ports.
-    let mut by_port: Vec<(PortSlot, BTreeMap<AddrKey, bool>)> = Vec::new();
+    let mut by_port: Vec<(PortSlot, BTreeMap<AddrKey<'_>, bool>)> = Vec::new();
     for s in subsets {
         let slots: Vec<PortSlot> = match s.ports.is_empty() {
             true => vec![None],
@@ -74,14 +74,14 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
             let all = s.addresses.iter().map(|a| (a, true));
             for (a, ready) in all.chain(s.not_ready_addresses.iter().map(|a| (a, false))) {
                 let k = addr_key(a);
-                addrs.entry(k.clone()).or_insert_with(|| a.clone());
+                addrs.entry(k).or_insert(a);
                 let e = set.entry(k).or_insert(ready);
                 *e = *e && ready;
             }
         }
     }
     // Group ports by their identical {address, ready} sets.
-    let mut groups: Vec<(BTreeMap<AddrKey, bool>, Vec<EndpointPort>)> = Vec::new();
+    let mut groups: Vec<(BTreeMap<AddrKey<'_>, bool>, Vec<EndpointPort>)> = Vec::new();
     for (slot, set) in by_port {
         let i = match groups.iter().position(|(s, _)| *s == set) {
             Some(i) => i,
@@ -99,7 +99,7 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
         .map(|(set, mut ports)| {
             let (mut ready, mut not_ready) = (Vec::new(), Vec::new());
             for (k, r) in set {
-                let a = addrs.get(&k).cloned().unwrap_or_default();
+                let a = addrs.get(&k).map(|a| (*a).clone()).unwrap_or_default();
                 if r {
                     ready.push(a)
                 } else {
@@ -108,7 +108,7 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
             }
             ready.sort_by(cmp_address);
             not_ready.sort_by(cmp_address);
-            ports.sort_by_key(port_key);
+            ports.sort_by(cmp_port);
             EndpointSubset {
                 addresses: ready,
                 not_ready_addresses: not_ready,
@@ -116,23 +116,22 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
             }
         })
         .collect();
-    out.sort_by_key(subset_key);
+    out.sort_by(cmp_subset);
     out
 }
 
-type SubsetKey = (
-    Vec<(i32, String, String, String)>,
-    Option<(String, Option<String>)>,
-    Option<(String, Option<String>)>,
-);
-
-fn subset_key(s: &EndpointSubset) -> SubsetKey {
-    let first = |v: &[EndpointAddress]| v.first().map(addr_key);
-    (
-        s.ports.iter().map(port_key).collect(),
-        first(&s.addresses),
-        first(&s.not_ready_addresses),
-    )
+/// Subsets by their sorted ports, then their first ready and first
+/// not-ready address (compared in place, nothing built per comparison).
+fn cmp_subset(a: &EndpointSubset, b: &EndpointSubset) -> std::cmp::Ordering {
+    fn first(v: &[EndpointAddress]) -> Option<AddrKey<'_>> {
+        v.first().map(addr_key)
+    }
+    a.ports
+        .iter()
+        .map(port_key)
+        .cmp(b.ports.iter().map(port_key))
+        .then_with(|| first(&a.addresses).cmp(&first(&b.addresses)))
+        .then_with(|| first(&a.not_ready_addresses).cmp(&first(&b.not_ready_addresses)))
 }
 
 #[cfg(test)]

@@ -80,14 +80,32 @@ impl ApiSliceWriter {
     }
 }
 
+/// The slice as written, for the tracker (which reads only its metadata):
+/// the metadata the server returned (name, UID, resourceVersion,
+/// generation) with the address type and ports sent, and no endpoints —
+/// decoding them back from every answer cost as much as the write's own
+/// serialisation.
+fn with_metadata(sent: &EndpointSlice, written: crate::model::MetaOnly) -> EndpointSlice {
+    EndpointSlice {
+        api_version: sent.api_version.clone(),
+        kind: sent.kind.clone(),
+        metadata: written.metadata,
+        address_type: sent.address_type,
+        endpoints: Vec::new(),
+        ports: sent.ports.clone(),
+    }
+}
+
 impl SliceWriter for ApiSliceWriter {
     fn create(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
         self.gate()?;
-        self.client.create(&ENDPOINTSLICES, None, s)
+        let written = self.client.create_meta(&ENDPOINTSLICES, None, s)?;
+        Ok(with_metadata(s, written))
     }
     fn update(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
         self.gate()?;
-        self.client.update(&ENDPOINTSLICES, None, s)
+        let written = self.client.update_meta(&ENDPOINTSLICES, None, s)?;
+        Ok(with_metadata(s, written))
     }
     fn delete(&self, namespace: &str, name: &str) -> Result<(), kube::Error> {
         self.gate()?;

@@ -161,14 +161,11 @@ pub fn endpoint_key(e: &Endpoint) -> EndpointKey {
 /// conditions (presence counts) and targetRef without resourceVersion.
 /// Hints are not compared here.
 pub fn equal_beyond_hash(a: &Endpoint, b: &Endpoint) -> bool {
-    let strip = |t: &Option<ObjectReference>| {
-        t.clone().map(|mut r| {
-            r.resource_version.clear();
-            r
-        })
-    };
     a.node_name == b.node_name
         && a.zone == b.zone
         && a.conditions == b.conditions
-        && strip(&a.target_ref) == strip(&b.target_ref)
+        && ObjectReference::opt_eq_ignoring_resource_version(
+            a.target_ref.as_ref(),
+            b.target_ref.as_ref(),
+        )
 }

@@ -17,9 +17,10 @@ use crate::model::{EndpointSlice, Service, Time};
 
 /// The API writes finalize needs.
 pub trait SliceWriter {
-    /// POST; the created object.
+    /// POST; the created object (only its metadata is read: a writer may
+    /// leave the endpoints out).
     fn create(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error>;
-    /// PUT; the updated object.
+    /// PUT; the updated object (only its metadata is read).
     fn update(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error>;
     /// DELETE.
     fn delete(&self, namespace: &str, name: &str) -> Result<(), kube::Error>;

@@ -38,7 +38,55 @@ pub struct SliceMetrics {
     changed_per_sync: Arc<Family<Histogram>>,
     syncs: Arc<Family<Counter>>,
     by_traffic_distribution: Arc<Family<Gauge>>,
-    cache: Mutex<HashMap<String, PerService>>,
+    cache: Mutex<Cache>,
+}
+
+/// The per-Service entries and their running sums (kept in step on every
+/// insert and removal, so a sync costs O(1) here, not a pass over every
+/// Service).
+#[derive(Debug, Default)]
+struct Cache {
+    services: HashMap<String, PerService>,
+    endpoints: usize,
+    slices: usize,
+    desired_slices: usize,
+    /// Services per trafficDistribution value (entries may reach 0).
+    by_td: HashMap<String, usize>,
+}
+
+impl Cache {
+    /// Replace (`new: Some`) or remove (`None`) the entry of `key`; the
+    /// trafficDistribution values whose count changed.
+    fn set(&mut self, key: &str, new: Option<PerService>) -> Vec<String> {
+        let old = match &new {
+            Some(n) => self.services.insert(key.to_string(), n.clone()),
+            None => self.services.remove(key),
+        };
+        let mut touched = Vec::new();
+        if let Some(o) = old {
+            self.endpoints -= o.endpoints;
+            self.slices -= o.slices;
+            self.desired_slices -= o.desired_slices;
+            if let Some(td) = o.traffic_distribution {
+                if let Some(n) = self.by_td.get_mut(&td) {
+                    *n = n.saturating_sub(1);
+                }
+                touched.push(td);
+            }
+        }
+        if let Some(n) = new {
+            self.endpoints += n.endpoints;
+            self.slices += n.slices;
+            self.desired_slices += n.desired_slices;
+            if let Some(td) = n.traffic_distribution {
+                *self.by_td.entry(td.clone()).or_default() += 1;
+                if !touched.contains(&td) {
+                    touched.push(td);
+                }
+            }
+        }
+        touched
+    }
 }
 
 fn name(n: &str) -> String {
@@ -137,8 +185,8 @@ impl SliceMetrics {
             traffic_distribution: traffic_distribution.map(str::to_string),
         };
         let mut c = self.lock();
-        c.insert(key.to_string(), entry);
-        self.refresh(&c);
+        let touched = c.set(key, Some(entry));
+        self.refresh(&c, &touched);
     }
 
     /// One sync ended with `result` ("success", "stale" or "error").
@@ -149,31 +197,29 @@ impl SliceMetrics {
     /// The Service is gone.
     pub fn delete_service(&self, key: &str) {
         let mut c = self.lock();
-        if c.remove(key).is_some() {
-            self.refresh(&c);
+        if c.services.contains_key(key) {
+            let touched = c.set(key, None);
+            self.refresh(&c, &touched);
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, PerService>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn refresh(&self, c: &HashMap<String, PerService>) {
-        let sum = |f: fn(&PerService) -> usize| c.values().map(f).sum::<usize>() as f64;
-        self.endpoints_desired.with(&[]).set(sum(|p| p.endpoints));
-        self.num_slices.with(&[]).set(sum(|p| p.slices));
-        self.desired_slices.with(&[]).set(sum(|p| p.desired_slices));
-        let mut by_td: HashMap<&str, usize> = HashMap::new();
-        for p in c.values() {
-            if let Some(td) = &p.traffic_distribution {
-                *by_td.entry(td).or_default() += 1;
-            }
-        }
-        for td in ["PreferClose", "PreferSameZone", "PreferSameNode"] {
-            let n = by_td.remove(td).unwrap_or(0);
-            self.by_traffic_distribution.with(&[td]).set(n as f64);
-        }
-        for (td, n) in by_td {
+    /// Set the gauges from the running sums; of the per-trafficDistribution
+    /// gauge, the three known values (always present) and `touched`.
+    fn refresh(&self, c: &Cache, touched: &[String]) {
+        self.endpoints_desired.with(&[]).set(c.endpoints as f64);
+        self.num_slices.with(&[]).set(c.slices as f64);
+        self.desired_slices.with(&[]).set(c.desired_slices as f64);
+        let known = ["PreferClose", "PreferSameZone", "PreferSameNode"];
+        let extra = touched
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !known.contains(t));
+        for td in known.into_iter().chain(extra) {
+            let n = c.by_td.get(td).copied().unwrap_or(0);
             self.by_traffic_distribution.with(&[td]).set(n as f64);
         }
     }

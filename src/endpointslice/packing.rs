@@ -84,7 +84,7 @@ pub fn reconcile_by_port_mapping(
                 plan.deletes.push((**old).clone());
                 continue;
             }
-            let mut s = (**old).clone();
+            let mut s = clone_without_endpoints(old);
             s.endpoints = kept;
             s.metadata.labels = labels;
             to_update.insert(s.metadata.name.clone(), s);
@@ -134,6 +134,19 @@ pub fn reconcile_by_port_mapping(
     plan.updates = to_update.into_values().collect();
     plan.unchanged = unchanged.into_values().collect();
     plan
+}
+
+/// A copy of `s` with no endpoints (an update replaces them anyway;
+/// cloning them first would only allocate what is dropped at once).
+fn clone_without_endpoints(s: &EndpointSlice) -> EndpointSlice {
+    EndpointSlice {
+        api_version: s.api_version.clone(),
+        kind: s.kind.clone(),
+        metadata: s.metadata.clone(),
+        address_type: s.address_type,
+        endpoints: Vec::new(),
+        ports: s.ports.clone(),
+    }
 }
 
 fn fill(s: &mut EndpointSlice, desired: &mut BTreeMap<EndpointKey, Endpoint>, max: usize) {

@@ -28,6 +28,12 @@ pub trait Cacheable: Clone + Send + Sync + 'static {
     fn label_pairs(&self) -> Vec<(&str, &str)> {
         Vec::new()
     }
+    /// The first pair (in key order) of the equality selector the object
+    /// carries (a Service's): `None` without a selector, `Some(None)` for
+    /// the empty selector `{}`.
+    fn selector_first_pair(&self) -> Option<Option<(&str, &str)>> {
+        None
+    }
 }
 
 /// Every API object of the model is cacheable.
@@ -46,6 +52,9 @@ impl<T: crate::model::Object> Cacheable for T {
     }
     fn label_pairs(&self) -> Vec<(&str, &str)> {
         self.labels().iter().collect()
+    }
+    fn selector_first_pair(&self) -> Option<Option<(&str, &str)>> {
+        crate::model::Object::selector(self).map(|s| s.iter().next())
     }
 }
 

@@ -45,6 +45,13 @@ pub enum IndexKey {
     /// `namespace/key=value` for every label: an equality selector's pods
     /// are then found without scanning their namespace.
     NamespacedLabelPairs,
+    /// For objects carrying an equality selector (Services): the
+    /// [`label_pair_value`] of the selector's first pair in key order, or
+    /// [`empty_selector_value`] for `{}`; objects without a selector are
+    /// not indexed. Every object matching a pod's labels is then in the
+    /// bucket of one of the pod's label pairs or in the empty-selector
+    /// bucket, so memberships need not test every Service of a namespace.
+    NamespacedSelectorFirstPair,
 }
 
 impl IndexKey {
@@ -68,6 +75,11 @@ impl IndexKey {
                 .into_iter()
                 .map(|(k, v)| Cow::Owned(label_pair_value(obj.namespace(), k, v)))
                 .collect(),
+            IndexKey::NamespacedSelectorFirstPair => match obj.selector_first_pair() {
+                None => Vec::new(),
+                Some(None) => vec![Cow::Owned(empty_selector_value(obj.namespace()))],
+                Some(Some((k, v))) => vec![Cow::Owned(label_pair_value(obj.namespace(), k, v))],
+            },
         }
     }
 }
@@ -76,6 +88,13 @@ impl IndexKey {
 /// namespace `ns`.
 pub fn label_pair_value(ns: &str, key: &str, value: &str) -> String {
     format!("{ns}/{key}={value}")
+}
+
+/// The [`IndexKey::NamespacedSelectorFirstPair`] value of an empty
+/// selector in namespace `ns` (`"ns/"`: a label pair value always has a
+/// `=` after the slash, so the two never collide).
+pub fn empty_selector_value(ns: &str) -> String {
+    format!("{ns}/")
 }
 
 type Bucket = HashSet<Arc<str>>;
@@ -262,6 +281,19 @@ impl<T: Cacheable> Store<T> {
                 .cloned()
                 .collect(),
         }
+    }
+
+    /// Objects filed under any of `values` in index `by`, read under one
+    /// lock (an object filed under several of them appears once per
+    /// value); `None` when the store was built without that index.
+    pub fn by_index_any(&self, by: IndexKey, values: &[String]) -> Option<Vec<Arc<T>>> {
+        let inner = self.read();
+        let ix = inner.indexes.iter().find(|ix| ix.by == by)?;
+        let mut out = Vec::new();
+        for b in values.iter().filter_map(|v| ix.buckets.get(v.as_str())) {
+            out.extend(b.iter().filter_map(|k| inner.items.get(k).cloned()));
+        }
+        Some(out)
     }
 
     /// How many objects are filed under `value` in index `by` (`None`

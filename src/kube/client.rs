@@ -16,7 +16,7 @@ use super::transport::{Payload, Req, Transport};
 use super::watch::WatchStream;
 use crate::clock::SharedClock;
 use crate::metrics::Registry;
-use crate::model::Object;
+use crate::model::{MetaOnly, Object};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::io::BufReader;
@@ -259,6 +259,31 @@ impl Client {
         obj: &T,
     ) -> Result<T, Error> {
         self.put(r, namespace, obj, None)
+    }
+
+    /// POST like [`Client::create`], decoding only the metadata of what
+    /// the server returns.
+    pub fn create_meta<T: Object + Serialize>(
+        &self,
+        r: &Resource,
+        namespace: Option<&str>,
+        obj: &T,
+    ) -> Result<MetaOnly, Error> {
+        let path = r.path(namespace.or(obj.namespace()), None, None);
+        self.write(Verb::Create, "POST", path, r, "application/json", obj)
+    }
+
+    /// PUT like [`Client::update`], decoding only the metadata of what the
+    /// server returns.
+    pub fn update_meta<T: Object + Serialize>(
+        &self,
+        r: &Resource,
+        namespace: Option<&str>,
+        obj: &T,
+    ) -> Result<MetaOnly, Error> {
+        let ns = namespace.or(obj.namespace());
+        let path = r.path(ns, Some(named(r, obj.name())?), None);
+        self.write(Verb::Update, "PUT", path, r, "application/json", obj)
     }
 
     /// PUT the `status` subresource.

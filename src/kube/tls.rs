@@ -204,7 +204,7 @@ pub fn build(m: &TlsMaterial, source: &str) -> Result<TlsConfig, Error> {
 pub struct PinnedResolver {
     name: String,
     real: Uri,
-    inner: DefaultResolver,
+    inner: LiteralResolver,
 }
 
 impl PinnedResolver {
@@ -216,7 +216,7 @@ impl PinnedResolver {
                 .trim_end_matches(']')
                 .to_string(),
             real,
-            inner: DefaultResolver::default(),
+            inner: LiteralResolver::default(),
         }
     }
 }
@@ -236,6 +236,50 @@ impl Resolver for PinnedResolver {
         } else {
             self.inner.resolve(uri, config, timeout)
         }
+    }
+}
+
+/// ureq's [`DefaultResolver`] with a fast path for IP-literal hosts.
+///
+/// ureq resolves the host on *every* request, pooled connection or not,
+/// and with a request timeout set its default resolver does so on a new
+/// thread each time (so that a slow DNS lookup can be abandoned): one
+/// thread spawn per API request, most of endpointd's CPU per change under
+/// churn. An IP literal (the usual in-cluster and kube-sim case) needs no
+/// lookup and is answered inline, with the same IP-family filter;
+/// host names still go through [`DefaultResolver`].
+#[derive(Debug, Default)]
+pub struct LiteralResolver {
+    inner: DefaultResolver,
+}
+
+impl Resolver for LiteralResolver {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let literal = uri.host().and_then(|h| {
+            h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .ok()
+        });
+        let port = uri.port_u16().or(match uri.scheme_str() {
+            Some("http") => Some(80),
+            Some("https") => Some(443),
+            _ => None,
+        });
+        if let (Some(ip), Some(port)) = (literal, port) {
+            let addr = std::net::SocketAddr::new(ip, port);
+            if let Some(a) = config.ip_family().keep_wanted(std::iter::once(addr)).next() {
+                let mut out = self.empty();
+                out.push(a);
+                return Ok(out);
+            }
+        }
+        self.inner.resolve(uri, config, timeout)
     }
 }
 
@@ -280,6 +324,34 @@ pub fn url_with_server_name(server: &Uri, name: &str) -> Result<String, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literal_hosts_resolve_inline() {
+        let r = LiteralResolver::default();
+        let cfg = ureq::config::Config::default();
+        let t = || NextTimeout {
+            after: ureq::unversioned::transport::time::Duration::Exact(
+                std::time::Duration::from_secs(5),
+            ),
+            reason: ureq::Timeout::Resolve,
+            per_read: None,
+            per_write: None,
+        };
+        for (url, want) in [
+            ("http://127.0.0.1:8080/api", "127.0.0.1:8080"),
+            ("https://10.0.0.1/api", "10.0.0.1:443"),
+            ("https://[::1]:6443/", "[::1]:6443"),
+        ] {
+            let uri: Uri = url.parse().expect("uri");
+            let got = r.resolve(&uri, &cfg, t()).expect("resolve");
+            let got: Vec<String> = got.iter().map(|a| a.to_string()).collect();
+            assert_eq!(got, [want], "{url}");
+        }
+        // A name still goes through the system resolver.
+        let uri: Uri = "http://localhost:1/".parse().expect("uri");
+        let got = r.resolve(&uri, &cfg, t()).expect("localhost");
+        assert!(got.iter().all(|a| a.ip().is_loopback() && a.port() == 1));
+    }
 
     #[test]
     fn tls_server_name_must_be_a_dns_name_or_an_ip() {

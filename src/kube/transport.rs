@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use ureq::http::{Response, Uri};
-use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::{ConnectProxyConnector, Connector, RustlsConnector};
 use ureq::{Agent, Body, RequestBuilder};
 
@@ -121,7 +120,7 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<P
             let real: Uri = cfg.server.parse().map_err(|e| server_err(cfg, e))?;
             Agent::with_parts(config, connector, tls::PinnedResolver::new(name, real))
         }
-        None => Agent::with_parts(config, connector, DefaultResolver::default()),
+        None => Agent::with_parts(config, connector, tls::LiteralResolver::default()),
     };
     Ok(Pool { agent, sockets })
 }

@@ -4,7 +4,7 @@
 //!
 //! Must never drop metadata it does not model (see [`ObjectMeta::extra`]).
 
-use super::pod::null_default;
+use super::pod::{null_default, null_default_vec};
 use super::{impl_object, ObjectMeta, ObjectReference, Protocol};
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +24,7 @@ pub struct Endpoints {
     /// `subsets`.
     #[serde(
         default,
-        deserialize_with = "null_default",
+        deserialize_with = "null_default_vec",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub subsets: Vec<EndpointSubset>,
@@ -58,19 +58,19 @@ impl_object!(Endpoints);
 pub struct EndpointSubset {
     /// Ready addresses.
     #[serde(
-        deserialize_with = "null_default",
+        deserialize_with = "null_default_vec",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub addresses: Vec<EndpointAddress>,
     /// Not-ready addresses.
     #[serde(
-        deserialize_with = "null_default",
+        deserialize_with = "null_default_vec",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub not_ready_addresses: Vec<EndpointAddress>,
     /// Ports.
     #[serde(
-        deserialize_with = "null_default",
+        deserialize_with = "null_default_vec",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub ports: Vec<EndpointPort>,

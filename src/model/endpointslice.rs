@@ -6,7 +6,7 @@
 //!
 //! Must never drop metadata it does not model (see [`ObjectMeta::extra`]).
 
-use super::pod::null_default;
+use super::pod::{null_default, null_default_vec};
 use super::{impl_object, ObjectMeta, ObjectReference, Protocol};
 use serde::{Deserialize, Serialize};
 
@@ -26,10 +26,10 @@ pub struct EndpointSlice {
     /// `addressType`.
     pub address_type: AddressType,
     /// `endpoints` (always written).
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "null_default_vec")]
     pub endpoints: Vec<Endpoint>,
     /// `ports` (always written).
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "null_default_vec")]
     pub ports: Vec<EndpointSlicePort>,
 }
 
@@ -78,7 +78,7 @@ pub enum AddressType {
 #[serde(rename_all = "camelCase", default)]
 pub struct Endpoint {
     /// `addresses`.
-    #[serde(deserialize_with = "null_default")]
+    #[serde(deserialize_with = "null_default_vec")]
     pub addresses: Vec<String>,
     /// `conditions` (a struct upstream: always written, possibly `{}`).
     #[serde(deserialize_with = "null_default")]

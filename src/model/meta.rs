@@ -251,6 +251,44 @@ pub struct ObjectReference {
     pub field_path: String,
 }
 
+/// What a write answered, decoded for its metadata only: the rest of the
+/// returned object (an Endpoints' subsets, a slice's endpoints) is skipped
+/// without being built. For writers that need only the new
+/// resourceVersion, UID and generation.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct MetaOnly {
+    /// The returned object's `metadata`.
+    #[serde(default, deserialize_with = "super::pod::null_default")]
+    pub metadata: ObjectMeta,
+}
+
+super::impl_object!(MetaOnly);
+
+impl ObjectReference {
+    /// Equal in every field but `resourceVersion` (which changes with
+    /// every pod update that does not concern endpoints); no clone.
+    pub fn eq_ignoring_resource_version(&self, other: &ObjectReference) -> bool {
+        self.kind == other.kind
+            && self.namespace == other.namespace
+            && self.name == other.name
+            && self.uid == other.uid
+            && self.api_version == other.api_version
+            && self.field_path == other.field_path
+    }
+
+    /// [`Self::eq_ignoring_resource_version`] over optional references.
+    pub fn opt_eq_ignoring_resource_version(
+        a: Option<&ObjectReference>,
+        b: Option<&ObjectReference>,
+    ) -> bool {
+        match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.eq_ignoring_resource_version(b),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

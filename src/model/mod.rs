@@ -39,7 +39,9 @@ pub use endpointslice::{
 pub use event::{Event, EventSeries};
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
-pub use meta::{ObjectMeta, ObjectReference, OwnerReference, TrimmedMeta, KEPT_ANNOTATIONS};
+pub use meta::{
+    MetaOnly, ObjectMeta, ObjectReference, OwnerReference, TrimmedMeta, KEPT_ANNOTATIONS,
+};
 pub use namespace::Namespace;
 pub use node::{Node, ZONE_LABEL};
 pub use pod::{ContainerPort, Pod, PodPhase, ReadyCondition};
@@ -60,6 +62,11 @@ pub trait Object:
     fn uid(&self) -> &str;
     /// `metadata.labels`.
     fn labels(&self) -> &Labels;
+    /// An equality label selector the object carries (a Service's
+    /// `spec.selector`); `None` for kinds without one.
+    fn selector(&self) -> Option<&Labels> {
+        None
+    }
     /// The cache key: `"ns/name"`, or `"name"` for cluster-scoped objects
     /// (client-go `MetaNamespaceKeyFunc`).
     fn key(&self) -> String {
@@ -74,6 +81,9 @@ pub trait Object:
 /// (a [`TrimmedMeta`] or an [`ObjectMeta`]; both have the same accessors).
 macro_rules! impl_object {
     ($t:ty) => {
+        $crate::model::impl_object!($t, {});
+    };
+    ($t:ty, { $($extra:tt)* }) => {
         impl $crate::model::Object for $t {
             fn name(&self) -> &str {
                 self.metadata.name()
@@ -90,6 +100,7 @@ macro_rules! impl_object {
             fn labels(&self) -> &$crate::model::Labels {
                 &self.metadata.labels
             }
+            $($extra)*
         }
     };
 }

@@ -23,8 +23,6 @@ pub struct Pod {
     pub hostname: Box<str>,
     /// `spec.subdomain`.
     pub subdomain: Box<str>,
-    /// `spec.restartPolicy` (`Always`, `OnFailure`, `Never`; "" if unset).
-    pub restart_policy: Box<str>,
     /// `status.phase`.
     pub phase: PodPhase,
     /// `status.podIPs[*].ip`; when `podIPs` is absent but the legacy
@@ -123,7 +121,6 @@ impl Pod {
             + self.node_name.len()
             + self.hostname.len()
             + self.subdomain.len()
-            + self.restart_policy.len()
             + self.pod_ips.len() * std::mem::size_of::<Box<str>>()
             + self.pod_ips.iter().map(|s| s.len()).sum::<usize>()
             + self.ports.len() * std::mem::size_of::<ContainerPort>()
@@ -138,6 +135,19 @@ where
     T: Deserialize<'de> + Default,
 {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Deserialize a possibly-null array into a `Vec` without spare capacity:
+/// a JSON array has no length hint, so the `Vec` grows by doubling and a
+/// cached 10-address Endpoints subset would keep room for 16.
+pub(crate) fn null_default_vec<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let mut v = Option::<Vec<T>>::deserialize(d)?.unwrap_or_default();
+    v.shrink_to_fit();
+    Ok(v)
 }
 
 #[derive(Default, Deserialize)]
@@ -160,8 +170,6 @@ struct SpecWire {
     hostname: Box<str>,
     #[serde(deserialize_with = "boxed")]
     subdomain: Box<str>,
-    #[serde(deserialize_with = "boxed")]
-    restart_policy: Box<str>,
     #[serde(deserialize_with = "null_default")]
     containers: Vec<ContainerWire>,
     #[serde(deserialize_with = "null_default")]
@@ -255,7 +263,6 @@ impl From<PodWire> for Pod {
             node_name: w.spec.node_name,
             hostname: w.spec.hostname,
             subdomain: w.spec.subdomain,
-            restart_policy: w.spec.restart_policy,
             phase: PodPhase::parse(w.status.phase.as_deref().unwrap_or("")),
             pod_ips: pod_ips.into_boxed_slice(),
             ready,

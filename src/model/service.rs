@@ -38,7 +38,11 @@ pub struct Service {
     pub traffic_distribution: Option<Box<str>>,
 }
 
-impl_object!(Service);
+impl_object!(Service, {
+    fn selector(&self) -> Option<&Labels> {
+        self.selector.as_ref()
+    }
+});
 
 impl Service {
     /// `clusterIP == "None"`.
