@@ -1,5 +1,6 @@
 //! Bad or awkward API objects (issue 14): never a panic, never a stuck key,
-//! every other Service keeps being served. Pods with large annotations make
+//! every other Service keeps being served — among them a selector matching
+//! 2500 pods and a port name that is not a valid IANA_SVC_NAME. Pods with large annotations make
 //! a LIST page exceed the body cap: the informers list again in smaller
 //! pages instead of never syncing.
 
@@ -47,6 +48,18 @@ fn awkward_objects_are_served_and_large_pages_shrink_under_the_body_cap() {
         "spec": {"selector": {"app": "six"}, "ipFamilies": ["IPv6"], "clusterIP": "fd00::10",
                  "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}));
     items.push(pod("default", "six-0", "six", "fd00::1", true));
+    // A selector matching thousands of pods: the Endpoints are truncated
+    // to 1000 (ready first), the slices hold all 2500.
+    items.push(service("default", "big", "big", json!("http")));
+    for i in 0..2500 {
+        items.push(pod(
+            "default",
+            &format!("big-{i}"),
+            "big",
+            &ip(1000 + i),
+            i % 10 != 0,
+        ));
+    }
     // Objects with null fields.
     items.push(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "nulls", "namespace": "default", "labels": null},
         "spec": {"selector": {"app": "nulls"}, "ports": [{"name": "http", "port": 80, "targetPort": 80}], "ipFamilies": null}}));
@@ -55,6 +68,19 @@ fn awkward_objects_are_served_and_large_pages_shrink_under_the_body_cap() {
     nulls["status"]["conditions"] = json!(null);
     items.push(nulls);
     c.load(items);
+    // A container port name that is not a valid IANA_SVC_NAME, targeted by
+    // name — what validation refuses, so written past it into the store (as
+    // an older or non-validating server could serve it): matched by string
+    // equality, as upstream's FindPort does.
+    let mut odd_svc = service("default", "oddname", "oddname", json!("Not_Valid"));
+    odd_svc["metadata"]["uid"] = json!("uid-oddname");
+    let mut odd = pod("default", "oddname-0", "oddname", &ip(103), true);
+    odd["metadata"]["uid"] = json!("uid-oddname-0");
+    odd["spec"]["containers"][0]["ports"] = json!([{"name": "Not_Valid", "containerPort": 7070}]);
+    c.sim.store().txn(|t| {
+        t.put(&key("services", "default", "oddname"), "create", odd_svc);
+        t.put(&key("pods", "default", "oddname-0"), "create", odd);
+    });
     // The harness's config with a 2 MiB body cap in its [kubernetes] table.
     let cfg = config(
         &c,
@@ -85,6 +111,14 @@ fn awkward_objects_are_served_and_large_pages_shrink_under_the_body_cap() {
         ep["subsets"][0]["ports"][0]["port"], 8080,
         "the first port named http"
     );
+    let odd = c.get("endpoints", "default", "oddname").expect("endpoints");
+    assert_eq!(odd["subsets"][0]["ports"][0]["port"], 7070);
+    let big: Vec<_> = c
+        .all("endpointslices")
+        .into_iter()
+        .filter(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "big")
+        .collect();
+    assert_eq!(big.len(), 25, "2500 endpoints in slices of 100");
     let six = c.get("endpoints", "default", "six").expect("endpoints");
     assert_eq!(six["subsets"][0]["addresses"][0]["ip"], "fd00::1");
     let _ = child.kill();
