@@ -1,10 +1,12 @@
 //! What the informers of one API server share about its history: how many
 //! times one of them found the server's history behind its own
-//! resourceVersion ("too large resource version": an API server restored
-//! from a backup, or a fresh one, behind the same address). An informer
-//! that has not listed since the last such finding lists again before it
-//! watches, and ends a watch open across it, so that no cache keeps
-//! following another history once any informer has noticed.
+//! resourceVersion (told "too large resource version", then listed at a
+//! lower one: an API server restored from a backup, or a fresh one, behind
+//! the same address; an HA server's lagging watch cache says the same but
+//! lists consistently, and moves nothing). An informer that has not listed
+//! since the last such finding lists again before it watches, and ends a
+//! watch open across it at that watch's next event or bookmark, so that no
+//! cache keeps following another history once any informer has noticed.
 //!
 //! A counter only: it never blocks, never sleeps and never logs.
 

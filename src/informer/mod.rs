@@ -159,6 +159,7 @@ impl<T: Cacheable> InformerBuilder<T> {
             metrics: self.metrics,
             history: self.history,
             listed_epoch: 0,
+            behind_from: None,
         };
         let thread = std::thread::Builder::new()
             .name(format!("informer-{name}"))

@@ -38,6 +38,13 @@ pub(crate) struct Worker<T> {
     pub(crate) history: Arc<super::history::History>,
     /// The history epoch when the last list (or watch-list) started.
     pub(crate) listed_epoch: u64,
+    /// Our resourceVersion when the server last said it is too large, until
+    /// the list that follows completes: only if that list's resourceVersion
+    /// is lower did the history go back (a restore, a fresh server). An HA
+    /// server whose watch cache lags says the same, but a consistent list
+    /// from it is not behind us: then only this informer lists again, as
+    /// client-go's reflector does.
+    pub(crate) behind_from: Option<String>,
 }
 
 impl<T: Cacheable> Worker<T> {
@@ -129,6 +136,7 @@ impl<T: Cacheable> Worker<T> {
             Output::None => {}
             Output::Failed(e) => self.report_error("list or watch", &e),
             Output::Replace { items, rv } => {
+                self.confirm_history_behind(&rv);
                 let initial = !self.synced.load(Ordering::SeqCst);
                 let notes = self.store.replace(items, &rv, initial);
                 log::info!(
@@ -180,15 +188,30 @@ impl<T: Cacheable> Worker<T> {
         moved
     }
 
-    fn report_error(&self, what: &str, e: &SourceError) {
-        // Only the first informer to notice (per event) moves the epoch;
-        // the others relist for it anyway.
-        if e.history_behind && self.history.epoch() == self.listed_epoch {
+    /// A list after "too large resource version" completed at `rv`: if it
+    /// is behind the resourceVersion we had, the server's history went
+    /// back; move the shared epoch so that every informer lists again (only
+    /// the first informer to notice, per epoch).
+    fn confirm_history_behind(&mut self, rv: &str) {
+        let Some(old) = self.behind_from.take() else {
+            return;
+        };
+        let behind = match (rv.parse::<u64>(), old.parse::<u64>()) {
+            (Ok(new), Ok(old)) => new < old,
+            _ => false,
+        };
+        if behind && self.history.epoch() == self.listed_epoch {
             let epoch = self.history.went_back();
             log::warn!(
-                "informer {}: the API server's history is behind our resourceVersion (restored from a backup, or a new server?): every informer lists again (#{epoch})",
+                "informer {}: the API server's history went back (listed at rv {rv}, we had {old}: restored from a backup, or a new server?): every informer lists again (#{epoch})",
                 self.source.resource()
             );
+        }
+    }
+
+    fn report_error(&mut self, what: &str, e: &SourceError) {
+        if e.history_behind && self.behind_from.is_none() {
+            self.behind_from = Some(self.store.resource_version());
         }
         let kind = match e.kind {
             ErrorKind::Expired => "expired",
