@@ -158,8 +158,18 @@ fn a_dual_stack_kubelet_gives_nodes_two_pod_cidrs_and_pods_two_ips() {
         .collect();
     assert_eq!(ips.len(), 2, "{ips:?}");
     assert!(ips[0].starts_with("10.244.0."), "{ips:?}");
-    assert!(ips[1].starts_with("fd00:10:244:0::"), "{ips:?}");
-    assert!(ips[1].parse::<std::net::Ipv6Addr>().is_ok(), "{ips:?}");
+    let v6: std::net::Ipv6Addr = ips[1].parse().expect("IPv6");
+    let net: std::net::Ipv6Addr = "fd00:10:244:0::".parse().expect("net");
+    assert_eq!(
+        u128::from(v6) >> 64,
+        u128::from(net) >> 64,
+        "{v6} in the node's /64"
+    );
+    assert_eq!(
+        u128::from(v6) & 0xff,
+        u128::from(ips[0].parse::<std::net::Ipv4Addr>().expect("v4").octets()[3]),
+        "the same host part"
+    );
     assert_eq!(p["status"]["podIP"], ips[0]);
     sim.stop();
 }
@@ -227,5 +237,43 @@ fn a_pod_created_with_kubectl_becomes_ready_and_is_deleted_gracefully() {
         "demo",
         "--timeout=20s",
     ]);
+    sim.stop();
+}
+
+#[test]
+fn pod_ips_come_from_the_node_s_stored_pod_cidr() {
+    // Node "b" already has a podCIDR of its own; "a", added without one,
+    // sorts first but must not take b's range.
+    let sim = SimServer::start(SimOptions {
+        kubelet: Some(KubeletOptions {
+            every: Duration::from_millis(20),
+            ..KubeletOptions::default()
+        }),
+        ..SimOptions::default()
+    })
+    .expect("kube-sim");
+    sim.store()
+        .load_list(&json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"},
+             "spec": {"podCIDR": "10.244.0.0/24", "podCIDRs": ["10.244.0.0/24"]}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-b", "namespace": "default"},
+             "spec": {"nodeName": "b", "containers": [{"name": "c", "image": "nginx"}]}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-a", "namespace": "default"},
+             "spec": {"nodeName": "a", "containers": [{"name": "c", "image": "nginx"}]}}]}))
+        .expect("load");
+    wait("both started", || {
+        ["on-a", "on-b"]
+            .iter()
+            .all(|n| pod_value(&sim, n).is_some_and(|p| p["status"]["phase"] == "Running"))
+    });
+    let ip = |n: &str| {
+        pod_value(&sim, n).expect("pod")["status"]["podIP"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(ip("on-b").starts_with("10.244.0."), "{}", ip("on-b"));
+    assert!(ip("on-a").starts_with("10.244.1."), "{}", ip("on-a"));
     sim.stop();
 }

@@ -4,6 +4,7 @@
 //! one would page forever). Pure bookkeeping: it never reads the network
 //! and never holds the items themselves.
 
+use std::collections::HashSet;
 use std::fmt;
 
 /// Pages per LIST at most (`kubernetes.max_list_items` has a config key; the
@@ -47,7 +48,7 @@ pub struct Paging {
     items: usize,
     /// Hashes of the continue tokens seen so far, one per page (tokens can
     /// be long; only equality matters).
-    tokens: Vec<u64>,
+    tokens: HashSet<u64>,
 }
 
 impl Paging {
@@ -57,7 +58,7 @@ impl Paging {
             max_items,
             max_pages,
             items: 0,
-            tokens: Vec::new(),
+            tokens: HashSet::new(),
         }
     }
 
@@ -76,14 +77,12 @@ impl Paging {
         let Some(token) = continue_token.filter(|c| !c.is_empty()) else {
             return Ok(None);
         };
-        let h = token_hash(&token);
-        if self.tokens.contains(&h) {
-            return Err(PagingError::Repeated);
-        }
         if self.tokens.len() + 1 >= self.max_pages as usize {
             return Err(PagingError::TooManyPages(self.max_pages));
         }
-        self.tokens.push(h);
+        if !self.tokens.insert(token_hash(&token)) {
+            return Err(PagingError::Repeated);
+        }
         Ok(Some(token))
     }
 }

@@ -42,6 +42,13 @@ impl Labels {
             return Labels::default();
         }
         let text: usize = pairs.clone().map(|(k, v)| k.len() + v.len()).sum();
+        // The offsets are u32 and `part` trusts them (unchecked UTF-8):
+        // never truncate one. Unreachable under any response body cap that
+        // fits a decoded object in memory; a clear panic, not a bad slice.
+        assert!(
+            u32::try_from(text).is_ok() && u32::try_from(n).is_ok(),
+            "labels over 4 GiB cannot be packed"
+        );
         let mut buf = Vec::with_capacity(W + 2 * n * W + text);
         buf.extend_from_slice(&(n as u32).to_le_bytes());
         let mut end = 0usize;

@@ -135,9 +135,10 @@ impl Authenticator {
     /// The user of a request with this client certificate CN and
     /// `Authorization` header; `None` when a credential is required and
     /// none is valid. kube-sim's only client certificate is in
-    /// `system:masters`. Without required credentials, an unrecognised
-    /// request is `system:anonymous` (or `token-user` if it sends a token)
-    /// in `system:unauthenticated`.
+    /// `system:masters`. A bearer token that matches none of the configured
+    /// ones is refused. Without required credentials, a request without one
+    /// is `system:anonymous` (`token-user` if it sends a token while none is
+    /// configured) in `system:unauthenticated`.
     pub fn authenticate(&self, client_cn: Option<&str>, auth: Option<&str>) -> Option<UserInfo> {
         if let Some(cn) = client_cn {
             return Some(user_with_groups(cn, &[MASTERS]));
@@ -167,7 +168,11 @@ impl Authenticator {
                 return Some(u.user.clone());
             }
         }
-        let name = match (self.required, auth.is_some()) {
+        // A bearer token that matches no configured one is refused (401), as
+        // kube-apiserver refuses it even where anonymous requests are allowed.
+        let invalid_token =
+            bearer.is_some() && (self.admin_token.is_some() || !self.users.is_empty());
+        let name = match (self.required || invalid_token, auth.is_some()) {
             (true, _) => return None,
             (false, true) => ADMIN_TOKEN_USER,
             (false, false) => "system:anonymous",
@@ -225,5 +230,24 @@ mod tests {
         assert!(!sa.in_group(MASTERS));
         let open = Authenticator::default();
         assert!(open.authenticate(None, None).is_some());
+        // Credentials not required, but tokens configured: a wrong one is
+        // refused (kube-apiserver's 401), not taken for anonymous.
+        let users_only = Authenticator {
+            required: false,
+            ..a
+        };
+        assert_eq!(
+            users_only
+                .authenticate(None, Some("Bearer wrong"))
+                .map(|u| u.name),
+            None
+        );
+        assert_eq!(
+            users_only
+                .authenticate(None, None)
+                .map(|u| u.name)
+                .as_deref(),
+            Some("system:anonymous")
+        );
     }
 }

@@ -14,6 +14,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+/// Distinct (user, verb, group, resource, namespace) entries the access
+/// log keeps; later new ones are counted under `(other)`.
+pub const MAX_ACCESS_LOG: usize = 4096;
+
 /// One line of the access log.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -85,16 +89,16 @@ impl Authorizer {
     }
 
     /// `None` if `user` may make the resource request `info`, else the 403.
+    ///
+    /// (The access log keeps at most [`MAX_ACCESS_LOG`] distinct entries.)
     pub fn resource(&self, user: &UserInfo, info: &RequestInfo) -> Option<Response> {
         self.check(user, attributes(info))
     }
 
     /// `None` if `user` may `method` the non-resource `path`, else the 403.
     pub fn non_resource(&self, user: &UserInfo, method: &str, path: &str) -> Option<Response> {
-        let verb = match method {
-            "GET" | "HEAD" => "get".to_string(),
-            m => m.to_ascii_lowercase(),
-        };
+        // kube-apiserver: the lowercased method (`head` is not `get`).
+        let verb = method.to_ascii_lowercase();
         self.check(
             user,
             Attributes::NonResource {
@@ -138,6 +142,12 @@ impl Authorizer {
         };
         {
             let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+            // Bounded: requests for arbitrary paths or resources must not
+            // grow it without end; past the bound new ones are folded.
+            let key = match log.len() >= MAX_ACCESS_LOG && !log.contains_key(&key) {
+                true => (key.0, key.1, String::new(), "(other)".into(), String::new()),
+                false => key,
+            };
             let e = log.entry(key).or_insert((0, 0));
             match ok {
                 true => e.0 += 1,
@@ -168,5 +178,29 @@ impl Authorizer {
                 },
             )
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::authn::user_with_groups;
+
+    #[test]
+    fn non_resource_verbs_are_the_lowercased_method_and_the_log_is_bounded() {
+        let a = Authorizer::rbac(Policy::default());
+        let anon = user_with_groups("system:anonymous", &["system:unauthenticated"]);
+        let _ = a.non_resource(&anon, "HEAD", "/version");
+        assert!(a.log().iter().any(|e| e.verb == "head"), "{:?}", a.log());
+        for i in 0..(MAX_ACCESS_LOG + 500) {
+            let _ = a.non_resource(&anon, "GET", &format!("/junk/{i}"));
+        }
+        let log = a.log();
+        assert!(log.len() <= MAX_ACCESS_LOG + 1, "{}", log.len());
+        let other = log
+            .iter()
+            .find(|e| e.resource == "(other)")
+            .expect("folded");
+        assert!(other.allowed + other.denied >= 500);
     }
 }

@@ -71,24 +71,60 @@ fn node_ready(n: &Value) -> bool {
         })
 }
 
-/// Give nodes a podCIDR (10.244.<i>.0/24 in name order; with
-/// `dual_stack` also fd00:10:244:<i>::/64) and a Ready condition; the Ready
-/// nodes' (name, CIDR index), in name order.
-fn nodes(t: &mut Txn<'_>, now: SystemTime, dual_stack: bool) -> Vec<(String, usize)> {
+/// A Ready node's pod address ranges, as its stored `spec.podCIDRs` say.
+#[derive(Debug, Clone)]
+struct NodeCidrs {
+    name: String,
+    /// (network, prefix length) of the IPv4 podCIDR.
+    v4: Option<(std::net::Ipv4Addr, u8)>,
+    /// (network, prefix length) of the IPv6 podCIDR.
+    v6: Option<(std::net::Ipv6Addr, u8)>,
+}
+
+fn parse_cidr<A: std::str::FromStr>(c: &str) -> Option<(A, u8)> {
+    let (ip, len) = c.split_once('/')?;
+    Some((ip.parse().ok()?, len.parse().ok()?))
+}
+
+fn node_cidrs(name: String, n: &Value) -> NodeCidrs {
+    let cidrs: Vec<&str> = n
+        .pointer("/spec/podCIDRs")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    NodeCidrs {
+        name,
+        v4: cidrs.iter().find_map(|c| parse_cidr(c)),
+        v6: cidrs.iter().find_map(|c| parse_cidr(c)),
+    }
+}
+
+/// Give nodes without one a podCIDR (10.244.<i>.0/24 with the lowest `i`
+/// no node has; with `dual_stack` also fd00:10:244:<i>::/64) and a Ready
+/// condition; the Ready nodes with their stored ranges, in name order.
+fn nodes(t: &mut Txn<'_>, now: SystemTime, dual_stack: bool) -> Vec<NodeCidrs> {
     let Some(info) = lookup("", "v1", "nodes") else {
         return Vec::new();
     };
     let mut all: Vec<Value> = t.all_of("nodes").iter().map(|o| o.value()).collect();
     all.sort_by(|a, b| s(a, "/metadata/name").cmp(s(b, "/metadata/name")));
+    let mut taken: BTreeSet<String> = all
+        .iter()
+        .map(|n| s(n, "/spec/podCIDR").to_string())
+        .collect();
     let mut ready = Vec::new();
-    for (i, mut n) in all.into_iter().enumerate() {
+    for mut n in all {
         let name = s(&n, "/metadata/name").to_string();
-        let cidr = format!("10.244.{}.0/24", i % 256);
         let mut changed = false;
         if n.pointer("/spec/podCIDR").is_none() {
+            let i = (0..256)
+                .find(|i| !taken.contains(&format!("10.244.{i}.0/24")))
+                .unwrap_or(0);
+            let cidr = format!("10.244.{i}.0/24");
+            taken.insert(cidr.clone());
             n["spec"]["podCIDR"] = json!(cidr);
             n["spec"]["podCIDRs"] = match dual_stack {
-                true => json!([cidr, format!("fd00:10:244:{:x}::/64", i % 256)]),
+                true => json!([cidr, format!("fd00:10:244:{i:x}::/64")]),
                 false => json!([cidr]),
             };
             changed = true;
@@ -102,7 +138,7 @@ fn nodes(t: &mut Txn<'_>, now: SystemTime, dual_stack: bool) -> Vec<(String, usi
             t.put(&Key::new(info, "", &name), "update", n.clone());
         }
         if node_ready(&n) {
-            ready.push((name, i % 256));
+            ready.push(node_cidrs(name, &n));
         }
     }
     ready
@@ -150,11 +186,11 @@ pub fn step(store: &Store, opts: &KubeletOptions, terminating: &mut BTreeMap<Str
             }
             let mut changed = false;
             if s(&p, "/spec/nodeName").is_empty() && !ready_nodes.is_empty() {
-                p["spec"]["nodeName"] = json!(ready_nodes[next_node % ready_nodes.len()].0);
+                p["spec"]["nodeName"] = json!(ready_nodes[next_node % ready_nodes.len()].name);
                 next_node += 1;
                 changed = true;
             }
-            changed |= start(&mut p, &ready_nodes, &mut used, now, opts.dual_stack);
+            changed |= start(&mut p, &ready_nodes, &mut used, now);
             changed |= readiness(&mut p, opts, now);
             if changed {
                 t.put(&key, "update", p);
@@ -163,32 +199,35 @@ pub fn step(store: &Store, opts: &KubeletOptions, terminating: &mut BTreeMap<Str
     });
 }
 
-/// A bound pod without an IP starts: Running, an IP of its node's CIDR
-/// (and one of its IPv6 CIDR, same host part, when `dual_stack`).
-fn start(
-    p: &mut Value,
-    nodes: &[(String, usize)],
-    used: &mut BTreeSet<String>,
-    now: SystemTime,
-    dual_stack: bool,
-) -> bool {
+/// A bound pod without an IP starts: Running, an IP of its node's stored
+/// IPv4 podCIDR (and, when the node has an IPv6 one, the address with the
+/// same host part in it).
+fn start(p: &mut Value, nodes: &[NodeCidrs], used: &mut BTreeSet<String>, now: SystemTime) -> bool {
     let node = s(p, "/spec/nodeName").to_string();
     if node.is_empty() || !s(p, "/status/podIP").is_empty() {
         return false;
     }
-    let Some((_, i)) = nodes.iter().find(|(n, _)| *n == node) else {
+    let Some(n) = nodes.iter().find(|n| n.name == node) else {
         return false;
     };
-    let Some((ip, host)) = (2..255)
-        .map(|h| (format!("10.244.{i}.{h}"), h))
+    let Some((net, len)) = n.v4 else {
+        return false;
+    };
+    let size = 1u64 << (32 - u32::from(len.min(32)));
+    let Some((ip, host)) = (2..size.saturating_sub(1).min(65_536))
+        .filter_map(|h| {
+            let a = u32::from(net).checked_add(u32::try_from(h).ok()?)?;
+            Some((std::net::Ipv4Addr::from(a).to_string(), h))
+        })
         .find(|(ip, _)| !used.contains(ip))
     else {
         return false;
     };
     used.insert(ip.clone());
     let mut ips = vec![json!({"ip": ip})];
-    if dual_stack {
-        ips.push(json!({"ip": format!("fd00:10:244:{i:x}::{host:x}")}));
+    if let Some((net6, _)) = n.v6 {
+        let a = u128::from(net6).wrapping_add(u128::from(host));
+        ips.push(json!({"ip": std::net::Ipv6Addr::from(a).to_string()}));
     }
     let names: Vec<String> = p
         .pointer("/spec/containers")

@@ -4,6 +4,10 @@
 //! read from `--load` items, and `Policy::allows` for one request's
 //! attributes. Also the 403 Forbidden `Status` with upstream's wording.
 //!
+//! Not modelled: aggregated ClusterRoles (`aggregationRule`) and the
+//! admission-time checks (`update services/finalizers`,
+//! `create endpoints/restricted`).
+//!
 //! Pure: no I/O, no locks, no store. It never authenticates (the user and
 //! groups come from `authn`) and never logs; an unknown kind or a binding
 //! to a missing role simply grants nothing, as upstream.
@@ -157,6 +161,8 @@ impl Subject {
 pub struct Binding {
     /// The binding's namespace, "" for a ClusterRoleBinding.
     pub namespace: String,
+    /// The binding's name.
+    pub name: String,
     /// "Role" or "ClusterRole".
     pub role_kind: String,
     /// The role's name.
@@ -255,6 +261,9 @@ impl Policy {
                         non_resource_urls: strings(&r["nonResourceURLs"]),
                     })
                     .collect();
+                // One object per name, as in the API: a later item replaces.
+                self.roles
+                    .retain(|r| !(r.namespace == namespace && r.name == name));
                 self.roles.push(Role {
                     namespace,
                     name,
@@ -276,7 +285,10 @@ impl Policy {
                         namespace: text(s, "/namespace"),
                     })
                     .collect();
+                self.bindings
+                    .retain(|b| !(b.namespace == namespace && b.name == name));
                 self.bindings.push(Binding {
+                    name: name.clone(),
                     namespace,
                     role_kind,
                     role_name: text(item, "/roleRef/name"),

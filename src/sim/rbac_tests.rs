@@ -171,3 +171,25 @@ fn bad_items_are_refused() {
     }
     assert_eq!(p, Policy::default());
 }
+
+#[test]
+fn a_later_item_of_the_same_name_replaces_the_earlier() {
+    let mut p = policy();
+    // read-pods again, now without pods: the old rules are gone.
+    p.add(
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "read-pods"},
+        "rules": [{"apiGroups": [""], "resources": ["services"], "verbs": ["get"]}]}),
+    )
+    .expect("valid");
+    let sa = user_with_groups("system:serviceaccount:kube-system:ep", &[]);
+    assert!(!p.allows(&sa, &res("list", "", "pods", "", "", "")));
+    assert!(p.allows(&sa, &res("get", "", "services", "", "x", "s")));
+    // The binding sa-read again, for someone else: ep loses it.
+    p.add(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "sa-read"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "read-pods"},
+        "subjects": [{"kind": "User", "name": "bob"}]}))
+        .expect("valid");
+    assert!(!p.allows(&sa, &res("get", "", "services", "", "x", "s")));
+}
