@@ -198,15 +198,32 @@ pub fn decode<T: DeserializeOwned, R: Read>(
 ) -> Result<T, Error> {
     let charge = Charge::new(pool, limits.max_bytes);
     let mut capped = CappedReader::new(body, limits.max_bytes, &charge);
-    // Read whole, then parse from the slice: a 64 KiB BufReader per
-    // response was one large heap allocation per write (each made glibc
-    // consolidate its fast bins), and parsing from a slice is faster than
-    // through a reader. The cap still bounds what is buffered.
+    // A small body (every write response) is read whole and parsed from
+    // the slice: a 64 KiB BufReader per response was one large heap
+    // allocation per write (each made glibc consolidate its fast bins), and
+    // parsing from a slice is faster. A larger one is streamed as before:
+    // buffering it whole would hold the raw bytes beside what is decoded
+    // (and a growing Vec briefly twice over) — a hostile endless body then
+    // took endpointd past twice its body cap.
     let mut buf = Vec::with_capacity(4 * 1024);
-    let read = capped.read_to_end(&mut buf).map_err(serde_json::Error::io);
-    read.and_then(|_| serde_json::from_slice(&buf))
-        .map_err(|e| classify(e, what, server, limits, charge.is_over(), false))
+    let read = (&mut capped)
+        .take(WHOLE_BODY_MAX as u64)
+        .read_to_end(&mut buf)
+        .map_err(serde_json::Error::io);
+    let res = match read {
+        Err(e) => Err(e),
+        Ok(n) if n < WHOLE_BODY_MAX => serde_json::from_slice(&buf),
+        Ok(_) => {
+            let rest = std::io::Cursor::new(buf).chain(capped);
+            serde_json::from_reader(BufReader::with_capacity(64 * 1024, rest))
+        }
+    };
+    res.map_err(|e| classify(e, what, server, limits, charge.is_over(), false))
 }
+
+/// Bodies up to this size are read whole before parsing; larger ones are
+/// parsed as they stream.
+const WHOLE_BODY_MAX: usize = 256 * 1024;
 
 /// A decoded LIST page.
 #[derive(Debug)]

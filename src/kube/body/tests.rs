@@ -239,3 +239,33 @@ fn concurrent_bodies_share_one_pool_and_release_it() {
     assert_eq!(l.items.len(), 2);
     assert_eq!(pool.load(Ordering::SeqCst), 0, "released after success");
 }
+
+#[test]
+fn small_bodies_are_read_whole_and_large_ones_streamed_alike() {
+    // Either side of the whole-body size, the same object decodes, and a
+    // body over the cap is refused on both paths.
+    for pad in [10, WHOLE_BODY_MAX - 200, WHOLE_BODY_MAX, 3 * WHOLE_BODY_MAX] {
+        let text = format!(
+            r#"{{"metadata":{{"name":"p","namespace":"x","annotations":{{"a":"{}"}}}}}}"#,
+            "z".repeat(pad)
+        );
+        let p: Pod = decode(
+            Cursor::new(text.as_bytes()),
+            "get pod",
+            "s",
+            &limits(text.len() as u64, 1),
+            &AtomicU64::new(0),
+        )
+        .expect("decodes");
+        assert_eq!(p.metadata.name.as_ref(), "p", "pad {pad}");
+        let e = decode::<Pod, _>(
+            Cursor::new(text.as_bytes()),
+            "get pod",
+            "s",
+            &limits(text.len() as u64 - 1, 1),
+            &AtomicU64::new(0),
+        )
+        .expect_err("over the cap");
+        assert!(matches!(e, Error::TooLarge { .. }), "pad {pad}: {e:?}");
+    }
+}
