@@ -202,6 +202,8 @@ impl<T: Cacheable> Worker<T> {
         };
         if behind && self.history.epoch() == self.listed_epoch {
             let epoch = self.history.went_back();
+            // This list already follows the new history.
+            self.listed_epoch = epoch;
             log::warn!(
                 "informer {}: the API server's history went back (listed at rv {rv}, we had {old}: restored from a backup, or a new server?): every informer lists again (#{epoch})",
                 self.source.resource()

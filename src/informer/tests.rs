@@ -303,7 +303,9 @@ fn a_history_gone_back_makes_every_informer_sharing_it_relist() {
     .history_behind()))
         .expect("send");
     eventually("A relisted", || a.src.list_reqs().len() == 2);
-    assert_eq!(history.epoch(), 1);
+    // Its list came back behind the resourceVersion it had: the history
+    // went back, for everyone.
+    eventually("the epoch moved", || history.epoch() == 1);
     // B's watch goes on (the server accepted its RV) until its next event:
     // then it lists again instead of following another history.
     tb.send(Ok(WatchEvent::Modified(obj("n", "x", "101"))))
@@ -316,4 +318,42 @@ fn a_history_gone_back_makes_every_informer_sharing_it_relist() {
     assert_eq!(history.epoch(), 1, "one finding, one epoch");
     a.stop(ia, vec![ta2]);
     b.stop(ib, vec![tb, tb2]);
+}
+
+#[test]
+fn too_large_then_a_list_not_behind_moves_nothing() {
+    // An HA server whose watch cache lags answers "too large resource
+    // version" too, but a consistent list from it is not behind us: only
+    // this informer lists again (as client-go's reflector does).
+    let history = Arc::new(History::default());
+    let h = Harness::new();
+    h.src
+        .push_list(Ok(page(vec![obj("n", "x", "90")], "100", None)));
+    let t1 = h.channel_watch();
+    let inf = Informer::builder(h.src.clone() as Arc<dyn ListerWatcher<Obj>>)
+        .config(ReflectorConfig {
+            seed: Some(1),
+            ..ReflectorConfig::default()
+        })
+        .handler(h.rec.clone())
+        .clock(h.clock.clone())
+        .history(Arc::clone(&history))
+        .start(&h.shutdown)
+        .expect("spawn informer");
+    eventually("watching", || h.src.watch_reqs().len() == 1);
+    h.src
+        .push_list(Ok(page(vec![obj("n", "x", "105")], "120", None)));
+    let t2 = h.channel_watch();
+    h.clock.step(Duration::from_secs(5));
+    t1.send(Err(SourceError::expired(
+        "Too large resource version: 100, current: 99",
+    )
+    .history_behind()))
+        .expect("send");
+    eventually("relisted and watching again", || {
+        h.src.list_reqs().len() == 2 && h.src.watch_reqs().len() == 2
+    });
+    assert_eq!(h.src.watch_reqs()[1].resource_version, "120");
+    assert_eq!(history.epoch(), 0, "a lagging cache moves no shared epoch");
+    h.stop(inf, vec![t1, t2]);
 }
