@@ -456,7 +456,11 @@ impl Supervisor<'_> {
                 r.refresh_metrics();
             }
             let status = self.status(&role);
-            let settled = synced.is_empty() && (self.running.is_some() || !state.leading());
+            // Settled: the controllers run, or this is a standby that has
+            // seen the leader (before its first election round, or with the
+            // lease free, it may be about to lead).
+            let standby = self.election.is_some() && !state.leading() && !state.leader().is_empty();
+            let settled = synced.is_empty() && (self.running.is_some() || standby);
             let waited = self.clock.now().saturating_duration_since(self.started) >= READY_GRACE;
             if !self.ready_sent && (settled || waited) {
                 // Start order: caches synced → leadership settled →
