@@ -115,15 +115,10 @@ impl Authorizer {
             Attributes::Resource {
                 verb,
                 group,
-                resource,
-                subresource,
                 namespace,
                 ..
             } => {
-                let r = match subresource.is_empty() {
-                    true => resource.clone(),
-                    false => format!("{resource}/{subresource}"),
-                };
+                let r = a.resource_path();
                 (
                     user.name.clone(),
                     verb.clone(),

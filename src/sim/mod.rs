@@ -44,3 +44,14 @@ pub mod txn;
 pub mod validate;
 pub mod validate_rules;
 pub mod watch;
+
+/// The media type of a `Content-Type` value: before any `;` parameter,
+/// trimmed, lower-case (`"Application/JSON; charset=utf-8"` → `"application/json"`).
+pub fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}

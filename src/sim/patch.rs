@@ -29,12 +29,7 @@ impl PatchType {
     /// From the request's Content-Type (415 for anything else, including
     /// server-side apply, which kube-sim does not implement).
     pub fn from_content_type(ct: &str) -> Result<PatchType, ApiError> {
-        let media = ct
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let media = super::media_type(ct);
         match media.as_str() {
             "application/merge-patch+json" => Ok(PatchType::Merge),
             "application/json-patch+json" => Ok(PatchType::Json),

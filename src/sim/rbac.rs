@@ -70,6 +70,24 @@ pub enum Attributes {
     },
 }
 
+impl Attributes {
+    /// The resource as rules and messages name it: `resource` or
+    /// `resource/subresource` ("" for a non-resource request).
+    pub fn resource_path(&self) -> String {
+        match self {
+            Attributes::Resource {
+                resource,
+                subresource,
+                ..
+            } => match subresource.is_empty() {
+                true => resource.clone(),
+                false => format!("{resource}/{subresource}"),
+            },
+            Attributes::NonResource { .. } => String::new(),
+        }
+    }
+}
+
 /// One rule of a role.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rule {
@@ -346,14 +364,11 @@ pub fn forbidden(user: &UserInfo, a: &Attributes) -> ApiError {
             verb,
             group,
             resource,
-            subresource,
             namespace,
             name,
+            ..
         } => {
-            let shown = match subresource.is_empty() {
-                true => resource.clone(),
-                false => format!("{resource}/{subresource}"),
-            };
+            let shown = a.resource_path();
             let scope = match namespace.is_empty() {
                 true => "at the cluster scope".to_string(),
                 false => format!("in the namespace \"{namespace}\""),

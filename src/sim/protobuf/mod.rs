@@ -50,13 +50,7 @@ pub fn decode_body(
             info.kind, info.version, info.kind
         ))
     };
-    let media = content_type
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let media = super::media_type(content_type.unwrap_or(""));
     match media.as_str() {
         "" | "application/json" => serde_json::from_slice(body).map_err(|e| undecodable(&e)),
         "application/yaml" => {
@@ -159,9 +153,7 @@ pub fn decode_object(group: &str, version: &str, kind: &str, body: &[u8]) -> Res
 /// Decode a DELETE body: `DeleteOptions` in protobuf when `content_type`
 /// says so, else JSON (kubectl drain deletes pods with a protobuf body).
 pub fn decode_delete_options(content_type: Option<&str>, body: &[u8]) -> Result<Value, String> {
-    let protobuf = content_type
-        .and_then(|c| c.split(';').next())
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case(PROTOBUF));
+    let protobuf = content_type.is_some_and(|c| super::media_type(c) == PROTOBUF);
     if !protobuf {
         return serde_json::from_slice(body).map_err(|e| e.to_string());
     }
