@@ -114,15 +114,11 @@ impl Rule {
             Attributes::Resource {
                 verb,
                 group,
-                resource,
                 subresource,
                 name,
                 ..
             } => {
-                let combined = match subresource.is_empty() {
-                    true => resource.clone(),
-                    false => format!("{resource}/{subresource}"),
-                };
+                let combined = a.resource_path();
                 let resource_ok = self.resources.iter().any(|r| {
                     r == "*"
                         || *r == combined
