@@ -1,6 +1,8 @@
-//! Cache-memory benchmark: heap bytes per cached Pod in the informer store
-//! (trimmed `model::Pod` + keys + indexes) versus the same pods kept as full
-//! `serde_json::Value` objects, measured with a counting global allocator;
+//! Cache-memory benchmark: heap bytes and live allocations per cached Pod in
+//! the informer store (trimmed `model::Pod` + keys + indexes) versus the
+//! same pods kept as full `serde_json::Value` objects, measured with a
+//! counting global allocator (allocations matter as much as bytes: glibc
+//! adds a 16-byte header and rounding to each one, >= 32 bytes in all);
 //! plus a read micro-benchmark of the store's single `RwLock` against a
 //! 16-way sharded map under a concurrent writer.
 //!
@@ -20,18 +22,22 @@ use endpointd::model::Pod;
 struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+static LIVE_ALLOCS: AtomicIsize = AtomicIsize::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        LIVE_ALLOCS.fetch_add(1, Ordering::Relaxed);
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        LIVE_ALLOCS.fetch_sub(1, Ordering::Relaxed);
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        LIVE_ALLOCS.fetch_add(1, Ordering::Relaxed);
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
@@ -45,6 +51,10 @@ static ALLOC: Counting = Counting;
 
 fn live() -> isize {
     LIVE.load(Ordering::Relaxed)
+}
+
+fn live_allocs() -> isize {
+    LIVE_ALLOCS.load(Ordering::Relaxed)
 }
 
 /// A typical full Pod as the API server sends it: 5 labels, 2 ports,
@@ -66,18 +76,19 @@ fn pod_json(i: usize) -> String {
 }
 
 /// Parse `docs` into trimmed pods and fill a store; returns the store and
-/// the live bytes of the pods alone (before the store took them).
-fn fill_store(docs: &[String]) -> (Store<Pod>, isize) {
-    let before = live();
+/// the live bytes and allocations of the pods alone (before the store took
+/// them; the `Vec` holding them counts as one allocation, not per pod).
+fn fill_store(docs: &[String]) -> (Store<Pod>, isize, isize) {
+    let (before, before_n) = (live(), live_allocs());
     let pods: Vec<Pod> = docs
         .iter()
         .map(|d| serde_json::from_str::<Pod>(d).unwrap_or_else(|e| panic!("bench pod JSON: {e}")))
         .collect();
-    let pods_only = live() - before;
+    let (pods_only, pods_allocs) = (live() - before, live_allocs() - before_n - 1);
     let store = Store::new(&[IndexKey::Namespace]);
     let notes = store.replace(pods, "1", true);
     drop(notes);
-    (store, pods_only)
+    (store, pods_only, pods_allocs)
 }
 
 /// A 16-way sharded map, for comparison with the store's single lock.
@@ -166,9 +177,9 @@ fn main() {
     let docs: Vec<String> = (0..n).map(pod_json).collect();
     let json_bytes: usize = docs.iter().map(String::len).sum();
 
-    let before = live();
-    let (store, pods_only) = fill_store(&docs);
-    let cache = live() - before;
+    let (before, before_n) = (live(), live_allocs());
+    let (store, pods_only, pods_allocs) = fill_store(&docs);
+    let (cache, cache_allocs) = (live() - before, live_allocs() - before_n);
     assert_eq!(store.len(), n);
 
     let before = live();
@@ -208,13 +219,19 @@ fn main() {
         per(pods_only),
         std::mem::size_of::<Pod>()
     );
+    println!(
+        "  allocations:             {:.2}/pod (Arc<Pod> included only below)",
+        per(pods_allocs)
+    );
     println!("cache (pods+keys+indexes): {:.0} B/pod", per(cache));
+    println!("  allocations:             {:.2}/pod", per(cache_allocs));
     println!("full serde_json::Value:    {:.0} B/pod", per(full_bytes));
     println!("get, 1 RwLock:             {rw_ns:.0} ns/op ({READERS} readers + 1 writer)");
     println!("get, 16 shards:            {sh_ns:.0} ns/op ({READERS} readers + 1 writer)");
     println!(
-        "{{\"pods\":{n},\"bytes_per_pod\":{:.0},\"bytes_per_pod_full_object\":{:.0},\"bytes_per_pod_trimmed_only\":{:.0},\"json_text_bytes_per_pod\":{:.0},\"rwlock_get_ns\":{rw_ns:.0},\"sharded_get_ns\":{sh_ns:.0}}}",
+        "{{\"pods\":{n},\"bytes_per_pod\":{:.0},\"allocs_per_pod\":{:.2},\"bytes_per_pod_full_object\":{:.0},\"bytes_per_pod_trimmed_only\":{:.0},\"json_text_bytes_per_pod\":{:.0},\"rwlock_get_ns\":{rw_ns:.0},\"sharded_get_ns\":{sh_ns:.0}}}",
         per(cache),
+        per(cache_allocs),
         per(full_bytes),
         per(pods_only),
         json_bytes as f64 / n as f64,
