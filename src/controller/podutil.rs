@@ -47,8 +47,8 @@ pub fn should_pod_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool 
 /// namespace.
 pub fn hostname_for<'a>(pod: &'a Pod, svc: &Service) -> Option<&'a str> {
     let same_ns = pod.metadata.namespace == svc.metadata.namespace;
-    (!pod.hostname.is_empty() && *pod.subdomain == *svc.metadata.name && same_ns)
-        .then_some(&*pod.hostname)
+    (!pod.hostname().is_empty() && pod.subdomain() == svc.metadata.name && same_ns)
+        .then_some(pod.hostname())
 }
 
 #[cfg(test)]
@@ -100,16 +100,16 @@ mod tests {
         svc.metadata.name = "web".into();
         svc.metadata.namespace = "ns".into();
         let mut p = pod(PodPhase::Running, &["1.2.3.4"], false);
-        p.hostname = "web-0".into();
-        p.subdomain = "web".into();
+        p.set_hostname("web-0");
+        p.set_subdomain("web");
         assert_eq!(hostname_for(&p, &svc), Some("web-0"));
-        p.subdomain = "other".into();
+        p.set_subdomain("other");
         assert_eq!(hostname_for(&p, &svc), None);
-        p.subdomain = "web".into();
+        p.set_subdomain("web");
         p.metadata.namespace = "elsewhere".into();
         assert_eq!(hostname_for(&p, &svc), None);
         p.metadata.namespace = "ns".into();
-        p.hostname = "".into();
+        p.set_hostname("");
         assert_eq!(hostname_for(&p, &svc), None);
     }
 

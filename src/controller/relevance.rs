@@ -28,9 +28,7 @@ pub struct PodChange {
 /// endpoints (A10), and upstream would keep a not-ready-but-published pod
 /// that finished until something else triggered a sync.
 pub fn pod_endpoints_changed(old: &Pod, new: &Pod) -> PodChange {
-    let labels_changed = old.metadata.labels != new.metadata.labels
-        || old.hostname != new.hostname
-        || old.subdomain != new.subdomain;
+    let labels_changed = old.metadata.labels != new.metadata.labels || old.host != new.host;
     let pod_changed = old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
         || old.is_ready() != new.is_ready()
         || old.pod_ips != new.pod_ips
@@ -151,13 +149,8 @@ mod tests {
                 false,
                 true,
             ),
-            ("hostname", bumped(|p| p.hostname = "h".into()), false, true),
-            (
-                "subdomain",
-                bumped(|p| p.subdomain = "s".into()),
-                false,
-                true,
-            ),
+            ("hostname", bumped(|p| p.set_hostname("h")), false, true),
+            ("subdomain", bumped(|p| p.set_subdomain("s")), false, true),
             (
                 "labels and ready",
                 bumped(|p| {
@@ -242,7 +235,7 @@ mod tests {
             (
                 "hostname only: same services → none",
                 base(),
-                bumped(|p| p.hostname = "h".into()),
+                bumped(|p| p.set_hostname("h")),
                 set(&[]),
             ),
         ];

@@ -56,7 +56,7 @@ impl TriggerTimeTracker {
             if last.is_none_or(|l| t > *l) {
                 min_changed = min_time(min_changed, t);
             }
-            pod_triggers.insert(pod.metadata.name.clone(), t);
+            pod_triggers.insert(pod.metadata.name.as_str().into(), t);
         }
         let svc_trigger = svc.metadata.creation_timestamp;
         if let Some(t) = svc_trigger {

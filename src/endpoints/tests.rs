@@ -358,8 +358,8 @@ fn hostname_and_headless_label() {
     let mut s = http();
     s.cluster_ip = "None".into();
     let mut p = pod(1, true);
-    p.hostname = "pod1".into();
-    p.subdomain = "foo".into();
+    p.set_hostname("pod1");
+    p.set_subdomain("foo");
     let e = obj(run(&s, &pods(vec![p]), None));
     assert_eq!(e.subsets[0].addresses[0].hostname, "pod1");
     assert_eq!(e.metadata.labels.get(HEADLESS_LABEL), Some(""));

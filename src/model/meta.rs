@@ -1,15 +1,19 @@
 //! Object metadata in two shapes: [`TrimmedMeta`] for cached projections
-//! (only what the controllers read, compact boxed strings) and
+//! (only what the controllers read, compact strings: short ones inline,
+//! namespaces interned) and
 //! [`ObjectMeta`] for objects we write (round-trips unknown fields), plus
 //! owner and object references.
 //!
 //! Must never keep large, unread metadata (managedFields, last-applied
 //! annotations) in a cached object.
 
+use super::intern::interned;
 use super::{Labels, Time};
+use compact_str::CompactString;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
 /// Annotations a cached object keeps; every other annotation is skipped
 /// while parsing (their values are never even allocated).
@@ -19,21 +23,25 @@ pub const KEPT_ANNOTATIONS: &[&str] = &[
 ];
 
 /// Metadata of a cached projection (Pod, Service, Node, Namespace).
+///
+/// Memory: a name of up to 24 bytes and the resourceVersion are stored
+/// inline (no allocation), the namespace is one shared interned `Arc<str>`
+/// per namespace (see `model::intern`).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TrimmedMeta {
     /// `metadata.name`.
-    #[serde(deserialize_with = "boxed")]
-    pub name: Box<str>,
-    /// `metadata.namespace` ("" for cluster-scoped objects).
-    #[serde(deserialize_with = "boxed")]
-    pub namespace: Box<str>,
+    #[serde(deserialize_with = "compact")]
+    pub name: CompactString,
+    /// `metadata.namespace` ("" for cluster-scoped objects); interned.
+    #[serde(deserialize_with = "interned")]
+    pub namespace: Arc<str>,
     /// `metadata.uid`.
     #[serde(deserialize_with = "boxed")]
     pub uid: Box<str>,
     /// `metadata.resourceVersion`.
-    #[serde(deserialize_with = "boxed")]
-    pub resource_version: Box<str>,
+    #[serde(deserialize_with = "compact")]
+    pub resource_version: CompactString,
     /// `metadata.labels`.
     pub labels: Labels,
     /// The subset of `metadata.annotations` named in [`KEPT_ANNOTATIONS`].
@@ -50,6 +58,21 @@ pub(crate) fn boxed<'de, D: Deserializer<'de>>(d: D) -> Result<Box<str>, D::Erro
     Ok(Option::<String>::deserialize(d)?
         .unwrap_or_default()
         .into_boxed_str())
+}
+
+/// Deserialize a string (or null) into a [`CompactString`] (inline up to
+/// 24 bytes: no allocation for most names, resourceVersions and IPs).
+pub(crate) fn compact<'de, D: Deserializer<'de>>(d: D) -> Result<CompactString, D::Error> {
+    Ok(Option::<CompactString>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Heap bytes a [`CompactString`] owns (0 when stored inline).
+pub(crate) fn compact_heap(s: &CompactString) -> usize {
+    if s.is_heap_allocated() {
+        s.capacity()
+    } else {
+        0
+    }
 }
 
 /// Deserialize an optional string into an optional `Box<str>`.
@@ -108,11 +131,11 @@ impl TrimmedMeta {
         &self.uid
     }
     /// Heap bytes owned (for memory accounting).
+    /// (The interned namespace is shared, so not counted per object.)
     pub fn heap_bytes(&self) -> usize {
-        self.name.len()
-            + self.namespace.len()
+        compact_heap(&self.name)
             + self.uid.len()
-            + self.resource_version.len()
+            + compact_heap(&self.resource_version)
             + self.labels.heap_bytes()
             + self.annotations.heap_bytes()
     }

@@ -21,6 +21,7 @@ mod dynamic;
 mod endpoints;
 mod endpointslice;
 mod event;
+mod intern;
 mod labels;
 mod lease;
 mod meta;
@@ -37,6 +38,7 @@ pub use endpointslice::{
     ForNode, ForZone,
 };
 pub use event::{Event, EventSeries};
+pub use intern::intern;
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{
@@ -44,7 +46,7 @@ pub use meta::{
 };
 pub use namespace::Namespace;
 pub use node::{Node, ZONE_LABEL};
-pub use pod::{ContainerPort, Pod, PodPhase, ReadyCondition};
+pub use pod::{ContainerPort, Pod, PodHost, PodPhase, ReadyCondition};
 pub use service::{IntOrString, Protocol, Service, ServicePort};
 pub use time::{MicroTime, Time};
 

@@ -6,29 +6,37 @@
 //! Must never grow fields the controllers do not read: this type dominates
 //! the daemon's memory.
 
-use super::meta::{boxed, TrimmedMeta};
+use super::intern::interned;
+use super::meta::{boxed, compact, compact_heap, TrimmedMeta};
 use super::service::{IntOrString, Protocol, ServicePort};
 use super::{impl_object, Time};
+use compact_str::CompactString;
 use serde::{Deserialize, Deserializer};
+use std::sync::Arc;
 
 /// A cached Pod.
+///
+/// Memory (issue 13): short strings (name, resourceVersion, IPs, port
+/// names) are inline [`CompactString`]s, the namespace and node name are
+/// interned `Arc<str>`s shared by every pod naming them, and the rarely set
+/// hostname/subdomain sit behind one optional box, so a typical pod is the
+/// `Arc` plus five allocations (uid, labels, IPs, ports).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(from = "PodWire")]
 pub struct Pod {
     /// Trimmed metadata (name, namespace, uid, rv, labels, deletionTimestamp).
     pub metadata: TrimmedMeta,
-    /// `spec.nodeName` ("" if unscheduled).
-    pub node_name: Box<str>,
-    /// `spec.hostname`.
-    pub hostname: Box<str>,
-    /// `spec.subdomain`.
-    pub subdomain: Box<str>,
+    /// `spec.nodeName` ("" if unscheduled); interned.
+    pub node_name: Arc<str>,
+    /// `spec.hostname` and `spec.subdomain`; `None` when both are empty.
+    /// Read them with [`Pod::hostname`] and [`Pod::subdomain`].
+    pub host: Option<Box<PodHost>>,
     /// `status.phase`.
     pub phase: PodPhase,
     /// `status.podIPs[*].ip`; when `podIPs` is absent but the legacy
     /// `status.podIP` is set, that single IP (the API server keeps
     /// `podIP == podIPs[0]`).
-    pub pod_ips: Box<[Box<str>]>,
+    pub pod_ips: Box<[CompactString]>,
     /// The `Ready` condition, if the pod has one.
     pub ready: Option<ReadyCondition>,
     /// Named ports for `FindPort`: every `spec.containers[*].ports[*]` in
@@ -36,6 +44,16 @@ pub struct Pod {
     /// `restartPolicy: Always`), matching upstream `podutil.FindPort`'s
     /// search order.
     pub ports: Box<[ContainerPort]>,
+}
+
+/// `spec.hostname` and `spec.subdomain` (set only for pods of StatefulSets
+/// and the like, so kept out of line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodHost {
+    /// `spec.hostname`.
+    pub hostname: Box<str>,
+    /// `spec.subdomain`.
+    pub subdomain: Box<str>,
 }
 
 impl_object!(Pod);
@@ -85,8 +103,8 @@ pub struct ReadyCondition {
 /// One container port, for resolving named `targetPort`s.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContainerPort {
-    /// `name` ("" if unnamed).
-    pub name: Box<str>,
+    /// `name` ("" if unnamed; at most 15 characters when valid, so inline).
+    pub name: CompactString,
     /// `containerPort`.
     pub container_port: i32,
     /// `protocol` (defaults to TCP).
@@ -94,6 +112,28 @@ pub struct ContainerPort {
 }
 
 impl Pod {
+    /// `spec.hostname` ("" if unset).
+    pub fn hostname(&self) -> &str {
+        self.host.as_ref().map_or("", |h| &h.hostname)
+    }
+
+    /// `spec.subdomain` ("" if unset).
+    pub fn subdomain(&self) -> &str {
+        self.host.as_ref().map_or("", |h| &h.subdomain)
+    }
+
+    /// Set `spec.hostname` (for tests and fixtures).
+    pub fn set_hostname(&mut self, hostname: &str) {
+        let sub = self.subdomain().into();
+        self.host = PodHost::new(hostname.into(), sub);
+    }
+
+    /// Set `spec.subdomain` (for tests and fixtures).
+    pub fn set_subdomain(&mut self, subdomain: &str) {
+        let host = self.hostname().into();
+        self.host = PodHost::new(host, subdomain.into());
+    }
+
     /// Whether the Ready condition is present and `True` (upstream
     /// `podutil.IsPodReady`).
     pub fn is_ready(&self) -> bool {
@@ -116,15 +156,32 @@ impl Pod {
     }
 
     /// Heap bytes owned by this pod (for the cache-memory benchmark).
+    /// (The interned node name is shared, so not counted per pod.)
     pub fn heap_bytes(&self) -> usize {
         self.metadata.heap_bytes()
-            + self.node_name.len()
-            + self.hostname.len()
-            + self.subdomain.len()
-            + self.pod_ips.len() * std::mem::size_of::<Box<str>>()
-            + self.pod_ips.iter().map(|s| s.len()).sum::<usize>()
-            + self.ports.len() * std::mem::size_of::<ContainerPort>()
-            + self.ports.iter().map(|p| p.name.len()).sum::<usize>()
+            + self.host.as_ref().map_or(0, |h| {
+                std::mem::size_of::<PodHost>() + h.hostname.len() + h.subdomain.len()
+            })
+            + std::mem::size_of_val::<[CompactString]>(&self.pod_ips)
+            + self.pod_ips.iter().map(compact_heap).sum::<usize>()
+            + std::mem::size_of_val::<[ContainerPort]>(&self.ports)
+            + self
+                .ports
+                .iter()
+                .map(|p| compact_heap(&p.name))
+                .sum::<usize>()
+    }
+}
+
+impl PodHost {
+    /// `None` when both are empty (the common case: no allocation).
+    fn new(hostname: Box<str>, subdomain: Box<str>) -> Option<Box<PodHost>> {
+        (!hostname.is_empty() || !subdomain.is_empty()).then(|| {
+            Box::new(PodHost {
+                hostname,
+                subdomain,
+            })
+        })
     }
 }
 
@@ -164,8 +221,8 @@ struct PodWire {
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct SpecWire {
-    #[serde(deserialize_with = "boxed")]
-    node_name: Box<str>,
+    #[serde(deserialize_with = "interned")]
+    node_name: Arc<str>,
     #[serde(deserialize_with = "boxed")]
     hostname: Box<str>,
     #[serde(deserialize_with = "boxed")]
@@ -187,8 +244,8 @@ struct ContainerWire {
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct PortWire {
-    #[serde(deserialize_with = "boxed")]
-    name: Box<str>,
+    #[serde(deserialize_with = "compact")]
+    name: CompactString,
     container_port: i32,
     protocol: Option<String>,
 }
@@ -198,7 +255,7 @@ struct PortWire {
 struct StatusWire {
     phase: Option<String>,
     #[serde(rename = "podIP")]
-    pod_ip: Option<String>,
+    pod_ip: Option<CompactString>,
     #[serde(rename = "podIPs", deserialize_with = "null_default")]
     pod_ips: Vec<PodIpWire>,
     #[serde(deserialize_with = "null_default")]
@@ -208,7 +265,8 @@ struct StatusWire {
 #[derive(Default, Deserialize)]
 #[serde(default)]
 struct PodIpWire {
-    ip: String,
+    #[serde(deserialize_with = "compact")]
+    ip: CompactString,
 }
 
 #[derive(Default, Deserialize)]
@@ -239,15 +297,15 @@ impl From<PodWire> for Pod {
                 protocol: Protocol::parse(p.protocol.as_deref().unwrap_or("TCP")),
             })
             .collect();
-        let mut pod_ips: Vec<Box<str>> = w
+        let mut pod_ips: Vec<CompactString> = w
             .status
             .pod_ips
             .into_iter()
             .filter(|p| !p.ip.is_empty())
-            .map(|p| p.ip.into_boxed_str())
+            .map(|p| p.ip)
             .collect();
         if pod_ips.is_empty() {
-            pod_ips.extend(w.status.pod_ip.filter(|ip| !ip.is_empty()).map(Into::into));
+            pod_ips.extend(w.status.pod_ip.filter(|ip| !ip.is_empty()));
         }
         let ready = w
             .status
@@ -261,8 +319,7 @@ impl From<PodWire> for Pod {
         Pod {
             metadata: w.metadata,
             node_name: w.spec.node_name,
-            hostname: w.spec.hostname,
-            subdomain: w.spec.subdomain,
+            host: PodHost::new(w.spec.hostname, w.spec.subdomain),
             phase: PodPhase::parse(w.status.phase.as_deref().unwrap_or("")),
             pod_ips: pod_ips.into_boxed_slice(),
             ready,

@@ -52,7 +52,7 @@ fn pod_projection_keeps_exactly_what_controllers_read() {
     );
     assert!(p.metadata.deletion_timestamp.is_some());
     assert_eq!(&*p.node_name, "n1");
-    assert_eq!((&*p.hostname, &*p.subdomain), ("web-0", "web"));
+    assert_eq!((p.hostname(), p.subdomain()), ("web-0", "web"));
     assert_eq!(p.phase, PodPhase::Running);
     let ips: Vec<&str> = p.pod_ips.iter().map(|s| &**s).collect();
     assert_eq!(ips, ["10.0.0.1", "fd00::1"]);

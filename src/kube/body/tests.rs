@@ -257,7 +257,7 @@ fn small_bodies_are_read_whole_and_large_ones_streamed_alike() {
             &AtomicU64::new(0),
         )
         .expect("decodes");
-        assert_eq!(p.metadata.name.as_ref(), "p", "pad {pad}");
+        assert_eq!(p.metadata.name.as_str(), "p", "pad {pad}");
         let e = decode::<Pod, _>(
             Cursor::new(text.as_bytes()),
             "get pod",
