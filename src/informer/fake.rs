@@ -48,6 +48,9 @@ impl Cacheable for Obj {
             format!("{}/{}", self.ns, self.name)
         }
     }
+    fn name(&self) -> &str {
+        &self.name
+    }
     fn namespace(&self) -> &str {
         &self.ns
     }

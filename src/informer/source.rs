@@ -18,6 +18,9 @@ pub trait Cacheable: Clone + Send + Sync + 'static {
     /// Store key: `"namespace/name"`, or `"name"` for cluster-scoped objects
     /// (client-go `MetaNamespaceKeyFunc`).
     fn key(&self) -> String;
+    /// `metadata.name` (the store hashes and compares objects on their
+    /// namespace and name instead of keeping a key string per object).
+    fn name(&self) -> &str;
     /// Namespace, empty for cluster-scoped objects.
     fn namespace(&self) -> &str;
     /// `metadata.resourceVersion` (opaque; only compared for equality).
@@ -40,6 +43,9 @@ pub trait Cacheable: Clone + Send + Sync + 'static {
 impl<T: crate::model::Object> Cacheable for T {
     fn key(&self) -> String {
         crate::model::Object::key(self)
+    }
+    fn name(&self) -> &str {
+        crate::model::Object::name(self)
     }
     fn namespace(&self) -> &str {
         crate::model::Object::namespace(self).unwrap_or("")

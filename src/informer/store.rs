@@ -2,9 +2,15 @@
 //! object, with secondary indexes (by namespace; by a label such as
 //! `kubernetes.io/service-name` for EndpointSlices).
 //!
+//! Memory (issue 13): the map and the index buckets are hashbrown
+//! `HashTable`s of `Arc<T>` hashed and compared on the object's own
+//! namespace and name, so no `ns/name` String is kept per object and an
+//! entry is one pointer (8 bytes) instead of a key and a value.
+//!
 //! Invariants:
-//! - every index entry names a key present in `items`, and every item is in
-//!   exactly the index buckets its current state computes to;
+//! - every index entry is the very `Arc` held in `items` for that key, and
+//!   every item is in exactly the index buckets its current state computes
+//!   to;
 //! - readers see either the whole state before a write or the whole state
 //!   after it: a relist builds the complete new map and indexes *outside*
 //!   the lock and swaps them in with one pointer-sized move, so readers never
@@ -23,8 +29,12 @@
 //! break the atomic relist swap.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use hashbrown::hash_table::Entry;
+use hashbrown::HashTable;
 
 use super::handlers::{DeletedObject, Notification};
 use super::source::{Cacheable, WatchEvent};
@@ -97,26 +107,77 @@ pub fn empty_selector_value(ns: &str) -> String {
     format!("{ns}/")
 }
 
-type Bucket = HashSet<Arc<str>>;
+/// Objects keyed by their own namespace and name (see [`Keyed`]).
+type Table<T> = HashTable<Arc<T>>;
+
+/// How a [`Table`] hashes and compares its objects: on `(namespace, name)`,
+/// the parts of the `ns/name` key, so no key string is stored.
+#[derive(Debug, Clone, Default)]
+struct Keyed(RandomState);
+
+/// `(namespace, name)` of a store key (`"ns/name"`, or `"name"` for a
+/// cluster-scoped object; Kubernetes names and namespaces have no `/`).
+fn split_key(key: &str) -> (&str, &str) {
+    key.split_once('/').unwrap_or(("", key))
+}
+
+impl Keyed {
+    fn hash(&self, ns: &str, name: &str) -> u64 {
+        let mut h = self.0.build_hasher();
+        h.write(ns.as_bytes());
+        h.write_u8(0xff);
+        h.write(name.as_bytes());
+        h.finish()
+    }
+    fn hash_of<T: Cacheable>(&self, obj: &T) -> u64 {
+        self.hash(obj.namespace(), obj.name())
+    }
+    fn find<'t, T: Cacheable>(&self, t: &'t Table<T>, ns: &str, name: &str) -> Option<&'t Arc<T>> {
+        t.find(self.hash(ns, name), |o| {
+            o.name() == name && o.namespace() == ns
+        })
+    }
+    /// Insert `obj`, returning the object it replaced (same key), if any.
+    fn insert<T: Cacheable>(&self, t: &mut Table<T>, obj: Arc<T>) -> Option<Arc<T>> {
+        let (ns, name) = (obj.namespace(), obj.name());
+        let eq = |o: &Arc<T>| o.name() == name && o.namespace() == ns;
+        match t.entry(self.hash(ns, name), eq, |o| self.hash_of(&**o)) {
+            Entry::Occupied(mut e) => Some(std::mem::replace(e.get_mut(), obj)),
+            Entry::Vacant(e) => {
+                e.insert(obj);
+                None
+            }
+        }
+    }
+    /// Remove the object with `obj`'s key.
+    fn remove<T: Cacheable>(&self, t: &mut Table<T>, obj: &T) -> Option<Arc<T>> {
+        let (ns, name) = (obj.namespace(), obj.name());
+        let eq = |o: &Arc<T>| o.name() == name && o.namespace() == ns;
+        let e = t.find_entry(self.hash(ns, name), eq).ok()?;
+        Some(e.remove().0)
+    }
+}
 
 #[derive(Debug)]
-struct Index {
+struct Index<T> {
     by: IndexKey,
-    buckets: HashMap<Box<str>, Bucket>,
+    buckets: HashMap<Box<str>, Table<T>>,
 }
 
 #[derive(Debug)]
 struct Inner<T> {
-    items: HashMap<Arc<str>, Arc<T>>,
-    indexes: Vec<Index>,
+    keyed: Keyed,
+    items: Table<T>,
+    indexes: Vec<Index<T>>,
     /// resourceVersion of the last list, event or bookmark applied.
     resource_version: String,
 }
 
 impl<T: Cacheable> Inner<T> {
-    fn empty(keys: &[IndexKey]) -> Inner<T> {
+    fn empty(keys: &[IndexKey], keyed: Keyed, capacity: usize) -> Inner<T> {
         Inner {
-            items: HashMap::new(),
+            keyed,
+            items: HashTable::with_capacity(capacity),
             indexes: keys
                 .iter()
                 .map(|&by| Index {
@@ -128,15 +189,16 @@ impl<T: Cacheable> Inner<T> {
         }
     }
 
-    fn index_add(&mut self, key: &Arc<str>, obj: &T) {
+    fn index_add(&mut self, obj: &Arc<T>) {
         for ix in &mut self.indexes {
-            for v in ix.by.values(obj) {
+            for v in ix.by.values(&**obj) {
                 match ix.buckets.get_mut(v.as_ref()) {
                     Some(b) => {
-                        b.insert(Arc::clone(key));
+                        self.keyed.insert(b, Arc::clone(obj));
                     }
                     None => {
-                        let b = Bucket::from([Arc::clone(key)]);
+                        let mut b = Table::with_capacity(1);
+                        self.keyed.insert(&mut b, Arc::clone(obj));
                         ix.buckets.insert(v.into_owned().into_boxed_str(), b);
                     }
                 }
@@ -144,11 +206,11 @@ impl<T: Cacheable> Inner<T> {
         }
     }
 
-    fn index_remove(&mut self, key: &str, obj: &T) {
+    fn index_remove(&mut self, obj: &T) {
         for ix in &mut self.indexes {
             for v in ix.by.values(obj) {
                 if let Some(b) = ix.buckets.get_mut(v.as_ref()) {
-                    b.remove(key);
+                    self.keyed.remove(b, obj);
                     if b.is_empty() {
                         ix.buckets.remove(v.as_ref());
                     }
@@ -158,16 +220,15 @@ impl<T: Cacheable> Inner<T> {
     }
 
     fn upsert(&mut self, obj: T) -> Notification<T> {
-        let key: Arc<str> = obj.key().into();
         let new = Arc::new(obj);
-        match self.items.insert(Arc::clone(&key), Arc::clone(&new)) {
+        match self.keyed.insert(&mut self.items, Arc::clone(&new)) {
             Some(old) => {
-                self.index_remove(&key, &old);
-                self.index_add(&key, &new);
+                self.index_remove(&old);
+                self.index_add(&new);
                 Notification::Update { old, new }
             }
             None => {
-                self.index_add(&key, &new);
+                self.index_add(&new);
                 Notification::Add {
                     obj: new,
                     initial: false,
@@ -177,10 +238,13 @@ impl<T: Cacheable> Inner<T> {
     }
 
     fn delete(&mut self, obj: T) -> Option<Notification<T>> {
-        let key = obj.key();
-        let old = self.items.remove(key.as_str())?;
-        self.index_remove(&key, &old);
+        let old = self.keyed.remove(&mut self.items, &obj)?;
+        self.index_remove(&old);
         Some(Notification::Delete(DeletedObject::Known(Arc::new(obj))))
+    }
+
+    fn get(&self, ns: &str, name: &str) -> Option<&Arc<T>> {
+        self.keyed.find(&self.items, ns, name)
     }
 }
 
@@ -210,7 +274,7 @@ impl<T: Cacheable> Store<T> {
         Store {
             shared: Arc::new(Shared {
                 index_keys: index_keys.to_vec(),
-                inner: RwLock::new(Inner::empty(index_keys)),
+                inner: RwLock::new(Inner::empty(index_keys, Keyed::default(), 0)),
             }),
         }
     }
@@ -221,26 +285,23 @@ impl<T: Cacheable> Store<T> {
 
     /// The object stored under `key` (`"ns/name"` or `"name"`).
     pub fn get(&self, key: &str) -> Option<Arc<T>> {
-        self.read().items.get(key).cloned()
+        let (ns, name) = split_key(key);
+        self.read().get(ns, name).cloned()
     }
 
     /// The object `name` in namespace `ns` (empty `ns`: cluster-scoped).
     pub fn get_namespaced(&self, ns: &str, name: &str) -> Option<Arc<T>> {
-        if ns.is_empty() {
-            self.get(name)
-        } else {
-            self.get(&format!("{ns}/{name}"))
-        }
+        self.read().get(ns, name).cloned()
     }
 
     /// Every cached object (in no particular order).
     pub fn list(&self) -> Vec<Arc<T>> {
-        self.read().items.values().cloned().collect()
+        self.read().items.iter().cloned().collect()
     }
 
     /// Every cached key, sorted.
     pub fn keys(&self) -> Vec<String> {
-        let mut k: Vec<String> = self.read().items.keys().map(|k| k.to_string()).collect();
+        let mut k: Vec<String> = self.read().items.iter().map(|o| o.key()).collect();
         k.sort();
         k
     }
@@ -268,15 +329,11 @@ impl<T: Cacheable> Store<T> {
             Some(ix) => ix
                 .buckets
                 .get(value)
-                .map(|b| {
-                    b.iter()
-                        .filter_map(|k| inner.items.get(k).cloned())
-                        .collect()
-                })
+                .map(|b| b.iter().cloned().collect())
                 .unwrap_or_default(),
             None => inner
                 .items
-                .values()
+                .iter()
                 .filter(|o| by.values(o.as_ref()).iter().any(|v| v == value))
                 .cloned()
                 .collect(),
@@ -291,7 +348,7 @@ impl<T: Cacheable> Store<T> {
         let ix = inner.indexes.iter().find(|ix| ix.by == by)?;
         let mut out = Vec::new();
         for b in values.iter().filter_map(|v| ix.buckets.get(v.as_str())) {
-            out.extend(b.iter().filter_map(|k| inner.items.get(k).cloned()));
+            out.extend(b.iter().cloned());
         }
         Some(out)
     }
@@ -377,13 +434,12 @@ fn rebuild<T: Cacheable>(
     rv: &str,
     initial: bool,
 ) -> (Inner<T>, Vec<Notification<T>>) {
-    let mut next: Inner<T> = Inner::empty(index_keys);
+    let mut next: Inner<T> = Inner::empty(index_keys, current.keyed.clone(), items.len());
     next.resource_version = rv.to_string();
     let mut out = Vec::new();
     for obj in items {
-        let key: Arc<str> = obj.key().into();
         let new = Arc::new(obj);
-        match current.items.get(&key) {
+        match current.get(new.namespace(), new.name()) {
             None => out.push(Notification::Add {
                 obj: Arc::clone(&new),
                 initial,
@@ -397,21 +453,21 @@ fn rebuild<T: Cacheable>(
             Some(_) => {}
         }
         // A list never repeats a key; if one does, the last copy wins.
-        if let Some(dup) = next.items.remove(&*key) {
-            next.index_remove(&key, &dup);
+        if let Some(dup) = next.keyed.insert(&mut next.items, Arc::clone(&new)) {
+            next.index_remove(&dup);
         }
-        next.index_add(&key, &new);
-        next.items.insert(key, new);
+        next.index_add(&new);
     }
-    let mut gone: Vec<(&Arc<str>, &Arc<T>)> = current
+    let mut gone: Vec<(String, &Arc<T>)> = current
         .items
         .iter()
-        .filter(|(k, _)| !next.items.contains_key(*k))
+        .filter(|o| next.get(o.namespace(), o.name()).is_none())
+        .map(|o| (o.key(), o))
         .collect();
-    gone.sort_by(|a, b| a.0.cmp(b.0));
-    out.extend(gone.into_iter().map(|(k, o)| {
+    gone.sort_by(|a, b| a.0.cmp(&b.0));
+    out.extend(gone.into_iter().map(|(key, o)| {
         Notification::Delete(DeletedObject::FinalStateUnknown {
-            key: k.to_string(),
+            key,
             last: Arc::clone(o),
         })
     }));

@@ -219,6 +219,43 @@ fn cluster_scoped_keys_have_no_namespace() {
     assert!(s.list_namespace("").is_empty());
 }
 
+/// Keys are not stored: lookups hash and compare (namespace, name), so the
+/// same name in two namespaces and cluster-scoped are three objects, and
+/// an index bucket holds the current object, not a stale copy.
+#[test]
+fn keys_are_namespace_and_name() {
+    let s = store();
+    for (ns, rv) in [("a", "1"), ("b", "2"), ("", "3")] {
+        s.apply(WatchEvent::Added(obj(ns, "x", rv)));
+    }
+    assert_eq!(s.keys(), vec!["a/x", "b/x", "x"]);
+    assert_eq!(s.get("a/x").map(|o| o.rv.clone()).as_deref(), Some("1"));
+    assert_eq!(
+        s.get_namespaced("b", "x").map(|o| o.rv.clone()).as_deref(),
+        Some("2")
+    );
+    assert_eq!(s.get("x").map(|o| o.rv.clone()).as_deref(), Some("3"));
+    assert!(s.get("c/x").is_none() && s.get("a/y").is_none() && s.get("a").is_none());
+    s.apply(WatchEvent::Modified(obj("a", "x", "4")));
+    let in_a = s.list_namespace("a");
+    assert_eq!(in_a.len(), 1);
+    assert_eq!(in_a[0].rv, "4");
+    assert!(Arc::ptr_eq(&in_a[0], &s.get("a/x").expect("a/x")));
+    s.apply(WatchEvent::Deleted(obj("b", "x", "5")));
+    assert_eq!(s.keys(), vec!["a/x", "x"]);
+    // Many objects: the table grows and rehashes on (namespace, name).
+    let many: Vec<Obj> = (0..2000)
+        .map(|i| obj(&format!("n{}", i % 7), &format!("p{i}"), "1"))
+        .collect();
+    s.replace(many, "9", false);
+    assert_eq!(s.len(), 2000);
+    assert!((0..2000).all(|i| s.get(&format!("n{}/p{i}", i % 7)).is_some()));
+    assert_eq!(
+        s.list_namespace("n3").len(),
+        (0..2000).filter(|i| i % 7 == 3).count()
+    );
+}
+
 /// Readers running during repeated relists always see one complete list.
 #[test]
 fn relist_swap_never_shows_a_partial_cache() {
