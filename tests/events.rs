@@ -37,7 +37,7 @@ fn obj(name: &str) -> ObjectReference {
         api_version: "v1".into(),
         namespace: "default".into(),
         name: name.into(),
-        uid: format!("uid-{name}"),
+        uid: format!("uid-{name}").into(),
         ..Default::default()
     }
 }

@@ -33,9 +33,9 @@ pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
     let v6 = wants_v6(svc, pod);
     let ip = pod.pod_ips.iter().find(|ip| is_v6(ip) == v6)?;
     Some(EndpointAddress {
-        ip: ip.to_string(),
-        hostname: hostname_for(pod, svc).unwrap_or("").to_string(),
-        node_name: Some(pod.node_name.to_string()),
+        ip: (**ip).into(),
+        hostname: hostname_for(pod, svc).unwrap_or("").into(),
+        node_name: Some((*pod.node_name).into()),
         target_ref: Some(pod_reference(pod)),
     })
 }
@@ -89,10 +89,10 @@ pub fn unpacked_subsets(svc: &Service, pods: &[Arc<Pod>]) -> Vec<EndpointSubset>
                 continue;
             };
             let epp = EndpointPort {
-                name: sp.name.to_string(),
+                name: (*sp.name).into(),
                 port,
                 protocol: Some(sp.protocol.clone()),
-                app_protocol: sp.app_protocol.as_deref().map(str::to_string),
+                app_protocol: sp.app_protocol.as_deref().map(Into::into),
             };
             out.push(subset(addr.clone(), Some(epp), ready));
         }

@@ -79,8 +79,11 @@ fn shape(e: &Endpoints) -> Vec<(Vec<String>, Vec<String>, Vec<i32>)> {
         .iter()
         .map(|s| {
             (
-                s.addresses.iter().map(|a| a.ip.clone()).collect(),
-                s.not_ready_addresses.iter().map(|a| a.ip.clone()).collect(),
+                s.addresses.iter().map(|a| a.ip.to_string()).collect(),
+                s.not_ready_addresses
+                    .iter()
+                    .map(|a| a.ip.to_string())
+                    .collect(),
                 s.ports.iter().map(|p| p.port).collect(),
             )
         })
@@ -347,7 +350,7 @@ fn ip_family_table() {
         let got: Vec<String> = e
             .subsets
             .iter()
-            .flat_map(|x| x.addresses.iter().map(|a| a.ip.clone()))
+            .flat_map(|x| x.addresses.iter().map(|a| a.ip.to_string()))
             .collect();
         assert_eq!(got, want, "{what}");
     }

@@ -131,9 +131,9 @@ fn service_ref(svc: &Service) -> ObjectReference {
     ObjectReference {
         kind: "Service".into(),
         api_version: "v1".into(),
-        namespace: svc.metadata.namespace.to_string(),
-        name: svc.metadata.name.to_string(),
-        uid: svc.metadata.uid.to_string(),
+        namespace: (*svc.metadata.namespace).into(),
+        name: (*svc.metadata.name).into(),
+        uid: (*svc.metadata.uid).into(),
         ..ObjectReference::default()
     }
 }

@@ -11,6 +11,7 @@ use crate::model::{
     AddressType, Endpoint, EndpointConditions, EndpointSlicePort, Node, ObjectReference, Pod,
     Service, ZONE_LABEL,
 };
+use compact_str::CompactString;
 use std::net::IpAddr;
 
 /// B8: the address types of a Service's slices. `ipFamilies` when set;
@@ -50,10 +51,10 @@ pub fn endpoint_ports(svc: &Service, pod: &Pod) -> Vec<EndpointSlicePort> {
         .filter_map(|sp| {
             let port = pod.find_port(sp)?;
             Some(EndpointSlicePort {
-                name: Some(sp.name.to_string()),
+                name: Some((*sp.name).into()),
                 protocol: Some(sp.protocol.clone()),
                 port: Some(port),
-                app_protocol: sp.app_protocol.as_deref().map(str::to_string),
+                app_protocol: sp.app_protocol.as_deref().map(Into::into),
             })
         })
         .collect();
@@ -88,7 +89,7 @@ pub fn port_map_key(ports: &[EndpointSlicePort]) -> PortMapKey {
 }
 
 /// B13: the addresses of the pod's IPs of `family`, in canonical text.
-fn addresses(pod: &Pod, family: AddressType) -> Vec<String> {
+fn addresses(pod: &Pod, family: AddressType) -> Vec<CompactString> {
     pod.pod_ips
         .iter()
         .filter_map(|ip| ip.parse::<IpAddr>().ok())
@@ -96,7 +97,7 @@ fn addresses(pod: &Pod, family: AddressType) -> Vec<String> {
             AddressType::IPv6 => ip.is_ipv6(),
             _ => ip.is_ipv4(),
         })
-        .map(|ip| ip.to_string())
+        .map(|ip| compact_str::format_compact!("{ip}"))
         .collect()
 }
 
@@ -118,13 +119,13 @@ pub fn pod_to_endpoint(
             serving: Some(serving),
             terminating: Some(terminating),
         },
-        hostname: hostname_for(pod, svc).map(str::to_string),
+        hostname: hostname_for(pod, svc).map(Into::into),
         target_ref: Some(pod_reference(pod)),
-        node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.to_string()),
+        node_name: (!pod.node_name.is_empty()).then(|| (*pod.node_name).into()),
         zone: node
             .and_then(|n| n.metadata.labels.get(ZONE_LABEL))
             .filter(|z| !z.is_empty())
-            .map(str::to_string),
+            .map(Into::into),
         hints: None,
     }
 }
@@ -134,10 +135,10 @@ pub fn pod_to_endpoint(
 /// changes are in-place updates of the same endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EndpointKey {
-    addresses: Vec<String>,
-    hostname: String,
-    namespace: String,
-    name: String,
+    addresses: Vec<CompactString>,
+    hostname: CompactString,
+    namespace: CompactString,
+    name: CompactString,
 }
 
 /// The identity of `e`.

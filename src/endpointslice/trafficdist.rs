@@ -123,7 +123,7 @@ mod tests {
                 terminating: Some(false),
             },
             node_name: Some("n1".into()),
-            zone: zone.map(str::to_string),
+            zone: zone.map(Into::into),
             hints: hint.map(|z| EndpointHints {
                 for_zones: vec![ForZone { name: z.into() }],
                 for_nodes: vec![],

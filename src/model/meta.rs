@@ -7,6 +7,7 @@
 //! annotations) in a cached object.
 
 use super::{Labels, Time};
+use compact_str::CompactString;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
@@ -229,26 +230,26 @@ pub struct OwnerReference {
 #[serde(rename_all = "camelCase", default)]
 pub struct ObjectReference {
     /// `kind`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub kind: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub kind: CompactString,
     /// `namespace`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub namespace: CompactString,
     /// `name`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub name: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub name: CompactString,
     /// `uid`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub uid: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub uid: CompactString,
     /// `apiVersion`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub api_version: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub api_version: CompactString,
     /// `resourceVersion`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub resource_version: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub resource_version: CompactString,
     /// `fieldPath`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub field_path: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub field_path: CompactString,
 }
 
 /// What a write answered, decoded for its metadata only: the rest of the

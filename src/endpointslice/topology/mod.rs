@@ -213,7 +213,7 @@ impl TopologyCache {
                 let Some(zone) = e.zone.clone().filter(|z| !z.is_empty()) else {
                     return self.give_up(si, t, messages::NO_ZONE_SPECIFIED);
                 };
-                *allocated.entry(zone.clone()).or_default() += 1;
+                *allocated.entry(zone.to_string()).or_default() += 1;
                 e.hints = zone_hint(&zone);
             }
         }

@@ -69,7 +69,7 @@ fn hint_zones(slices: &[EndpointSlice]) -> Vec<Option<String>> {
     slices
         .iter()
         .flat_map(|s| s.endpoints.iter())
-        .map(|e| e.hints.as_ref().map(|h| h.for_zones[0].name.clone()))
+        .map(|e| e.hints.as_ref().map(|h| h.for_zones[0].name.to_string()))
         .collect()
 }
 
