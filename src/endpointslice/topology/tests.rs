@@ -61,7 +61,7 @@ fn si(create: Vec<EndpointSlice>, unchanged: Vec<EndpointSlice>) -> SliceInfo {
         address_type: Some(AddressType::IPv4),
         to_create: create,
         to_update: vec![],
-        unchanged,
+        unchanged: unchanged.into_iter().map(Arc::new).collect(),
     }
 }
 
