@@ -290,6 +290,12 @@ impl SliceController {
         if !plan.node_errors.is_empty() {
             return Err(SyncError::Failed(plan.node_errors.join("; ")));
         }
+        if done.overtaken {
+            // The held event that would have synced the Service (C5).
+            return Err(SyncError::Stale(format!(
+                "an EndpointSlice of {key} was written by someone else while our update was in flight"
+            )));
+        }
         Ok(())
     }
 }
