@@ -194,3 +194,36 @@ pub fn equal_beyond_hash(a: &Endpoint, b: &Endpoint) -> bool {
             b.target_ref.as_ref(),
         )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ips(v: &[&str], family: AddressType) -> Vec<String> {
+        let pod = Pod {
+            pod_ips: v.iter().map(|s| (*s).into()).collect(),
+            ..Pod::default()
+        };
+        addresses(&pod, family)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// IPv4 text is kept as given (it is canonical once it parses), IPv6
+    /// text is canonicalised, unparsable entries and the other family are
+    /// left out.
+    #[test]
+    fn addresses_per_family_in_canonical_text() {
+        let all = [
+            "10.1.2.3",
+            "010.1.2.3",
+            "2001:DB8:0::0001",
+            "bogus",
+            "10.9.8.7",
+        ];
+        assert_eq!(ips(&all, AddressType::IPv4), vec!["10.1.2.3", "10.9.8.7"]);
+        assert_eq!(ips(&all, AddressType::IPv6), vec!["2001:db8::1"]);
+        assert!(ips(&[], AddressType::IPv4).is_empty());
+    }
+}
