@@ -130,7 +130,7 @@ fn creates_with_addresses_ports_labels_and_target_refs() {
             t.kind.as_str(),
             t.name.as_str(),
             t.uid.as_str(),
-            t.resource_version.as_str()
+            t.resource_version()
         ),
         ("Pod", "pod1", "uid1", "")
     );
@@ -389,7 +389,10 @@ fn no_op_detection_table() {
         .target_ref
         .as_mut()
         .expect("ref")
-        .resource_version = "99".into();
+        .set_more(crate::model::RefMore {
+            resource_version: "99".into(),
+            ..Default::default()
+        });
     assert_eq!(
         run(&s, &ps, Some(&with_rv)),
         Plan::Unchanged,

@@ -130,12 +130,12 @@ pub struct SliceController {
 fn service_ref(svc: &Service) -> ObjectReference {
     ObjectReference {
         kind: "Service".into(),
-        api_version: "v1".into(),
         namespace: (*svc.metadata.namespace).into(),
         name: (*svc.metadata.name).into(),
         uid: (*svc.metadata.uid).into(),
         ..ObjectReference::default()
     }
+    .with_api_version("v1")
 }
 
 impl SliceController {

@@ -40,7 +40,7 @@ pub use event::{Event, EventSeries};
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{
-    MetaOnly, ObjectMeta, ObjectReference, OwnerReference, TrimmedMeta, KEPT_ANNOTATIONS,
+    MetaOnly, ObjectMeta, ObjectReference, OwnerReference, RefMore, TrimmedMeta, KEPT_ANNOTATIONS,
 };
 pub use namespace::Namespace;
 pub use node::{Node, ZONE_LABEL};
