@@ -34,12 +34,12 @@ fn recorder(c: &Cluster, fence: Fence) -> (EventRecorder, std::sync::Arc<Registr
 fn obj(name: &str) -> ObjectReference {
     ObjectReference {
         kind: "Endpoints".into(),
-        api_version: "v1".into(),
         namespace: "default".into(),
         name: name.into(),
-        uid: format!("uid-{name}"),
+        uid: format!("uid-{name}").into(),
         ..Default::default()
     }
+    .with_api_version("v1")
 }
 
 fn events_about(c: &Cluster, name: &str) -> Vec<Value> {

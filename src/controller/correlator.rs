@@ -41,10 +41,10 @@ pub struct EventKey {
 
 fn object_key(r: &ObjectReference) -> (String, String, String, String) {
     (
-        r.kind.clone(),
-        r.namespace.clone(),
-        r.name.clone(),
-        r.uid.clone(),
+        r.kind.to_string(),
+        r.namespace.to_string(),
+        r.name.to_string(),
+        r.uid.to_string(),
     )
 }
 

@@ -12,9 +12,9 @@ use crate::model::{ObjectReference, Pod, Service};
 pub fn pod_reference(pod: &Pod) -> ObjectReference {
     ObjectReference {
         kind: "Pod".into(),
-        namespace: pod.metadata.namespace.to_string(),
-        name: pod.metadata.name.to_string(),
-        uid: pod.metadata.uid.to_string(),
+        namespace: (*pod.metadata.namespace).into(),
+        name: (*pod.metadata.name).into(),
+        uid: (*pod.metadata.uid).into(),
         ..ObjectReference::default()
     }
 }

@@ -62,12 +62,12 @@ pub fn fingerprint(obj: &Endpoints) -> u64 {
 fn reference(obj: &Endpoints, ns: &str) -> ObjectReference {
     ObjectReference {
         kind: "Endpoints".into(),
-        api_version: "v1".into(),
-        namespace: ns.to_string(),
-        name: obj.name().to_string(),
-        uid: obj.uid().to_string(),
+        namespace: ns.into(),
+        name: obj.name().into(),
+        uid: obj.uid().into(),
         ..ObjectReference::default()
     }
+    .with_api_version("v1")
 }
 
 /// Whether a cache at resourceVersion `cache` has seen the write that

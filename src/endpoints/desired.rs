@@ -33,37 +33,45 @@ pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
     let v6 = wants_v6(svc, pod);
     let ip = pod.pod_ips.iter().find(|ip| is_v6(ip) == v6)?;
     Some(EndpointAddress {
-        ip: ip.to_string(),
-        hostname: hostname_for(pod, svc).unwrap_or("").to_string(),
-        node_name: Some(pod.node_name.to_string()),
+        ip: (**ip).into(),
+        hostname: hostname_for(pod, svc).unwrap_or("").into(),
+        node_name: Some((*pod.node_name).into()),
         target_ref: Some(pod_reference(pod)),
     })
 }
 
-/// Upstream `addEndpointSubset` (A15): ready (or published regardless of
-/// readiness) addresses go to `addresses`, the rest to `notReadyAddresses`.
-fn subset(addr: EndpointAddress, port: Option<EndpointPort>, ready: bool) -> EndpointSubset {
-    let ports = port.into_iter().collect();
-    match ready {
-        true => EndpointSubset {
-            addresses: vec![addr],
-            not_ready_addresses: Vec::new(),
-            ports,
-        },
-        false => EndpointSubset {
-            addresses: Vec::new(),
-            not_ready_addresses: vec![addr],
-            ports,
-        },
+/// The unpacked form without its one-address subsets: each included pod's
+/// address once, with whether it is ready (A15: ready or published
+/// regardless of readiness), and the (address index, port) pairs, one per
+/// (pod, resolvable service port) — or one port-less pair per pod for a
+/// headless Service without ports (A13). A non-headless Service without
+/// ports yields no pairs.
+#[derive(Debug, Default)]
+pub struct Unpacked {
+    /// (address, ready) per included pod.
+    pub addresses: Vec<(EndpointAddress, bool)>,
+    /// (index into `addresses`, port) in the order of the unpacked subsets.
+    pub pairs: Vec<(usize, Option<EndpointPort>)>,
+}
+
+impl Unpacked {
+    /// The (address, port, ready) triples, as [`super::repack::repack`]
+    /// reads them.
+    pub fn triples(&self) -> impl Iterator<Item = super::repack::Unpacked<'_>> {
+        self.pairs.iter().filter_map(|(i, p)| {
+            let (a, ready) = self.addresses.get(*i)?;
+            Some((a, p.as_ref(), *ready))
+        })
     }
 }
 
-/// The unpacked subsets: one per (included pod, resolvable service port),
-/// or one port-less subset per pod for a headless Service without ports
-/// (A13). A non-headless Service without ports yields nothing.
-pub fn unpacked_subsets(svc: &Service, pods: &[Arc<Pod>]) -> Vec<EndpointSubset> {
+/// See [`Unpacked`].
+pub fn unpack(svc: &Service, pods: &[Arc<Pod>]) -> Unpacked {
     let publish = svc.publish_not_ready_addresses;
-    let mut out = Vec::new();
+    let mut out = Unpacked {
+        addresses: Vec::with_capacity(pods.len()),
+        pairs: Vec::with_capacity(pods.len() * svc.ports.len().max(1)),
+    };
     for pod in pods {
         if !should_pod_be_in_endpoints(pod, publish) {
             continue;
@@ -78,24 +86,53 @@ pub fn unpacked_subsets(svc: &Service, pods: &[Arc<Pod>]) -> Vec<EndpointSubset>
             continue;
         };
         let ready = publish || pod.is_ready();
+        let i = out.addresses.len();
+        let before = out.pairs.len();
         if svc.ports.is_empty() {
             if svc.is_headless() {
-                out.push(subset(addr, None, ready));
+                out.pairs.push((i, None));
             }
-            continue;
+        } else {
+            for sp in svc.ports.iter() {
+                let Some(port) = pod.find_port(sp) else {
+                    continue;
+                };
+                out.pairs.push((
+                    i,
+                    Some(EndpointPort {
+                        name: (*sp.name).into(),
+                        port,
+                        protocol: Some(sp.protocol.clone()),
+                        app_protocol: sp.app_protocol.as_deref().map(Into::into),
+                    }),
+                ));
+            }
         }
-        for sp in svc.ports.iter() {
-            let Some(port) = pod.find_port(sp) else {
-                continue;
-            };
-            let epp = EndpointPort {
-                name: sp.name.to_string(),
-                port,
-                protocol: Some(sp.protocol.clone()),
-                app_protocol: sp.app_protocol.as_deref().map(str::to_string),
-            };
-            out.push(subset(addr.clone(), Some(epp), ready));
+        if out.pairs.len() > before {
+            out.addresses.push((addr, ready));
         }
     }
     out
+}
+
+/// The unpacked subsets: one per (included pod, resolvable service port),
+/// or one port-less subset per pod for a headless Service without ports
+/// (A13). A non-headless Service without ports yields nothing. Upstream
+/// `addEndpointSubset` (A15): ready (or published regardless of readiness)
+/// addresses go to `addresses`, the rest to `notReadyAddresses`.
+pub fn unpacked_subsets(svc: &Service, pods: &[Arc<Pod>]) -> Vec<EndpointSubset> {
+    let u = unpack(svc, pods);
+    u.triples()
+        .map(|(addr, port, ready)| {
+            let (ready, not_ready) = match ready {
+                true => (vec![addr.clone()], Vec::new()),
+                false => (Vec::new(), vec![addr.clone()]),
+            };
+            EndpointSubset {
+                addresses: ready,
+                not_ready_addresses: not_ready,
+                ports: port.cloned().into_iter().collect(),
+            }
+        })
+        .collect()
 }

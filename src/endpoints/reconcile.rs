@@ -10,8 +10,8 @@
 //!
 //! Pure; must never read a cache, the clock or the network.
 
-use super::desired::unpacked_subsets;
-use super::repack::repack_subsets;
+use super::desired::unpack;
+use super::repack::repack;
 use super::truncate::truncate;
 use crate::model::{
     EndpointAddress, EndpointSubset, Endpoints, Labels, ObjectMeta, ObjectReference, Pod, Service,
@@ -53,7 +53,7 @@ pub enum Plan {
 /// The subsets the Service should have: unpacked, repacked and truncated;
 /// true if truncated.
 pub fn desired_subsets(svc: &Service, pods: &[Arc<Pod>]) -> (Vec<EndpointSubset>, bool) {
-    let mut subsets = repack_subsets(&unpacked_subsets(svc, pods));
+    let mut subsets = repack(unpack(svc, pods).triples());
     let truncated = truncate(&mut subsets);
     (subsets, truncated)
 }

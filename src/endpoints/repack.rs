@@ -19,7 +19,7 @@
 //! Pure; must never allocate more than the input's size.
 
 use crate::model::{EndpointAddress, EndpointPort, EndpointSubset};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// (IP, UID) — upstream's `addressKey`.
 /// An address's identity: its IP and its pod's UID, borrowed from the
@@ -50,35 +50,45 @@ fn cmp_port(a: &EndpointPort, b: &EndpointPort) -> std::cmp::Ordering {
     port_key(a).cmp(&port_key(b))
 }
 
-type PortSlot = Option<EndpointPort>;
+/// One address of the unpacked form on one port (`None`: a port-less
+/// subset) and whether it is ready there.
+pub type Unpacked<'a> = (&'a EndpointAddress, Option<&'a EndpointPort>, bool);
 
 /// Upstream `RepackSubsets`.
 pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
-    let mut addrs: HashMap<AddrKey<'_>, &EndpointAddress> = HashMap::new();
+    repack(subsets.iter().flat_map(|s| {
+        let slots: &[EndpointPort] = &s.ports;
+        let port_less = slots.is_empty().then_some(None);
+        port_less
+            .into_iter()
+            .chain(slots.iter().map(Some))
+            .flat_map(move |slot| {
+                let ready = s.addresses.iter().map(move |a| (a, slot, true));
+                ready.chain(s.not_ready_addresses.iter().map(move |a| (a, slot, false)))
+            })
+    }))
+}
+
+/// [`repack_subsets`] over the unpacked (address, port, ready) triples, in
+/// the order the subsets would list them: nothing is built per triple.
+pub fn repack<'a>(unpacked: impl IntoIterator<Item = Unpacked<'a>>) -> Vec<EndpointSubset> {
+    // The first address seen per identity (a BTreeMap: with the handful
+    // of addresses of a Service, cheaper than hashing the strings).
+    let mut addrs: BTreeMap<AddrKey<'a>, &'a EndpointAddress> = BTreeMap::new();
     // port → (address → ready), in first-seen order of ports.
-    let mut by_port: Vec<(PortSlot, BTreeMap<AddrKey<'_>, bool>)> = Vec::new();
-    for s in subsets {
-        let slots: Vec<PortSlot> = match s.ports.is_empty() {
-            true => vec![None],
-            false => s.ports.iter().cloned().map(Some).collect(),
-        };
-        for slot in slots {
-            let i = match by_port.iter().position(|(p, _)| *p == slot) {
-                Some(i) => i,
-                None => {
-                    by_port.push((slot, BTreeMap::new()));
-                    by_port.len() - 1
-                }
-            };
-            let set = &mut by_port[i].1;
-            let all = s.addresses.iter().map(|a| (a, true));
-            for (a, ready) in all.chain(s.not_ready_addresses.iter().map(|a| (a, false))) {
-                let k = addr_key(a);
-                addrs.entry(k).or_insert(a);
-                let e = set.entry(k).or_insert(ready);
-                *e = *e && ready;
+    let mut by_port: Vec<(Option<&'a EndpointPort>, BTreeMap<AddrKey<'a>, bool>)> = Vec::new();
+    for (a, slot, ready) in unpacked {
+        let i = match by_port.iter().position(|(p, _)| *p == slot) {
+            Some(i) => i,
+            None => {
+                by_port.push((slot, BTreeMap::new()));
+                by_port.len() - 1
             }
-        }
+        };
+        let k = addr_key(a);
+        addrs.entry(k).or_insert(a);
+        let e = by_port[i].1.entry(k).or_insert(ready);
+        *e = *e && ready;
     }
     // Group ports by their identical {address, ready} sets.
     let mut groups: Vec<(BTreeMap<AddrKey<'_>, bool>, Vec<EndpointPort>)> = Vec::new();
@@ -91,13 +101,16 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
             }
         };
         if let Some(p) = slot {
-            groups[i].1.push(p);
+            groups[i].1.push(p.clone());
         }
     }
     let mut out: Vec<EndpointSubset> = groups
         .into_iter()
         .map(|(set, mut ports)| {
-            let (mut ready, mut not_ready) = (Vec::new(), Vec::new());
+            let n_ready = set.values().filter(|r| **r).count();
+            let mut ready = Vec::with_capacity(n_ready);
+            let mut not_ready = Vec::with_capacity(set.len() - n_ready);
+            // The set is in key order, which is `cmp_address` order.
             for (k, r) in set {
                 let a = addrs.get(&k).map(|a| (*a).clone()).unwrap_or_default();
                 if r {
@@ -106,8 +119,6 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
                     not_ready.push(a)
                 }
             }
-            ready.sort_by(cmp_address);
-            not_ready.sort_by(cmp_address);
             ports.sort_by(cmp_port);
             EndpointSubset {
                 addresses: ready,

@@ -79,8 +79,11 @@ fn shape(e: &Endpoints) -> Vec<(Vec<String>, Vec<String>, Vec<i32>)> {
         .iter()
         .map(|s| {
             (
-                s.addresses.iter().map(|a| a.ip.clone()).collect(),
-                s.not_ready_addresses.iter().map(|a| a.ip.clone()).collect(),
+                s.addresses.iter().map(|a| a.ip.to_string()).collect(),
+                s.not_ready_addresses
+                    .iter()
+                    .map(|a| a.ip.to_string())
+                    .collect(),
                 s.ports.iter().map(|p| p.port).collect(),
             )
         })
@@ -127,7 +130,7 @@ fn creates_with_addresses_ports_labels_and_target_refs() {
             t.kind.as_str(),
             t.name.as_str(),
             t.uid.as_str(),
-            t.resource_version.as_str()
+            t.resource_version()
         ),
         ("Pod", "pod1", "uid1", "")
     );
@@ -347,7 +350,7 @@ fn ip_family_table() {
         let got: Vec<String> = e
             .subsets
             .iter()
-            .flat_map(|x| x.addresses.iter().map(|a| a.ip.clone()))
+            .flat_map(|x| x.addresses.iter().map(|a| a.ip.to_string()))
             .collect();
         assert_eq!(got, want, "{what}");
     }
@@ -386,7 +389,10 @@ fn no_op_detection_table() {
         .target_ref
         .as_mut()
         .expect("ref")
-        .resource_version = "99".into();
+        .set_more(crate::model::RefMore {
+            resource_version: "99".into(),
+            ..Default::default()
+        });
     assert_eq!(
         run(&s, &ps, Some(&with_rv)),
         Plan::Unchanged,

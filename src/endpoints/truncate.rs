@@ -56,7 +56,7 @@ mod tests {
     fn addrs(prefix: &str, n: usize) -> Vec<EndpointAddress> {
         (0..n)
             .map(|i| EndpointAddress {
-                ip: format!("{prefix}.{i}"),
+                ip: format!("{prefix}.{i}").into(),
                 ..Default::default()
             })
             .collect()

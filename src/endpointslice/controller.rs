@@ -130,12 +130,12 @@ pub struct SliceController {
 fn service_ref(svc: &Service) -> ObjectReference {
     ObjectReference {
         kind: "Service".into(),
-        api_version: "v1".into(),
-        namespace: svc.metadata.namespace.to_string(),
-        name: svc.metadata.name.to_string(),
-        uid: svc.metadata.uid.to_string(),
+        namespace: (*svc.metadata.namespace).into(),
+        name: (*svc.metadata.name).into(),
+        uid: (*svc.metadata.uid).into(),
         ..ObjectReference::default()
     }
+    .with_api_version("v1")
 }
 
 impl SliceController {
@@ -289,6 +289,12 @@ impl SliceController {
         }
         if !plan.node_errors.is_empty() {
             return Err(SyncError::Failed(plan.node_errors.join("; ")));
+        }
+        if done.overtaken {
+            // The held event that would have synced the Service (C5).
+            return Err(SyncError::Stale(format!(
+                "an EndpointSlice of {key} was written by someone else while our update was in flight"
+            )));
         }
         Ok(())
     }

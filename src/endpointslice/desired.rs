@@ -11,6 +11,7 @@ use crate::model::{
     AddressType, Endpoint, EndpointConditions, EndpointSlicePort, Node, ObjectReference, Pod,
     Service, ZONE_LABEL,
 };
+use compact_str::CompactString;
 use std::net::IpAddr;
 
 /// B8: the address types of a Service's slices. `ipFamilies` when set;
@@ -44,21 +45,24 @@ pub fn address_types_for_service(svc: &Service) -> Vec<AddressType> {
 /// pod, unresolvable ports skipped. A Service without ports (headless or
 /// not) gives none.
 pub fn endpoint_ports(svc: &Service, pod: &Pod) -> Vec<EndpointSlicePort> {
-    let mut v: Vec<EndpointSlicePort> = svc
-        .ports
-        .iter()
-        .filter_map(|sp| {
-            let port = pod.find_port(sp)?;
-            Some(EndpointSlicePort {
-                name: Some(sp.name.to_string()),
-                protocol: Some(sp.protocol.clone()),
-                port: Some(port),
-                app_protocol: sp.app_protocol.as_deref().map(str::to_string),
-            })
-        })
-        .collect();
-    sort_ports(&mut v);
+    let mut v = Vec::new();
+    endpoint_ports_into(svc, pod, &mut v);
     v
+}
+
+/// [`endpoint_ports`] into `out` (cleared first), to reuse its buffer.
+pub fn endpoint_ports_into(svc: &Service, pod: &Pod, out: &mut Vec<EndpointSlicePort>) {
+    out.clear();
+    out.extend(svc.ports.iter().filter_map(|sp| {
+        let port = pod.find_port(sp)?;
+        Some(EndpointSlicePort {
+            name: Some((*sp.name).into()),
+            protocol: Some(sp.protocol.clone()),
+            port: Some(port),
+            app_protocol: sp.app_protocol.as_deref().map(Into::into),
+        })
+    }));
+    sort_ports(out);
 }
 
 /// Our canonical port order (upstream sorts by each port's hash, an order
@@ -88,16 +92,22 @@ pub fn port_map_key(ports: &[EndpointSlicePort]) -> PortMapKey {
 }
 
 /// B13: the addresses of the pod's IPs of `family`, in canonical text.
-fn addresses(pod: &Pod, family: AddressType) -> Vec<String> {
-    pod.pod_ips
-        .iter()
-        .filter_map(|ip| ip.parse::<IpAddr>().ok())
-        .filter(|ip| match family {
-            AddressType::IPv6 => ip.is_ipv6(),
-            _ => ip.is_ipv4(),
-        })
-        .map(|ip| ip.to_string())
-        .collect()
+/// An IPv4 address that parses is already canonical (the parser rejects
+/// leading zeros), so its text is copied rather than formatted again.
+fn addresses(pod: &Pod, family: AddressType) -> Vec<CompactString> {
+    let mut out = Vec::new();
+    for text in pod.pod_ips.iter() {
+        let ip = match text.parse::<IpAddr>() {
+            Ok(IpAddr::V4(_)) if family != AddressType::IPv6 => CompactString::from(&**text),
+            Ok(ip @ IpAddr::V6(_)) if family == AddressType::IPv6 => {
+                compact_str::format_compact!("{ip}")
+            }
+            _ => continue,
+        };
+        out.reserve_exact(1);
+        out.push(ip);
+    }
+    out
 }
 
 /// Upstream `podToEndpoint` (B13); `node` is `None` when the pod's Node is
@@ -118,13 +128,13 @@ pub fn pod_to_endpoint(
             serving: Some(serving),
             terminating: Some(terminating),
         },
-        hostname: hostname_for(pod, svc).map(str::to_string),
+        hostname: hostname_for(pod, svc).map(Into::into),
         target_ref: Some(pod_reference(pod)),
-        node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.to_string()),
+        node_name: (!pod.node_name.is_empty()).then(|| (*pod.node_name).into()),
         zone: node
             .and_then(|n| n.metadata.labels.get(ZONE_LABEL))
             .filter(|z| !z.is_empty())
-            .map(str::to_string),
+            .map(Into::into),
         hints: None,
     }
 }
@@ -132,25 +142,40 @@ pub fn pod_to_endpoint(
 /// Endpoint identity (upstream `hashEndpoint`, B14): sorted addresses,
 /// hostname, targetRef namespace and name. Conditions, zone, node and UID
 /// changes are in-place updates of the same endpoint.
+///
+/// The sorted addresses are kept as the first one and the rest, so that
+/// the usual one-address endpoint's key allocates nothing (its strings are
+/// inline [`CompactString`]s); `(None | Some(first), rest)` orders exactly
+/// as the sorted address list would.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EndpointKey {
-    addresses: Vec<String>,
-    hostname: String,
-    namespace: String,
-    name: String,
+    first_address: Option<CompactString>,
+    other_addresses: Vec<CompactString>,
+    hostname: CompactString,
+    namespace: CompactString,
+    name: CompactString,
 }
 
 /// The identity of `e`.
 pub fn endpoint_key(e: &Endpoint) -> EndpointKey {
-    let mut addresses = e.addresses.clone();
-    addresses.sort();
+    let (first_address, other_addresses) = match e.addresses.as_slice() {
+        [] => (None, Vec::new()),
+        [one] => (Some(one.clone()), Vec::new()),
+        many => {
+            let mut v = many.to_vec();
+            v.sort();
+            let rest = v.split_off(1);
+            (v.pop(), rest)
+        }
+    };
     let (namespace, name) = e
         .target_ref
         .as_ref()
         .map(|t| (t.namespace.clone(), t.name.clone()))
         .unwrap_or_default();
     EndpointKey {
-        addresses,
+        first_address,
+        other_addresses,
         hostname: e.hostname.clone().unwrap_or_default(),
         namespace,
         name,
@@ -168,4 +193,37 @@ pub fn equal_beyond_hash(a: &Endpoint, b: &Endpoint) -> bool {
             a.target_ref.as_ref(),
             b.target_ref.as_ref(),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ips(v: &[&str], family: AddressType) -> Vec<String> {
+        let pod = Pod {
+            pod_ips: v.iter().map(|s| (*s).into()).collect(),
+            ..Pod::default()
+        };
+        addresses(&pod, family)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// IPv4 text is kept as given (it is canonical once it parses), IPv6
+    /// text is canonicalised, unparsable entries and the other family are
+    /// left out.
+    #[test]
+    fn addresses_per_family_in_canonical_text() {
+        let all = [
+            "10.1.2.3",
+            "010.1.2.3",
+            "2001:DB8:0::0001",
+            "bogus",
+            "10.9.8.7",
+        ];
+        assert_eq!(ips(&all, AddressType::IPv4), vec!["10.1.2.3", "10.9.8.7"]);
+        assert_eq!(ips(&all, AddressType::IPv6), vec!["2001:db8::1"]);
+        assert!(ips(&[], AddressType::IPv4).is_empty());
+    }
 }

@@ -35,6 +35,10 @@ pub struct FinalizeOutcome {
     pub updated: usize,
     /// Slices deleted.
     pub deleted: usize,
+    /// An update of ours was overtaken by someone else's while in flight
+    /// (the events held meanwhile showed a newer generation): the Service
+    /// must be synced again.
+    pub overtaken: bool,
 }
 
 /// B20: the trigger-time annotation on a slice being written.
@@ -98,8 +102,9 @@ fn write_type(
     for s in &w.updates {
         let mut s = s.clone();
         annotate(&mut s, trigger);
+        let in_flight = tracker.begin_update(&s);
         let updated = writer.update(&s).map_err(|e| what("update", &s, svc, &e))?;
-        tracker.update(&updated);
+        out.overtaken |= in_flight.finish(&updated);
         out.updated += 1;
     }
     delete_all(svc, &w.deletes, writer, tracker, out)?;

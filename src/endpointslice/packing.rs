@@ -32,27 +32,33 @@ pub struct PortMapPlan {
     pub updates: Vec<EndpointSlice>,
     /// Existing slices to delete.
     pub deletes: Vec<EndpointSlice>,
-    /// Existing slices left as they are.
-    pub unchanged: Vec<EndpointSlice>,
+    /// Existing slices left as they are (shared with the cache, not
+    /// copied).
+    pub unchanged: Vec<Arc<EndpointSlice>>,
     /// Endpoints placed that no existing slice held (metrics).
     pub added: usize,
     /// Endpoints dropped from existing slices (metrics).
     pub removed: usize,
 }
 
-/// Upstream `getSliceToFill`: the slice that would be closest to full after
-/// taking `n` more endpoints, if any can take them all.
-fn slice_to_fill(slices: &[&EndpointSlice], n: usize, max: usize) -> Option<String> {
+/// Upstream `getSliceToFill`: the slice (name, endpoint count) that would
+/// be closest to full after taking `n` more endpoints, if any can take them
+/// all.
+fn slice_to_fill<'a>(
+    slices: impl IntoIterator<Item = (&'a str, usize)>,
+    n: usize,
+    max: usize,
+) -> Option<&'a str> {
     let mut best: Option<(usize, &str)> = None;
-    for s in slices {
-        let Some(diff) = max.checked_sub(n + s.endpoints.len()) else {
+    for (s_name, len) in slices {
+        let Some(diff) = max.checked_sub(n + len) else {
             continue;
         };
-        if best.is_none_or(|(d, name)| diff < d || (diff == d && *s.metadata.name < *name)) {
-            best = Some((diff, &s.metadata.name));
+        if best.is_none_or(|(d, name)| diff < d || (diff == d && s_name < name)) {
+            best = Some((diff, s_name));
         }
     }
-    best.map(|(_, name)| name.to_string())
+    best.map(|(_, name)| name)
 }
 
 /// The slices of one port map.
@@ -67,7 +73,7 @@ pub fn reconcile_by_port_mapping(
     let max = max.max(1);
     let mut plan = PortMapPlan::default();
     let mut to_update: BTreeMap<String, EndpointSlice> = BTreeMap::new();
-    let mut unchanged: BTreeMap<String, EndpointSlice> = BTreeMap::new();
+    let mut unchanged: BTreeMap<&str, Arc<EndpointSlice>> = BTreeMap::new();
     for old in existing {
         let mut kept = Vec::with_capacity(old.endpoints.len());
         let mut changed = false;
@@ -93,7 +99,7 @@ pub fn reconcile_by_port_mapping(
             s.metadata.labels = labels;
             to_update.insert(s.metadata.name.clone(), s);
         } else {
-            unchanged.insert(old.metadata.name.clone(), (**old).clone());
+            unchanged.insert(&old.metadata.name, Arc::clone(old));
         }
     }
     plan.added = desired.len();
@@ -113,14 +119,16 @@ pub fn reconcile_by_port_mapping(
     // 3. The rest: an unchanged slice that takes it all, or new slices.
     while !desired.is_empty() {
         let target = match desired.len() < max && !unchanged.is_empty() {
-            true => {
-                let refs: Vec<&EndpointSlice> = unchanged.values().collect();
-                slice_to_fill(&refs, desired.len(), max)
-            }
+            true => slice_to_fill(
+                unchanged.iter().map(|(n, s)| (*n, s.endpoints.len())),
+                desired.len(),
+                max,
+            ),
             false => None,
         };
-        match target.and_then(|n| unchanged.remove(&n)) {
-            Some(mut s) => {
+        match target.and_then(|n| unchanged.remove(n)) {
+            Some(s) => {
+                let mut s = Arc::unwrap_or_clone(s);
                 fill(&mut s, &mut desired, max);
                 to_update.insert(s.metadata.name.clone(), s);
             }

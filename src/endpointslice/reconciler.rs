@@ -12,7 +12,7 @@
 //! Never mutates its inputs (B28).
 
 use super::desired::{
-    address_types_for_service, endpoint_key, endpoint_ports, pod_to_endpoint, port_map_key,
+    address_types_for_service, endpoint_key, endpoint_ports_into, pod_to_endpoint, port_map_key,
     EndpointKey, PortMapKey,
 };
 use super::meta::{new_slice, owned_by, placeholder_equal};
@@ -154,13 +154,20 @@ fn desired_endpoints(
 ) -> Desired {
     let svc = input.service;
     let mut out: Desired = BTreeMap::new();
+    // The pod's ports, already in port-map order; reused across pods so
+    // that only a port map not seen yet allocates its key.
+    let mut ports = Vec::new();
     for pod in input.pods {
         if !should_pod_be_in_endpoints(pod, true) {
             continue;
         }
-        let group = out
-            .entry(port_map_key(&endpoint_ports(svc, pod)))
-            .or_default();
+        endpoint_ports_into(svc, pod, &mut ports);
+        if !out.contains_key(ports.as_slice()) {
+            out.insert(ports.clone(), BTreeMap::new());
+        }
+        let Some(group) = out.get_mut(ports.as_slice()) else {
+            continue;
+        };
         let node = (input.nodes)(&pod.node_name);
         if node.is_none() && !svc.publish_not_ready_addresses {
             let msg = format!(
@@ -251,7 +258,7 @@ fn apply_hints(
     t: AddressType,
     creates: Vec<EndpointSlice>,
     updates: Vec<EndpointSlice>,
-    unchanged: Vec<EndpointSlice>,
+    unchanged: Vec<Arc<EndpointSlice>>,
     plan: &mut Plan,
 ) -> (Vec<EndpointSlice>, Vec<EndpointSlice>) {
     let svc = input.service;

@@ -19,6 +19,9 @@ struct ServiceState {
     /// The Service UID the generations belong to (B6's UID reset).
     service_uid: String,
     generations: HashMap<String, i64>,
+    /// Slices (by UID) with an update of ours in flight, and the highest
+    /// generation an event showed meanwhile (0: none yet).
+    in_flight: HashMap<String, i64>,
     /// Since when the cache has looked older than our writes.
     stale_since: Option<std::time::Instant>,
 }
@@ -29,6 +32,38 @@ struct ServiceState {
 /// (generations went back) or a write the cache will never show. Upstream
 /// stays stale until the process restarts; we converge.
 pub const STALE_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// An update in flight (see [`EndpointSliceTracker::begin_update`]);
+/// dropping it unfinished (the write failed) stops holding events.
+#[must_use]
+pub struct InFlight<'a> {
+    tracker: &'a EndpointSliceTracker,
+    key: Option<String>,
+    uid: String,
+}
+
+impl InFlight<'_> {
+    /// The update succeeded and the API returned `written`: remember its
+    /// generation, and return true when an event held meanwhile showed a
+    /// newer generation than ours (someone else wrote the slice after us:
+    /// the Service must be synced again).
+    pub fn finish(mut self, written: &EndpointSlice) -> bool {
+        let held = match self.key.take() {
+            Some(k) => self.tracker.end_update(&k, &self.uid),
+            None => 0,
+        };
+        self.tracker.update(written);
+        held > generation(written)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(k) = self.key.take() {
+            self.tracker.end_update(&k, &self.uid);
+        }
+    }
+}
 
 /// Keyed by `ns/service` from the slice's service-name label.
 #[derive(Debug, Default)]
@@ -59,6 +94,36 @@ impl EndpointSliceTracker {
         self.set(s, generation(s));
     }
 
+    /// An update of `s` (a cached slice, same UID) is about to be sent.
+    /// Until the returned guard is finished with the API's answer (or
+    /// dropped), events about `s` do not sync its Service: their
+    /// generation is held instead. The watch often delivers the echo of
+    /// our own write before the write's response arrives; upstream (same
+    /// race) then syncs the Service once more for nothing.
+    pub fn begin_update(&self, s: &EndpointSlice) -> InFlight<'_> {
+        let key = service_key(s);
+        if let Some(k) = &key {
+            self.lock()
+                .entry(k.clone())
+                .or_default()
+                .in_flight
+                .insert(s.metadata.uid.clone(), 0);
+        }
+        InFlight {
+            tracker: self,
+            key,
+            uid: s.metadata.uid.clone(),
+        }
+    }
+
+    /// Stop holding events of a slice; the highest generation held.
+    fn end_update(&self, key: &str, uid: &str) -> i64 {
+        self.lock()
+            .get_mut(key)
+            .and_then(|st| st.in_flight.remove(uid))
+            .unwrap_or(0)
+    }
+
     /// We deleted `s`.
     pub fn expect_deletion(&self, s: &EndpointSlice) {
         self.set(s, DELETION_EXPECTED);
@@ -78,8 +143,15 @@ impl EndpointSliceTracker {
     /// Service or slice, or a generation newer than ours.
     pub fn should_sync(&self, s: &EndpointSlice) -> bool {
         let Some(k) = service_key(s) else { return true };
-        let st = self.lock();
-        match st.get(&k).and_then(|x| x.generations.get(&s.metadata.uid)) {
+        let mut st = self.lock();
+        let Some(x) = st.get_mut(&k) else {
+            return true;
+        };
+        if let Some(held) = x.in_flight.get_mut(&s.metadata.uid) {
+            *held = (*held).max(generation(s));
+            return false;
+        }
+        match x.generations.get(&s.metadata.uid) {
             None => true,
             Some(g) => generation(s) > *g,
         }
@@ -204,6 +276,35 @@ mod tests {
         s.metadata.name = "svc".into();
         s.metadata.uid = uid.into();
         s
+    }
+
+    /// The echo of our own update, seen before the update's response, does
+    /// not sync; a newer generation seen meanwhile does (once the response
+    /// is in); a failed write stops holding.
+    #[test]
+    fn events_during_our_update_are_held() {
+        let t = EndpointSliceTracker::default();
+        t.update(&slice("a", 2));
+        let w = t.begin_update(&slice("a", 2));
+        assert!(
+            !t.should_sync(&slice("a", 3)),
+            "our echo, before the response"
+        );
+        assert!(!w.finish(&slice("a", 3)), "the echo was ours");
+        assert!(!t.should_sync(&slice("a", 3)), "tracked as ours");
+        assert!(t.should_sync(&slice("a", 4)), "no longer held");
+
+        let w = t.begin_update(&slice("a", 4));
+        assert!(!t.should_sync(&slice("a", 5)));
+        assert!(!t.should_sync(&slice("a", 6)), "someone else's, after ours");
+        assert!(w.finish(&slice("a", 5)), "overtaken: sync again");
+        assert!(t.should_sync(&slice("a", 6)));
+
+        let w = t.begin_update(&slice("a", 6));
+        assert!(!t.should_sync(&slice("a", 7)));
+        drop(w); // the write failed
+        assert!(t.should_sync(&slice("a", 7)), "not held after a failure");
+        assert!(t.should_sync(&slice("b", 1)), "other slices are not held");
     }
 
     /// Upstream TestEndpointSliceTrackerUpdate / ShouldSync / HandleDeletion.

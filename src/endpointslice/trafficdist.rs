@@ -11,6 +11,7 @@
 //! Pure; never mutates its inputs.
 
 use crate::model::{Endpoint, EndpointHints, EndpointSlice, ForNode, ForZone, Service};
+use std::sync::Arc;
 
 /// `service.kubernetes.io/topology-mode`.
 pub const TOPOLOGY_MODE: &str = "service.kubernetes.io/topology-mode";
@@ -93,12 +94,16 @@ pub fn reconcile_hints(
     h: Heuristic,
     mut creates: Vec<EndpointSlice>,
     mut updates: Vec<EndpointSlice>,
-    unchanged: Vec<EndpointSlice>,
-) -> (Vec<EndpointSlice>, Vec<EndpointSlice>, Vec<EndpointSlice>) {
+    unchanged: Vec<Arc<EndpointSlice>>,
+) -> (
+    Vec<EndpointSlice>,
+    Vec<EndpointSlice>,
+    Vec<Arc<EndpointSlice>>,
+) {
     let mut still = Vec::with_capacity(unchanged.len());
     for s in unchanged {
         if needs_update(&s, h) {
-            updates.push(s);
+            updates.push(Arc::unwrap_or_clone(s));
         } else {
             still.push(s);
         }
@@ -123,7 +128,7 @@ mod tests {
                 terminating: Some(false),
             },
             node_name: Some("n1".into()),
-            zone: zone.map(str::to_string),
+            zone: zone.map(Into::into),
             hints: hint.map(|z| EndpointHints {
                 for_zones: vec![ForZone { name: z.into() }],
                 for_nodes: vec![],
@@ -186,9 +191,13 @@ mod tests {
             ep(false, Some("b"), None),
         ]);
         let wrong = slice(vec![ep(true, Some("a"), Some("b"))]);
-        let (_, u, k) =
-            reconcile_hints(Heuristic::SameZone, vec![], vec![], vec![ok.clone(), wrong]);
-        assert_eq!(k, vec![ok]);
+        let (_, u, k) = reconcile_hints(
+            Heuristic::SameZone,
+            vec![],
+            vec![],
+            vec![Arc::new(ok.clone()), Arc::new(wrong)],
+        );
+        assert_eq!(k, vec![Arc::new(ok)]);
         assert_eq!(u.len(), 1);
         assert_eq!(u[0].endpoints[0].hints, zone_hint("a"));
         // A ready endpoint without a zone gets no hint.
@@ -219,7 +228,10 @@ mod tests {
             Heuristic::Default,
             vec![],
             vec![],
-            vec![hinted, slice(vec![ep(true, Some("a"), None)])],
+            vec![
+                Arc::new(hinted),
+                Arc::new(slice(vec![ep(true, Some("a"), None)])),
+            ],
         );
         assert_eq!(u.len(), 1);
         assert_eq!(u[0].endpoints[0].hints, None);

@@ -330,16 +330,16 @@ fn in_slices(slices: &[Arc<EndpointSlice>], pod: &Pod) -> Vec<SliceEntry> {
                 ready: e.conditions.ready,
                 serving: e.conditions.serving,
                 terminating: e.conditions.terminating,
-                zone: e.zone.clone(),
+                zone: e.zone.as_ref().map(ToString::to_string),
                 hint_zones: e
                     .hints
                     .as_ref()
-                    .map(|h| h.for_zones.iter().map(|z| z.name.clone()).collect())
+                    .map(|h| h.for_zones.iter().map(|z| z.name.to_string()).collect())
                     .unwrap_or_default(),
                 hint_nodes: e
                     .hints
                     .as_ref()
-                    .map(|h| h.for_nodes.iter().map(|n| n.name.clone()).collect())
+                    .map(|h| h.for_nodes.iter().map(|n| n.name.to_string()).collect())
                     .unwrap_or_default(),
             });
         }
@@ -522,7 +522,7 @@ fn truncated_out(svc: &Service, selected: &[Arc<Pod>]) -> BTreeSet<String> {
         subsets
             .iter()
             .flat_map(|s| s.addresses.iter().chain(s.not_ready_addresses.iter()))
-            .filter_map(|a| a.target_ref.as_ref().map(|t| t.name.clone()))
+            .filter_map(|a| a.target_ref.as_ref().map(|t| t.name.to_string()))
             .collect()
     };
     let all = names(&repack_subsets(&unpacked_subsets(svc, selected)));

@@ -305,12 +305,12 @@ impl Runner {
         let l = self.obs.lease.as_ref();
         ObjectReference {
             kind: "Lease".into(),
-            api_version: "coordination.k8s.io/v1".into(),
-            namespace: self.cfg.namespace.clone(),
-            name: e.name.clone(),
-            uid: l.map(|l| l.uid().to_string()).unwrap_or_default(),
+            namespace: self.cfg.namespace.as_str().into(),
+            name: e.name.as_str().into(),
+            uid: l.map(|l| l.uid().into()).unwrap_or_default(),
             ..ObjectReference::default()
         }
+        .with_api_version("coordination.k8s.io/v1")
     }
 }
 

@@ -6,6 +6,7 @@
 
 use super::pod::{null_default, null_default_vec};
 use super::{impl_object, ObjectMeta, ObjectReference, Protocol};
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 /// `v1.Endpoints`.
@@ -14,10 +15,10 @@ use serde::{Deserialize, Serialize};
 pub struct Endpoints {
     /// Always `v1`.
     #[serde(default = "Endpoints::api_version_default")]
-    pub api_version: String,
+    pub api_version: CompactString,
     /// Always `Endpoints`.
     #[serde(default = "Endpoints::kind_default")]
-    pub kind: String,
+    pub kind: CompactString,
     /// Metadata.
     #[serde(default, deserialize_with = "null_default")]
     pub metadata: ObjectMeta,
@@ -31,11 +32,11 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
-    fn api_version_default() -> String {
-        "v1".into()
+    fn api_version_default() -> CompactString {
+        CompactString::const_new("v1")
     }
-    fn kind_default() -> String {
-        "Endpoints".into()
+    fn kind_default() -> CompactString {
+        CompactString::const_new("Endpoints")
     }
 }
 
@@ -81,13 +82,13 @@ pub struct EndpointSubset {
 #[serde(rename_all = "camelCase", default)]
 pub struct EndpointAddress {
     /// The IP.
-    pub ip: String,
+    pub ip: CompactString,
     /// `hostname` (omitted when empty).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub hostname: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub hostname: CompactString,
     /// `nodeName` (a pointer upstream: `Some("")` is written as `""`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_name: Option<String>,
+    pub node_name: Option<CompactString>,
     /// `targetRef`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_ref: Option<ObjectReference>,
@@ -98,8 +99,8 @@ pub struct EndpointAddress {
 #[serde(rename_all = "camelCase", default)]
 pub struct EndpointPort {
     /// `name` (omitted when empty).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub name: String,
+    #[serde(skip_serializing_if = "CompactString::is_empty")]
+    pub name: CompactString,
     /// `port`.
     pub port: i32,
     /// `protocol`.
@@ -107,5 +108,5 @@ pub struct EndpointPort {
     pub protocol: Option<Protocol>,
     /// `appProtocol`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub app_protocol: Option<String>,
+    pub app_protocol: Option<CompactString>,
 }

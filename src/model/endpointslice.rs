@@ -8,6 +8,7 @@
 
 use super::pod::{null_default, null_default_vec};
 use super::{impl_object, ObjectMeta, ObjectReference, Protocol};
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 /// `discovery/v1.EndpointSlice`.
@@ -16,10 +17,10 @@ use serde::{Deserialize, Serialize};
 pub struct EndpointSlice {
     /// Always `discovery.k8s.io/v1`.
     #[serde(default = "EndpointSlice::api_version_default")]
-    pub api_version: String,
+    pub api_version: CompactString,
     /// Always `EndpointSlice`.
     #[serde(default = "EndpointSlice::kind_default")]
-    pub kind: String,
+    pub kind: CompactString,
     /// Metadata.
     #[serde(default, deserialize_with = "null_default")]
     pub metadata: ObjectMeta,
@@ -34,11 +35,11 @@ pub struct EndpointSlice {
 }
 
 impl EndpointSlice {
-    fn api_version_default() -> String {
-        "discovery.k8s.io/v1".into()
+    fn api_version_default() -> CompactString {
+        CompactString::const_new("discovery.k8s.io/v1")
     }
-    fn kind_default() -> String {
-        "EndpointSlice".into()
+    fn kind_default() -> CompactString {
+        CompactString::const_new("EndpointSlice")
     }
     /// An empty slice of the given address type.
     pub fn new(address_type: AddressType) -> EndpointSlice {
@@ -79,22 +80,22 @@ pub enum AddressType {
 pub struct Endpoint {
     /// `addresses`.
     #[serde(deserialize_with = "null_default_vec")]
-    pub addresses: Vec<String>,
+    pub addresses: Vec<CompactString>,
     /// `conditions` (a struct upstream: always written, possibly `{}`).
     #[serde(deserialize_with = "null_default")]
     pub conditions: EndpointConditions,
     /// `hostname`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hostname: Option<String>,
+    pub hostname: Option<CompactString>,
     /// `targetRef`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_ref: Option<ObjectReference>,
     /// `nodeName`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_name: Option<String>,
+    pub node_name: Option<CompactString>,
     /// `zone`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub zone: Option<String>,
+    pub zone: Option<CompactString>,
     /// `hints`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hints: Option<EndpointHints>,
@@ -137,14 +138,14 @@ pub struct EndpointHints {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ForZone {
     /// Zone name.
-    pub name: String,
+    pub name: CompactString,
 }
 
 /// `discovery/v1.ForNode`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ForNode {
     /// Node name.
-    pub name: String,
+    pub name: CompactString,
 }
 
 /// `discovery/v1.EndpointPort` (all pointers upstream).
@@ -153,7 +154,7 @@ pub struct ForNode {
 pub struct EndpointSlicePort {
     /// `name`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub name: Option<CompactString>,
     /// `protocol`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Protocol>,
@@ -162,5 +163,5 @@ pub struct EndpointSlicePort {
     pub port: Option<i32>,
     /// `appProtocol`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub app_protocol: Option<String>,
+    pub app_protocol: Option<CompactString>,
 }

@@ -248,30 +248,93 @@ pub struct OwnerReference {
 
 /// `v1.ObjectReference` (targetRef, event `regarding`). Empty fields are
 /// omitted, as Go's `omitempty` does.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+///
+/// Cached by the thousand (one per Endpoints address and per slice
+/// endpoint), so the three fields a pod's targetRef never has
+/// (`apiVersion`, `resourceVersion`, `fieldPath`) are kept out of line in
+/// [`RefMore`], `None` when all are empty: 104 bytes instead of 168.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(from = "RefWire<CompactString>")]
 pub struct ObjectReference {
     /// `kind`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub kind: String,
+    pub kind: CompactString,
     /// `namespace`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
+    pub namespace: CompactString,
     /// `name`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub name: String,
+    pub name: CompactString,
     /// `uid`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub uid: String,
+    pub uid: CompactString,
+    /// `apiVersion`, `resourceVersion` and `fieldPath`; `None` when all
+    /// are empty (never `Some` of all-empty: see [`ObjectReference::set_more`]).
+    pub more: Option<Box<RefMore>>,
+}
+
+/// The rarely set fields of an [`ObjectReference`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RefMore {
     /// `apiVersion`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub api_version: String,
+    pub api_version: CompactString,
     /// `resourceVersion`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub resource_version: String,
+    pub resource_version: CompactString,
     /// `fieldPath`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub field_path: String,
+    pub field_path: CompactString,
+}
+
+/// The wire form of an [`ObjectReference`] (all seven fields, flat).
+#[derive(Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+struct RefWire<S: AsRef<str>> {
+    #[serde(skip_serializing_if = "is_empty_str")]
+    kind: S,
+    #[serde(skip_serializing_if = "is_empty_str")]
+    namespace: S,
+    #[serde(skip_serializing_if = "is_empty_str")]
+    name: S,
+    #[serde(skip_serializing_if = "is_empty_str")]
+    uid: S,
+    #[serde(skip_serializing_if = "is_empty_str")]
+    api_version: S,
+    #[serde(skip_serializing_if = "is_empty_str")]
+    resource_version: S,
+    #[serde(skip_serializing_if = "is_empty_str")]
+    field_path: S,
+}
+
+fn is_empty_str<S: AsRef<str>>(s: &S) -> bool {
+    s.as_ref().is_empty()
+}
+
+impl From<RefWire<CompactString>> for ObjectReference {
+    fn from(w: RefWire<CompactString>) -> ObjectReference {
+        let mut r = ObjectReference {
+            kind: w.kind,
+            namespace: w.namespace,
+            name: w.name,
+            uid: w.uid,
+            more: None,
+        };
+        r.set_more(RefMore {
+            api_version: w.api_version,
+            resource_version: w.resource_version,
+            field_path: w.field_path,
+        });
+        r
+    }
+}
+
+impl Serialize for ObjectReference {
+    fn serialize<Ser: serde::Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
+        RefWire::<&str> {
+            kind: &self.kind,
+            namespace: &self.namespace,
+            name: &self.name,
+            uid: &self.uid,
+            api_version: self.api_version(),
+            resource_version: self.resource_version(),
+            field_path: self.field_path(),
+        }
+        .serialize(s)
+    }
 }
 
 /// What a write answered, decoded for its metadata only: the rest of the
@@ -288,6 +351,33 @@ pub struct MetaOnly {
 super::impl_object!(MetaOnly);
 
 impl ObjectReference {
+    /// `apiVersion` ("" if unset).
+    pub fn api_version(&self) -> &str {
+        self.more.as_ref().map_or("", |m| &m.api_version)
+    }
+    /// `resourceVersion` ("" if unset).
+    pub fn resource_version(&self) -> &str {
+        self.more.as_ref().map_or("", |m| &m.resource_version)
+    }
+    /// `fieldPath` ("" if unset).
+    pub fn field_path(&self) -> &str {
+        self.more.as_ref().map_or("", |m| &m.field_path)
+    }
+    /// Set the out-of-line fields (`None` when all are empty).
+    pub fn set_more(&mut self, more: RefMore) {
+        let empty = more.api_version.is_empty()
+            && more.resource_version.is_empty()
+            && more.field_path.is_empty();
+        self.more = (!empty).then(|| Box::new(more));
+    }
+    /// This reference with `apiVersion` set.
+    pub fn with_api_version(mut self, api_version: &str) -> ObjectReference {
+        let mut more = self.more.take().map(|m| *m).unwrap_or_default();
+        more.api_version = api_version.into();
+        self.set_more(more);
+        self
+    }
+
     /// Equal in every field but `resourceVersion` (which changes with
     /// every pod update that does not concern endpoints); no clone.
     pub fn eq_ignoring_resource_version(&self, other: &ObjectReference) -> bool {
@@ -295,8 +385,8 @@ impl ObjectReference {
             && self.namespace == other.namespace
             && self.name == other.name
             && self.uid == other.uid
-            && self.api_version == other.api_version
-            && self.field_path == other.field_path
+            && self.api_version() == other.api_version()
+            && self.field_path() == other.field_path()
     }
 
     /// [`Self::eq_ignoring_resource_version`] over optional references.
@@ -369,5 +459,27 @@ mod tests {
             serde_json::to_string(&r).expect("json"),
             r#"{"kind":"Pod","name":"p"}"#
         );
+        // All seven fields, in Go's order, byte for byte; the rare three
+        // kept out of line only when one is set.
+        let full = r#"{"kind":"Pod","namespace":"ns","name":"p","uid":"u","apiVersion":"v1","resourceVersion":"7","fieldPath":"spec.containers{c}"}"#;
+        let r: ObjectReference = serde_json::from_str(full).expect("ref");
+        assert_eq!(r.api_version(), "v1");
+        assert_eq!(serde_json::to_string(&r).expect("json"), full);
+        let r: ObjectReference =
+            serde_json::from_str(r#"{"kind":"Pod","apiVersion":"","uid":"u"}"#).expect("ref");
+        assert!(
+            r.more.is_none(),
+            "no out-of-line part when all three are empty"
+        );
+        assert_eq!(
+            serde_json::to_string(&r).expect("json"),
+            r#"{"kind":"Pod","uid":"u"}"#
+        );
+        let r: ObjectReference = serde_json::from_str(r#"{"resourceVersion":"9"}"#).expect("ref");
+        assert_eq!(
+            (r.resource_version(), r.api_version(), r.field_path()),
+            ("9", "", "")
+        );
+        assert_eq!(std::mem::size_of::<ObjectReference>(), 104);
     }
 }

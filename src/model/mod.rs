@@ -44,7 +44,7 @@ pub use intern::intern;
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{
-    MetaOnly, ObjectMeta, ObjectReference, OwnerReference, TrimmedMeta, KEPT_ANNOTATIONS,
+    MetaOnly, ObjectMeta, ObjectReference, OwnerReference, RefMore, TrimmedMeta, KEPT_ANNOTATIONS,
 };
 pub use namespace::Namespace;
 pub use node::{Node, ZONE_LABEL};

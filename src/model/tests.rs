@@ -234,7 +234,7 @@ fn endpoints_lease_and_event_serialise_like_the_api() {
     e.subsets.push(EndpointSubset {
         addresses: vec![EndpointAddress {
             ip: "10.0.0.1".into(),
-            node_name: Some(String::new()),
+            node_name: Some(Default::default()),
             ..Default::default()
         }],
         not_ready_addresses: vec![],

@@ -129,23 +129,23 @@ fn addr_key(a: &EndpointAddress) -> AddrKey {
         })
         .unwrap_or_default();
     (
-        a.ip.clone(),
-        a.hostname.clone(),
-        a.node_name.clone().unwrap_or_default(),
+        a.ip.to_string(),
+        a.hostname.to_string(),
+        a.node_name.as_deref().unwrap_or_default().to_string(),
         target,
-        uid,
+        uid.to_string(),
     )
 }
 
 fn port_key(p: &EndpointPort) -> PortKey {
     (
-        p.name.clone(),
+        p.name.to_string(),
         p.port,
         p.protocol
             .as_ref()
             .map(|x| x.as_str().to_string())
             .unwrap_or_else(|| "TCP".into()),
-        p.app_protocol.clone().unwrap_or_default(),
+        p.app_protocol.as_deref().unwrap_or_default().to_string(),
     )
 }
 

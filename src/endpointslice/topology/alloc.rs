@@ -42,9 +42,7 @@ pub fn ready_endpoints<'a>(slices: impl IntoIterator<Item = &'a EndpointSlice>) 
 /// A hint for one zone.
 pub fn zone_hint(zone: &str) -> Option<EndpointHints> {
     Some(EndpointHints {
-        for_zones: vec![ForZone {
-            name: zone.to_string(),
-        }],
+        for_zones: vec![ForZone { name: zone.into() }],
         for_nodes: Vec::new(),
     })
 }
@@ -68,8 +66,8 @@ pub fn hints_by_zone(
             return None;
         }
         for z in zones {
-            allocations.get(&z.name)?;
-            *by_zone.entry(z.name.clone()).or_default() += 1;
+            allocations.get(z.name.as_str())?;
+            *by_zone.entry(z.name.to_string()).or_default() += 1;
         }
     }
     for (zone, n) in &by_zone {
@@ -137,10 +135,10 @@ pub fn redistribute(
             if giving.is_empty() || receiving.is_empty() {
                 return diff;
             }
-            let Some(zone) = e.zone.clone().filter(|z| !z.is_empty()) else {
+            let Some(zone) = e.zone.as_deref().filter(|z| !z.is_empty()) else {
                 continue;
             };
-            if giving.get(&zone).copied().unwrap_or(0) == 0 {
+            if giving.get(zone).copied().unwrap_or(0) == 0 {
                 continue;
             }
             let Some(to) = receiving
@@ -151,10 +149,10 @@ pub fn redistribute(
                 continue;
             };
             e.hints = zone_hint(&to);
-            decrement(&mut giving, &zone);
+            decrement(&mut giving, zone);
             decrement(&mut receiving, &to);
             *diff.entry(to).or_default() += 1;
-            *diff.entry(zone).or_default() -= 1;
+            *diff.entry(zone.to_string()).or_default() -= 1;
         }
     }
     diff

@@ -59,8 +59,8 @@ pub struct SliceInfo {
     pub to_create: Vec<EndpointSlice>,
     /// Slices to be updated.
     pub to_update: Vec<EndpointSlice>,
-    /// Slices left as they are.
-    pub unchanged: Vec<EndpointSlice>,
+    /// Slices left as they are (shared with the cache).
+    pub unchanged: Vec<Arc<EndpointSlice>>,
 }
 
 /// Zone CPU ratios from the nodes, and the hints allocated per Service.
@@ -187,7 +187,7 @@ impl TopologyCache {
             si.to_create
                 .iter()
                 .chain(&si.to_update)
-                .chain(&si.unchanged),
+                .chain(si.unchanged.iter().map(|s| &**s)),
         );
         let allocations = match self.allocations(total) {
             Ok(a) => a,
@@ -198,7 +198,7 @@ impl TopologyCache {
         let mut allocated = ZoneCounts::new();
         for s in &si.unchanged {
             match hints_by_zone(s, &allocated, &allocations) {
-                None => updates.push(s.clone()),
+                None => updates.push((**s).clone()),
                 Some(h) => h
                     .into_iter()
                     .for_each(|(z, n)| *allocated.entry(z).or_default() += n),
@@ -213,7 +213,7 @@ impl TopologyCache {
                 let Some(zone) = e.zone.clone().filter(|z| !z.is_empty()) else {
                     return self.give_up(si, t, messages::NO_ZONE_SPECIFIED);
                 };
-                *allocated.entry(zone.clone()).or_default() += 1;
+                *allocated.entry(zone.to_string()).or_default() += 1;
                 e.hints = zone_hint(&zone);
             }
         }
@@ -301,7 +301,7 @@ pub fn remove_hints_from_slices(si: &SliceInfo) -> (Vec<EndpointSlice>, Vec<Endp
         .iter()
         .filter(|s| s.endpoints.iter().any(|e| e.hints.is_some()))
     {
-        let mut s = s.clone();
+        let mut s = (**s).clone();
         clear(&mut s);
         updates.push(s);
     }

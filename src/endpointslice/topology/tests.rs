@@ -61,7 +61,7 @@ fn si(create: Vec<EndpointSlice>, unchanged: Vec<EndpointSlice>) -> SliceInfo {
         address_type: Some(AddressType::IPv4),
         to_create: create,
         to_update: vec![],
-        unchanged,
+        unchanged: unchanged.into_iter().map(Arc::new).collect(),
     }
 }
 
@@ -69,7 +69,7 @@ fn hint_zones(slices: &[EndpointSlice]) -> Vec<Option<String>> {
     slices
         .iter()
         .flat_map(|s| s.endpoints.iter())
-        .map(|e| e.hints.as_ref().map(|h| h.for_zones[0].name.clone()))
+        .map(|e| e.hints.as_ref().map(|h| h.for_zones[0].name.to_string()))
         .collect()
 }
 
