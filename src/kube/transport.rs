@@ -31,6 +31,16 @@ const MAX_ERROR_BODY: u64 = 1 << 20;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a wait (retry backoff, rate limiter) looks for a cancel.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// Input and output buffer of every connection (ureq's default is 128 KiB
+/// each, per connection and per layer: TCP and TLS). Only response heads
+/// must fit: bodies and request bodies stream through in buffer-sized
+/// pieces. Kubernetes response heads are well under 2 KiB.
+pub(crate) const CONN_BUFFER: usize = 16 * 1024;
+/// Largest response head (status line and headers) accepted: below
+/// [`CONN_BUFFER`], so a larger head fails with ureq's clear
+/// "response header is too big" instead of a full buffer that reads
+/// nothing ("made no progress").
+pub(crate) const MAX_RESPONSE_HEAD: usize = CONN_BUFFER - 1024;
 
 /// A request body.
 pub(crate) struct Payload<'a> {
@@ -93,6 +103,9 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<P
         .tls_config(tls)
         .user_agent(cfg.user_agent.as_str())
         .timeout_connect(Some(CONNECT_TIMEOUT.min(cfg.request_timeout)))
+        .input_buffer_size(CONN_BUFFER)
+        .output_buffer_size(CONN_BUFFER)
+        .max_response_header_size(MAX_RESPONSE_HEAD)
         .max_redirects(0);
     if !watch {
         b = b.timeout_global(Some(cfg.request_timeout));
