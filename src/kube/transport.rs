@@ -13,6 +13,7 @@ use super::error::{Error, Status};
 use super::keepalive::{KeepaliveConnector, Sockets};
 use super::metrics::Metrics;
 use super::ratelimit::TokenBucket;
+use super::request::Resource;
 use super::retry::{RetryPolicy, Verb};
 use super::tls;
 use crate::clock::SharedClock;
@@ -51,7 +52,7 @@ pub(crate) struct Payload<'a> {
 /// One logical request.
 pub(crate) struct Req<'a> {
     pub verb: Verb,
-    pub resource: String,
+    pub resource: &'a Resource,
     pub method: &'static str,
     pub path_and_query: String,
     pub payload: Option<Payload<'a>>,
@@ -335,13 +336,13 @@ impl Transport {
             crate::memory::trim();
         }
         if let Some(m) = &self.metrics {
-            m.body_error(req.verb.as_str(), &req.resource, kind);
+            m.body_error(req.verb, req.resource, kind);
         }
     }
 
-    fn record(&self, req: &Req<'_>, code: &str, secs: f64) {
+    fn record(&self, req: &Req<'_>, code: Option<u16>, secs: f64) {
         if let Some(m) = &self.metrics {
-            m.record(req.verb.as_str(), &req.resource, code, secs);
+            m.record(req.verb, req.resource, code, secs);
         }
     }
 
@@ -419,12 +420,12 @@ impl Transport {
             Ok(r) => r,
             Err(_) if self.is_cancelled() => return Err(Error::Shutdown),
             Err(e) => {
-                self.record(req, "<error>", secs);
+                self.record(req, None, secs);
                 return Err(e);
             }
         };
         let code = resp.status().as_u16();
-        self.record(req, &code.to_string(), secs);
+        self.record(req, Some(code), secs);
         if (200..300).contains(&code) {
             return Ok(resp);
         }
@@ -468,7 +469,7 @@ impl Transport {
             log::debug!(
                 "{} {} failed ({err}); retry {} in {delay:?}",
                 req.method,
-                req.resource,
+                req.resource.label(),
                 attempt + 1
             );
             if !self.pause(delay) {
