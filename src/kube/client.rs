@@ -222,19 +222,21 @@ impl Client {
         content_type: &'static str,
         body: &B,
     ) -> Result<T, Error> {
-        let bytes = serde_json::to_vec(body).map_err(|e| Error::Decode {
-            what: format!("{} {} request body", verb.as_str(), r.label()),
-            detail: e.to_string(),
-        })?;
-        self.run(Req {
-            verb,
-            resource: r,
-            method,
-            path_and_query: path,
-            payload: Some(Payload {
-                content_type,
-                bytes: &bytes,
-            }),
+        body::with_request_buffer(|bytes| {
+            serde_json::to_writer(&mut *bytes, body).map_err(|e| Error::Decode {
+                what: format!("{} {} request body", verb.as_str(), r.label()),
+                detail: e.to_string(),
+            })?;
+            self.run(Req {
+                verb,
+                resource: r,
+                method,
+                path_and_query: path,
+                payload: Some(Payload {
+                    content_type,
+                    bytes,
+                }),
+            })
         })
     }
 
