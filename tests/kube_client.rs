@@ -389,3 +389,48 @@ fn list_bodies_over_ten_megabytes_stream_without_a_limit() {
     assert_eq!(l.items.len(), 200);
     assert!(l.items.iter().all(|p| p.metadata.annotations.is_empty()));
 }
+
+#[test]
+fn large_request_bodies_are_sent_whole_on_one_connection() {
+    // Heads and bodies are held until the response is awaited and sent in
+    // one write; a body over the 16 KiB coalescing bound goes out in
+    // pieces. Both must arrive whole, and keep-alive must still hold.
+    let srv = Server::start(|r, _| json(200, &String::from_utf8_lossy(&r.body)));
+    let c = client(&srv.url, RealClock::shared(), None);
+    for n in [0usize, 100, 16 * 1024 - 300, 40 * 1024, 300 * 1024] {
+        let patch = serde_json::json!({"metadata": {"name": "p", "namespace": "ns",
+            "resourceVersion": "1", "annotations": {"pad": "x".repeat(n)}}});
+        let got: Pod = c
+            .patch(&PODS, Some("ns"), "p", PatchType::Merge, &patch)
+            .expect("patch");
+        assert_eq!(got.key(), "ns/p");
+        let reqs = srv.requests();
+        let sent: serde_json::Value =
+            serde_json::from_slice(&reqs[reqs.len() - 1].body).expect("body");
+        assert_eq!(sent, patch, "body of {n} pad bytes arrives whole");
+    }
+    let conns = srv.conns.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(conns, 1, "keep-alive across every size");
+}
+
+#[test]
+fn an_oversized_response_head_is_a_clear_error() {
+    // Connection buffers are 16 KiB: a response head over the limit fails
+    // naming the header size, and ordinary heads still work.
+    let srv = Server::start(|r, _| {
+        let pad = if r.target.contains("big") {
+            40 * 1024
+        } else {
+            100
+        };
+        Reply::Full(200, vec![("X-Pad", "p".repeat(pad))], pod_json("p", "1"))
+    });
+    let c = client(&srv.url, RealClock::shared(), None);
+    let ok: Pod = c.get(&PODS, Some("ns"), "small").expect("small head");
+    assert_eq!(ok.key(), "ns/p");
+    let err = c
+        .get::<Pod>(&PODS, Some("ns"), "big")
+        .expect_err("a 40 KiB head is refused");
+    let msg = err.to_string();
+    assert!(msg.contains("header") && msg.contains("big"), "{msg}");
+}

@@ -110,7 +110,7 @@ impl Client {
     }
 
     fn run<T: DeserializeOwned>(&self, req: Req<'_>) -> Result<T, Error> {
-        let what = format!("{} {}", req.verb.as_str(), req.resource);
+        let what = format!("{} {}", req.verb.as_str(), req.resource.label());
         let resp = self.t.execute(&req)?;
         let body = resp.into_body().into_reader();
         body::decode(
@@ -132,7 +132,7 @@ impl Client {
     ) -> Result<T, Error> {
         self.run(Req {
             verb: Verb::Get,
-            resource: r.label(),
+            resource: r,
             method: "GET",
             path_and_query: r.path(namespace, Some(named(r, name)?), None),
             payload: None,
@@ -148,12 +148,12 @@ impl Client {
     ) -> Result<ObjectList<T>, Error> {
         let req = Req {
             verb: Verb::List,
-            resource: r.label(),
+            resource: r,
             method: "GET",
             path_and_query: with_query(r.path(namespace, None, None), request::list_query(p)),
             payload: None,
         };
-        let what = format!("list {}", req.resource);
+        let what = format!("list {}", req.resource.label());
         let resp = self.t.execute(&req)?;
         // Items cost at least their in-memory size whatever their JSON
         // size (`{}` is 2 bytes): a page may hold no more items than fit in
@@ -193,7 +193,7 @@ impl Client {
             .unwrap_or(DEFAULT_WATCH_TIMEOUT);
         let req = Req {
             verb: Verb::Watch,
-            resource: r.label(),
+            resource: r,
             method: "GET",
             path_and_query: with_query(r.path(namespace, None, None), request::watch_query(p)),
             payload: None,
@@ -222,19 +222,21 @@ impl Client {
         content_type: &'static str,
         body: &B,
     ) -> Result<T, Error> {
-        let bytes = serde_json::to_vec(body).map_err(|e| Error::Decode {
-            what: format!("{} {} request body", verb.as_str(), r.label()),
-            detail: e.to_string(),
-        })?;
-        self.run(Req {
-            verb,
-            resource: r.label(),
-            method,
-            path_and_query: path,
-            payload: Some(Payload {
-                content_type,
-                bytes: &bytes,
-            }),
+        body::with_request_buffer(|bytes| {
+            serde_json::to_writer(&mut *bytes, body).map_err(|e| Error::Decode {
+                what: format!("{} {} request body", verb.as_str(), r.label()),
+                detail: e.to_string(),
+            })?;
+            self.run(Req {
+                verb,
+                resource: r,
+                method,
+                path_and_query: path,
+                payload: Some(Payload {
+                    content_type,
+                    bytes,
+                }),
+            })
         })
     }
 
@@ -334,7 +336,7 @@ impl Client {
         let body = pre.map(|p| request::delete_body(&p));
         let resp = self.t.execute(&Req {
             verb: Verb::Delete,
-            resource: r.label(),
+            resource: r,
             method: "DELETE",
             path_and_query: r.path(namespace, Some(named(r, name)?), None),
             payload: body.as_deref().map(|b| Payload {

@@ -15,9 +15,16 @@
 //! each connector keeps weak handles to its sockets ([`Sockets`]) and the
 //! transport shuts them down itself (cancel, `shutdown_watches`, reset).
 //!
-//! Owns socket options and that register; must never read or write on the
-//! sockets (ureq's transport does) and never keep a socket alive longer
-//! than ureq does (the register holds weak handles only).
+//! Writes are coalesced: what ureq hands over (a request head, then its
+//! body) is held until ureq waits for input, then sent with one `send(2)`
+//! (one segment, one wake-up of the server instead of two). Anything ureq
+//! waits for can only arrive after our bytes are out, and every wait goes
+//! through `await_input`, which sends first; more than one buffer's worth
+//! is sent at once.
+//!
+//! Owns socket options and that register; the register must never read or
+//! write on the sockets (the transport does) and never keep a socket alive
+//! longer than ureq does (it holds weak handles only).
 
 use std::fmt;
 use std::io;
@@ -168,7 +175,14 @@ pub struct KeepaliveTransport {
     buffers: LazyBuffers,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    /// Output handed over by ureq and not sent yet, and the write timeout
+    /// it was handed over with.
+    pending: Vec<u8>,
+    pending_timeout: Option<NextTimeout>,
 }
+
+/// Pending output beyond this is sent at once (a large request body).
+const COALESCE_MAX: usize = 16 * 1024;
 
 impl fmt::Debug for KeepaliveTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -196,27 +210,45 @@ fn io_err(e: io::Error, t: &NextTimeout) -> ureq::Error {
     }
 }
 
+impl KeepaliveTransport {
+    /// Send the pending output with one `write_all`.
+    fn send_pending(&mut self) -> Result<(), ureq::Error> {
+        use std::io::Write;
+        let Some(timeout) = self.pending_timeout.take() else {
+            return Ok(());
+        };
+        let d = applies(&timeout)?;
+        if d != self.write_timeout {
+            self.stream.set_write_timeout(d)?;
+            self.write_timeout = d;
+        }
+        let res = (&*self.stream).write_all(&self.pending);
+        self.pending.clear();
+        res.map_err(|e| io_err(e, &timeout))
+    }
+}
+
 impl Transport for KeepaliveTransport {
     fn buffers(&mut self) -> &mut dyn Buffers {
         &mut self.buffers
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        use std::io::Write;
         let timeout = timeout.for_write();
-        let d = applies(&timeout)?;
-        if d != self.write_timeout {
-            self.stream.set_write_timeout(d)?;
-            self.write_timeout = d;
-        }
+        // Fail a spent budget now, as an immediate send would.
+        applies(&timeout)?;
         let output = &self.buffers.output()[..amount];
-        (&*self.stream)
-            .write_all(output)
-            .map_err(|e| io_err(e, &timeout))
+        self.pending.extend_from_slice(output);
+        self.pending_timeout = Some(timeout);
+        if self.pending.len() >= COALESCE_MAX {
+            self.send_pending()?;
+        }
+        Ok(())
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         use std::io::Read;
+        self.send_pending()?;
         let timeout = timeout.for_read();
         let d = applies(&timeout)?;
         if d != self.read_timeout {
@@ -248,18 +280,28 @@ impl Transport for KeepaliveTransport {
     }
 
     fn is_open(&mut self) -> bool {
-        use std::io::Read;
+        use std::os::fd::AsRawFd;
         // A pooled connection is reusable when reading would block: the
-        // server neither closed it nor sent anything unasked.
-        if self.stream.set_nonblocking(true).is_err() {
+        // server neither closed it nor sent anything unasked. One peeking,
+        // non-blocking recv(2) (it was three syscalls: two fcntl-style
+        // ioctls around a non-blocking read).
+        let mut buf = [0u8; 1];
+        // SAFETY: the descriptor is owned by `self.stream` and open for the
+        // duration of the call; `buf` is a valid writable buffer of 1 byte.
+        let n = unsafe {
+            libc::recv(
+                self.stream.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            // 0: closed by the peer; > 0: unasked data (not reusable).
             return false;
         }
-        let mut buf = [0u8; 1];
-        let open = matches!(
-            (&*self.stream).read(&mut buf),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock
-        );
-        open && self.stream.set_nonblocking(false).is_ok()
+        let e = io::Error::last_os_error();
+        matches!(e.kind(), io::ErrorKind::WouldBlock)
     }
 }
 
@@ -313,6 +355,8 @@ impl<In: Transport> Connector<In> for KeepaliveConnector {
                 buffers,
                 read_timeout: None,
                 write_timeout: None,
+                pending: Vec::new(),
+                pending_timeout: None,
             })));
         }
         Err(match last {

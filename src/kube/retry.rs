@@ -20,7 +20,7 @@ use super::error::Error;
 use std::time::Duration;
 
 /// The operation, for retry decisions and metrics labels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Verb {
     /// GET one object.
     Get,

@@ -13,6 +13,7 @@ use super::error::{Error, Status};
 use super::keepalive::{KeepaliveConnector, Sockets};
 use super::metrics::Metrics;
 use super::ratelimit::TokenBucket;
+use super::request::Resource;
 use super::retry::{RetryPolicy, Verb};
 use super::tls;
 use crate::clock::SharedClock;
@@ -31,6 +32,16 @@ const MAX_ERROR_BODY: u64 = 1 << 20;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a wait (retry backoff, rate limiter) looks for a cancel.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// Input and output buffer of every connection (ureq's default is 128 KiB
+/// each, per connection and per layer: TCP and TLS). Only response heads
+/// must fit: bodies and request bodies stream through in buffer-sized
+/// pieces. Kubernetes response heads are well under 2 KiB.
+pub(crate) const CONN_BUFFER: usize = 16 * 1024;
+/// Largest response head (status line and headers) accepted: below
+/// [`CONN_BUFFER`], so a larger head fails with ureq's clear
+/// "response header is too big" instead of a full buffer that reads
+/// nothing ("made no progress").
+pub(crate) const MAX_RESPONSE_HEAD: usize = CONN_BUFFER - 1024;
 
 /// A request body.
 pub(crate) struct Payload<'a> {
@@ -41,7 +52,7 @@ pub(crate) struct Payload<'a> {
 /// One logical request.
 pub(crate) struct Req<'a> {
     pub verb: Verb,
-    pub resource: String,
+    pub resource: &'a Resource,
     pub method: &'static str,
     pub path_and_query: String,
     pub payload: Option<Payload<'a>>,
@@ -93,6 +104,9 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<P
         .tls_config(tls)
         .user_agent(cfg.user_agent.as_str())
         .timeout_connect(Some(CONNECT_TIMEOUT.min(cfg.request_timeout)))
+        .input_buffer_size(CONN_BUFFER)
+        .output_buffer_size(CONN_BUFFER)
+        .max_response_header_size(MAX_RESPONSE_HEAD)
         .max_redirects(0);
     if !watch {
         b = b.timeout_global(Some(cfg.request_timeout));
@@ -322,13 +336,13 @@ impl Transport {
             crate::memory::trim();
         }
         if let Some(m) = &self.metrics {
-            m.body_error(req.verb.as_str(), &req.resource, kind);
+            m.body_error(req.verb, req.resource, kind);
         }
     }
 
-    fn record(&self, req: &Req<'_>, code: &str, secs: f64) {
+    fn record(&self, req: &Req<'_>, code: Option<u16>, secs: f64) {
         if let Some(m) = &self.metrics {
-            m.record(req.verb.as_str(), &req.resource, code, secs);
+            m.record(req.verb, req.resource, code, secs);
         }
     }
 
@@ -406,12 +420,12 @@ impl Transport {
             Ok(r) => r,
             Err(_) if self.is_cancelled() => return Err(Error::Shutdown),
             Err(e) => {
-                self.record(req, "<error>", secs);
+                self.record(req, None, secs);
                 return Err(e);
             }
         };
         let code = resp.status().as_u16();
-        self.record(req, &code.to_string(), secs);
+        self.record(req, Some(code), secs);
         if (200..300).contains(&code) {
             return Ok(resp);
         }
@@ -455,7 +469,7 @@ impl Transport {
             log::debug!(
                 "{} {} failed ({err}); retry {} in {delay:?}",
                 req.method,
-                req.resource,
+                req.resource.label(),
                 attempt + 1
             );
             if !self.pause(delay) {

@@ -1,20 +1,22 @@
 //! The delaying queue (upstream `delaying_queue.go`): a [`Queue`] plus
 //! `add_after(key, d)`, served by one timer thread per queue.
 //!
-//! The timer thread owns a [`DelayHeap`]. It reads the injected clock, adds
-//! every key whose time has come, then waits on its channel until the
-//! earliest ready time, so that an earlier `add_after` wakes it at once. Real
-//! waits are capped at the config's `max_wait` (upstream's 10 s heartbeat;
-//! a few ms in tests with a fake clock, which real waits cannot observe).
-//! The timer never holds the queue's lock while it waits and exits on
-//! shutdown or when the last handle is dropped.
+//! A [`DelayHeap`] behind a mutex is shared by `add_after` and the timer
+//! thread. The thread reads the injected clock, adds every key whose time
+//! has come, then waits on a condition variable until the earliest ready
+//! time; `add_after` inserts into the heap itself and wakes the thread only
+//! when the new key is due before everything already waiting (with a
+//! channel, every `add_after` woke the thread, and its blocking receive
+//! spun with `sched_yield` first). Real waits are capped at the config's
+//! `max_wait` (upstream's 10 s heartbeat; a few ms in tests with a fake
+//! clock, which real waits cannot observe). The timer never holds the
+//! queue's lock while it waits, never holds the heap's lock while it adds to
+//! the queue, and exits on shutdown or when the last handle is dropped.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
 
 use super::config::QueueConfig;
 use super::delay_heap::DelayHeap;
@@ -27,22 +29,37 @@ use crate::metrics::Counter;
 /// `now + delay` cannot overflow.
 const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
-enum Msg<K> {
-    /// Add the key at this time.
-    Wait(K, Instant),
-    /// Exit now.
-    Stop,
+/// What `add_after` and the timer thread share.
+struct Shared<K> {
+    state: Mutex<TimerState<K>>,
+    wake: Condvar,
 }
 
-#[derive(Debug)]
+struct TimerState<K> {
+    heap: DelayHeap<K>,
+    /// Set when the timer must exit.
+    stop: bool,
+}
+
+impl<K> Shared<K> {
+    fn lock(&self) -> MutexGuard<'_, TimerState<K>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn stop(&self) {
+        self.lock().stop = true;
+        self.wake.notify_all();
+    }
+}
+
 struct Timer<K> {
-    tx: Sender<Msg<K>>,
+    shared: Arc<Shared<K>>,
     handle: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl<K> Timer<K> {
     fn stop(&self) {
-        let _ = self.tx.send(Msg::Stop);
+        self.shared.stop();
         let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(h) = handle {
             if h.join().is_err() {
@@ -52,12 +69,16 @@ impl<K> Timer<K> {
     }
 }
 
-impl<K> std::fmt::Debug for Msg<K> {
+impl<K> Drop for Timer<K> {
+    /// The last handle is gone: let the thread exit (not joined here).
+    fn drop(&mut self) {
+        self.shared.stop();
+    }
+}
+
+impl<K> std::fmt::Debug for Timer<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Msg::Wait(_, at) => write!(f, "Wait({at:?})"),
-            Msg::Stop => f.write_str("Stop"),
-        }
+        f.write_str("Timer")
     }
 }
 
@@ -86,13 +107,18 @@ impl<K: Key> DelayingQueue<K> {
     /// A new queue and its timer thread.
     pub fn new(config: &QueueConfig) -> Result<DelayingQueue<K>, WorkqueueError> {
         let queue = Queue::new(config);
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(TimerState {
+                heap: DelayHeap::new(),
+                stop: false,
+            }),
+            wake: Condvar::new(),
+        });
         let pending = Arc::new(AtomicUsize::new(0));
         let timer_loop = TimerLoop {
             queue: queue.clone(),
-            rx,
+            shared: Arc::clone(&shared),
             pending: Arc::clone(&pending),
-            heap: DelayHeap::new(),
         };
         let handle = std::thread::Builder::new()
             .name(format!("wq-{}", config.name))
@@ -108,7 +134,7 @@ impl<K: Key> DelayingQueue<K> {
         Ok(DelayingQueue {
             queue,
             timer: Arc::new(Timer {
-                tx,
+                shared,
                 handle: Mutex::new(Some(handle)),
             }),
             pending,
@@ -136,15 +162,27 @@ impl<K: Key> DelayingQueue<K> {
         let ready_at = now
             .checked_add(delay.min(FAR_FUTURE))
             .unwrap_or(now + Duration::from_secs(3600));
-        self.pending.fetch_add(1, Ordering::SeqCst);
-        if self.timer.tx.send(Msg::Wait(key, ready_at)).is_err() {
+        let shared = &self.timer.shared;
+        let mut st = shared.lock();
+        if st.stop {
             // The timer has exited: the queue is shutting down.
-            self.pending.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        let head = st.heap.next_ready();
+        // Even a key whose time has already come goes through the heap, so
+        // that one batch is added in ready-time order.
+        if st.heap.insert(key, ready_at) {
+            self.pending.fetch_add(1, Ordering::SeqCst);
+        }
+        drop(st);
+        // The thread waits for `head`: wake it only for an earlier time.
+        if head.is_none_or(|h| ready_at < h) {
+            shared.wake.notify_one();
         }
     }
 
-    /// Keys given to `add_after` that have not reached the queue yet (sent
-    /// to the timer, or waiting in its heap), not counting merged ones.
+    /// Keys given to `add_after` that have not reached the queue yet
+    /// (waiting in the timer's heap), not counting merged ones.
     pub fn waiting_len(&self) -> usize {
         self.pending.load(Ordering::SeqCst)
     }
@@ -168,66 +206,46 @@ impl<K: Key> DelayingQueue<K> {
 /// The timer thread's state.
 struct TimerLoop<K> {
     queue: Queue<K>,
-    rx: Receiver<Msg<K>>,
+    shared: Arc<Shared<K>>,
     pending: Arc<AtomicUsize>,
-    heap: DelayHeap<K>,
 }
 
 impl<K: Key> TimerLoop<K> {
-    fn run(mut self) {
+    fn run(self) {
         let clock: SharedClock = Arc::clone(self.queue.clock());
         let max_wait = self.queue.max_wait();
+        let mut st = self.shared.lock();
         loop {
+            if st.stop {
+                return;
+            }
             if self.queue.shutting_down() {
                 return;
             }
             let now = clock.now();
-            self.fire(now);
-            let wait = match self.heap.next_ready() {
+            let ready = st.heap.pop_ready(now);
+            if !ready.is_empty() {
+                // Add every key whose time has come, without the heap's
+                // lock (`add_after` may run meanwhile).
+                drop(st);
+                let n = ready.len();
+                for key in ready {
+                    self.queue.add(key);
+                }
+                self.pending.fetch_sub(n, Ordering::SeqCst);
+                st = self.shared.lock();
+                continue;
+            }
+            let wait = match st.heap.next_ready() {
                 Some(at) => at.saturating_duration_since(now).min(max_wait),
                 None => max_wait,
             };
-            let msg = match self.rx.recv_timeout(wait) {
-                Ok(msg) => msg,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return,
-            };
-            if !self.accept(msg) {
-                return;
-            }
-            while let Ok(msg) = self.rx.try_recv() {
-                if !self.accept(msg) {
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Add every key whose time has come.
-    fn fire(&mut self, now: Instant) {
-        let ready = self.heap.pop_ready(now);
-        let n = ready.len();
-        for key in ready {
-            self.queue.add(key);
-        }
-        if n > 0 {
-            self.pending.fetch_sub(n, Ordering::SeqCst);
-        }
-    }
-
-    /// Take one message; `false` means exit.
-    fn accept(&mut self, msg: Msg<K>) -> bool {
-        match msg {
-            Msg::Stop => false,
-            Msg::Wait(key, at) => {
-                // Even a key whose time has already come goes through the
-                // heap, so that one batch is added in ready-time order.
-                if !self.heap.insert(key, at) {
-                    // Merged with an entry already waiting.
-                    self.pending.fetch_sub(1, Ordering::SeqCst);
-                }
-                true
-            }
+            st = self
+                .shared
+                .wake
+                .wait_timeout(st, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
     }
 }
