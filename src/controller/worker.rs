@@ -34,6 +34,11 @@ pub enum SyncError {
     Failed(String),
     /// The sync panicked; retried like a failure.
     Panicked(String),
+    /// The sync succeeded, but an event it held back (someone else's
+    /// write seen while ours was in flight) must sync the Service again
+    /// after this delay, as the event's handler would have queued it.
+    /// Counted as a success.
+    Requeue(std::time::Duration),
 }
 
 impl fmt::Display for SyncError {
@@ -42,6 +47,7 @@ impl fmt::Display for SyncError {
             SyncError::Stale(m) => write!(f, "stale cache: {m}"),
             SyncError::Failed(m) => f.write_str(m),
             SyncError::Panicked(m) => write!(f, "panicked: {m}"),
+            SyncError::Requeue(d) => write!(f, "synced; to sync again in {d:?}"),
         }
     }
 }
@@ -157,6 +163,13 @@ impl Ctx {
                 self.queue.forget(&key.to_string());
                 self.metrics.result(c, SyncResult::Success);
                 self.stuck.clear(key);
+                return;
+            }
+            Err(SyncError::Requeue(delay)) => {
+                self.queue.forget(&key.to_string());
+                self.metrics.result(c, SyncResult::Success);
+                self.stuck.clear(key);
+                self.queue.add_after(key.to_string(), delay);
                 return;
             }
             Err(e) => e,
@@ -328,6 +341,9 @@ mod tests {
             if key.starts_with("panic/") && n <= 2 {
                 panic!("boom in {key}");
             }
+            if key.starts_with("requeue/") && n == 1 {
+                return Err(SyncError::Requeue(Duration::from_millis(20)));
+            }
             if n <= self.fail_times.get(key).copied().unwrap_or(0) {
                 return Err(SyncError::Failed(format!("attempt {n}")));
             }
@@ -390,6 +406,26 @@ mod tests {
         p.queue().add("ns/after".to_string());
         wait_for(|| syncer.calls.lock().expect("calls").contains_key("ns/after"));
         assert!(p.wedged(Duration::from_secs(60)).is_none());
+        assert!(p.stop(Duration::from_secs(5)));
+    }
+
+    /// A sync that asks to run again (an event it held showed someone
+    /// else's write) counts as a success and is synced once more after
+    /// the delay, not retried as a failure.
+    #[test]
+    fn requeue_is_a_success_synced_again_after_the_delay() {
+        let (p, syncer, m) = pool(HashMap::new());
+        p.queue().add("requeue/s".to_string());
+        wait_for(|| syncer.calls.lock().expect("calls").get("requeue/s") == Some(&2));
+        wait_for(|| m.count("test", SyncResult::Success) == 2);
+        assert_eq!(m.count("test", SyncResult::Error), 0);
+        assert_eq!(m.count("test", SyncResult::Stale), 0);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            syncer.calls.lock().expect("calls")["requeue/s"],
+            2,
+            "once more, then done"
+        );
         assert!(p.stop(Duration::from_secs(5)));
     }
 }

@@ -291,10 +291,10 @@ impl SliceController {
             return Err(SyncError::Failed(plan.node_errors.join("; ")));
         }
         if done.overtaken {
-            // The held event that would have synced the Service (C5).
-            return Err(SyncError::Stale(format!(
-                "an EndpointSlice of {key} was written by someone else while our update was in flight"
-            )));
+            // Someone else wrote a slice while our update of it was in
+            // flight: the held event would have queued the Service (C5)
+            // with the slice-change delay; the cache is not stale.
+            return Err(SyncError::Requeue(SLICE_CHANGE_MIN_DELAY));
         }
         Ok(())
     }

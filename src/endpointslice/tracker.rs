@@ -48,12 +48,18 @@ impl InFlight<'_> {
     /// newer generation than ours (someone else wrote the slice after us:
     /// the Service must be synced again).
     pub fn finish(mut self, written: &EndpointSlice) -> bool {
-        let held = match self.key.take() {
-            Some(k) => self.tracker.end_update(&k, &self.uid),
-            None => 0,
+        let g = generation(written);
+        let Some(k) = self.key.take() else {
+            self.tracker.update(written);
+            return false;
         };
-        self.tracker.update(written);
-        held > generation(written)
+        // One lock: an echo arriving between ending the hold and recording
+        // our generation would otherwise sync the Service for nothing.
+        let mut st = self.tracker.lock();
+        let entry = st.entry(k).or_default();
+        let held = entry.in_flight.remove(&self.uid).unwrap_or(0);
+        entry.generations.insert(written.metadata.uid.clone(), g);
+        held > g
     }
 }
 
