@@ -224,6 +224,8 @@ impl KeepaliveTransport {
         }
         let res = (&*self.stream).write_all(&self.pending);
         self.pending.clear();
+        // A large body grew it: do not keep that for the connection's life.
+        self.pending.shrink_to(COALESCE_MAX);
         res.map_err(|e| io_err(e, &timeout))
     }
 }

@@ -42,15 +42,55 @@ pub fn intern(s: &str) -> Arc<str> {
 }
 
 /// Deserialize a string (or null, as "") into an interned `Arc<str>`.
+/// Reads the text borrowed where the input allows (serde's `Cow<str>` is
+/// always owned: a temporary String per pod).
 pub(crate) fn interned<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
-    use serde::Deserialize;
-    let s = Option::<std::borrow::Cow<'de, str>>::deserialize(d)?;
-    Ok(intern(s.as_deref().unwrap_or("")))
+    d.deserialize_option(Interned)
+}
+
+struct Interned;
+
+impl<'de> serde::de::Visitor<'de> for Interned {
+    type Value = Arc<str>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string or null")
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Arc<str>, E> {
+        Ok(intern(s))
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Arc<str>, E> {
+        Ok(intern(""))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Arc<str>, E> {
+        Ok(intern(""))
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Arc<str>, D::Error> {
+        d.deserialize_str(Interned)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decodes_strings_and_null_and_refuses_other_types() {
+        #[derive(serde::Deserialize)]
+        struct W {
+            #[serde(deserialize_with = "interned", default)]
+            ns: Arc<str>,
+        }
+        let w = |j: &str| serde_json::from_str::<W>(j).map(|w| w.ns);
+        assert_eq!(&*w(r#"{"ns":"team-a"}"#).expect("str"), "team-a");
+        assert_eq!(&*w(r#"{"ns":"te\u0061m"}"#).expect("escaped"), "team");
+        assert_eq!(&*w(r#"{"ns":null}"#).expect("null"), "");
+        assert_eq!(&*w("{}").expect("absent"), "");
+        assert!(w(r#"{"ns":3}"#).is_err(), "a number is refused");
+        assert!(Arc::ptr_eq(
+            &w(r#"{"ns":"team-a"}"#).expect("str"),
+            &intern("team-a")
+        ));
+    }
 
     #[test]
     fn equal_values_share_one_allocation_and_unused_ones_are_pruned() {
