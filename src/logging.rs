@@ -84,12 +84,18 @@ pub fn detect_style() -> Style {
 /// `endpointd…`, `kube_sim…`) always pass the level filter; a dependency's
 /// only at warn and error, unless `RUST_LOG` names that crate in a
 /// directive (`RUST_LOG=ureq=trace`). A global `trace` must never turn on
-/// a dependency's debug output: the HTTP library's trace wire dump prints
-/// every request header, `Authorization: Bearer …` included.
+/// a dependency's debug output. The HTTP library's wire dump
+/// (`ureq_proto::util` at trace: every byte sent, in hex rows, the
+/// `Authorization: Bearer …` header included) is never shown, even when
+/// `RUST_LOG` names the crate: a token split over hex rows cannot be
+/// redacted. ureq's own request lines redact credentials themselves.
 pub fn admitted(target: &str, level: Level, rust_log: Option<&str>) -> bool {
     let krate = target.split("::").next().unwrap_or(target);
     if matches!(krate, "endpointd" | "kube_sim") || level <= Level::Warn {
         return true;
+    }
+    if target == WIRE_DUMP {
+        return false;
     }
     rust_log.is_some_and(|spec| {
         spec.split(',')
@@ -97,6 +103,9 @@ pub fn admitted(target: &str, level: Level, rust_log: Option<&str>) -> bool {
             .any(|m| m.split("::").next() == Some(krate))
     })
 }
+
+/// The target of ureq's raw wire dump (see [`admitted`]).
+const WIRE_DUMP: &str = "ureq_proto::util";
 
 /// Whether `RUST_LOG` is set (it then owns the filter).
 pub fn rust_log_set() -> bool {
@@ -165,6 +174,12 @@ mod tests {
             ("ureq::error", Level::Error, Some("off"), true),
             (
                 "ureq_proto::util",
+                Level::Trace,
+                Some("ureq_proto=trace"),
+                false,
+            ),
+            (
+                "ureq_proto::client",
                 Level::Trace,
                 Some("ureq_proto=trace"),
                 true,
