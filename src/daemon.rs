@@ -87,6 +87,8 @@ const SUPERVISE_EVERY: Duration = Duration::from_secs(1);
 /// (caches syncing, or synced with this instance leading):
 /// at [`SUPERVISE_EVERY`] a 10,000-pod cache synced in 0.1 s waited up to
 /// another 0.9 s for the controllers (measured in the cold-start bench).
+/// While caches sync, each informer that syncs also wakes the supervisor at
+/// once (at this tick alone the controllers started up to 20 ms late).
 /// A standby keeps the slow tick.
 const STARTING_EVERY: Duration = Duration::from_millis(20);
 
@@ -418,8 +420,22 @@ impl Supervisor<'_> {
             .map(|w| (w / 2).min(SUPERVISE_EVERY))
             .unwrap_or(SUPERVISE_EVERY);
         let mut next = STARTING_EVERY.min(tick);
-        while !self.shutdown.wait_timeout(next) {
+        let mut seen = self.caches.sync_count();
+        let mut for_caches = true;
+        loop {
+            if for_caches {
+                // An informer that syncs wakes us at once (the controllers
+                // then start without waiting for the next tick); shutdown
+                // is noticed within the tick.
+                self.caches.wait_for_change(seen, next);
+                if self.shutdown.is_triggered() {
+                    break;
+                }
+            } else if self.shutdown.wait_timeout(next) {
+                break;
+            }
             next = tick;
+            seen = self.caches.sync_count();
             if !self.caches.alive() {
                 log::error!("a cache stopped updating; exiting so that systemd restarts endpointd");
                 return Err(DaemonError::Failed("a cache stopped updating".into()));
@@ -433,6 +449,7 @@ impl Supervisor<'_> {
             }
             self.master.set(if state.leading() { 1.0 } else { 0.0 });
             let synced = self.caches.unsynced();
+            for_caches = self.pending.is_some() && !synced.is_empty();
             if !synced.is_empty() {
                 self.readiness
                     .set(Some(&format!("caches not synced: {}", synced.join(", "))));
