@@ -465,8 +465,14 @@ impl Supervisor<'_> {
                 next = STARTING_EVERY.min(tick);
             }
             let role = self.role();
-            if synced.is_empty() {
+            // The role is reported once the first election round is done:
+            // woken by the caches' sync, the supervisor may look before it.
+            let role_known = self.election.is_none() || state.rounds() > 0;
+            if synced.is_empty() && role_known {
                 self.readiness.set_ready(&role);
+            } else if synced.is_empty() {
+                self.readiness
+                    .set(Some("caches synced; leader election has not run yet"));
             }
             if let Some(problem) = self.problem() {
                 log::error!("{problem}; withholding the watchdog");
