@@ -2,7 +2,10 @@
 //! `staging/src/k8s.io/endpointslice/util/endpointslice_tracker.go`;
 //! upstream-spec B6, B29): per Service, the generation of every slice this
 //! controller wrote (or −1: deletion expected), so that handlers ignore our
-//! own writes and a sync knows when the cache is older than them.
+//! own writes and a sync knows when the cache is older than them. While an
+//! update or a create of ours is in flight, events that may be its echo are
+//! held until its response says whose they were (a difference from
+//! upstream, which syncs the Service once more when the echo wins the race).
 //!
 //! Thread-safe (handlers and workers share it); never reads a cache.
 
