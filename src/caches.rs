@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::controller::handlers::{PodHandler, ServiceHandler, Target};
 use crate::informer::{
     EventHandler, History, IndexKey, Informer, InformerMetrics, KubeSource, ReflectorConfig,
-    Synced, SERVICE_NAME_LABEL,
+    SyncBell, Synced, SERVICE_NAME_LABEL,
 };
 use crate::kube::{self, Client};
 use crate::metrics::Registry;
@@ -39,6 +39,8 @@ pub struct Caches {
     pub endpointslices: Option<Informer<EndpointSlice>>,
     /// What the informers know of the API server's history (shared).
     pub history: Arc<History>,
+    /// Rung as each informer syncs (see [`Caches::wait_for_change`]).
+    bell: Arc<SyncBell>,
 }
 
 /// Everything `start` needs besides the configuration.
@@ -80,6 +82,7 @@ fn informer<T: crate::model::Object + serde::de::DeserializeOwned>(
     env: &Env,
     metrics: &Arc<InformerMetrics>,
     history: &Arc<History>,
+    bell: &Arc<SyncBell>,
     extra_index: Option<IndexKey>,
     handlers: Vec<Arc<dyn EventHandler<T>>>,
 ) -> io::Result<Informer<T>> {
@@ -88,7 +91,8 @@ fn informer<T: crate::model::Object + serde::de::DeserializeOwned>(
         .config(reflector.clone())
         .clock(Arc::clone(&env.clock))
         .metrics(Arc::clone(metrics))
-        .history(Arc::clone(history));
+        .history(Arc::clone(history))
+        .bell(Arc::clone(bell));
     if let Some(ix) = extra_index {
         b = b.index(ix);
     }
@@ -113,6 +117,7 @@ impl Caches {
         // One history for all: when one informer finds the API server's
         // history behind its resourceVersion, every informer lists again.
         let history = Arc::new(History::default());
+        let bell = Arc::new(SyncBell::default());
         let by_service = IndexKey::NamespacedLabel(SERVICE_NAME_LABEL);
         let svc_handlers: Vec<Arc<dyn EventHandler<Service>>> = match hooks.targets.is_empty() {
             true => Vec::new(),
@@ -125,6 +130,7 @@ impl Caches {
             env,
             &m,
             &history,
+            &bell,
             Some(IndexKey::NamespacedSelectorFirstPair),
             svc_handlers,
         )?;
@@ -140,6 +146,7 @@ impl Caches {
                 env,
                 &m,
                 &history,
+                &bell,
                 None,
                 hooks.endpoints,
             )?),
@@ -153,6 +160,7 @@ impl Caches {
                 env,
                 &m,
                 &history,
+                &bell,
                 Some(by_service),
                 hooks.endpointslices,
             )?),
@@ -167,6 +175,7 @@ impl Caches {
                 env,
                 &m,
                 &history,
+                &bell,
                 Some(IndexKey::NamespacedLabelPairs),
                 pod_handlers,
             )?,
@@ -178,6 +187,7 @@ impl Caches {
                 env,
                 &m,
                 &history,
+                &bell,
                 None,
                 hooks.nodes,
             )?,
@@ -188,12 +198,14 @@ impl Caches {
                 env,
                 &m,
                 &history,
+                &bell,
                 None,
                 Vec::new(),
             )?,
             endpoints,
             endpointslices,
             history,
+            bell,
         })
     }
 
@@ -208,6 +220,18 @@ impl Caches {
             v.push(s);
         }
         v
+    }
+
+    /// The number of informers that have synced so far, as counted for
+    /// [`Caches::wait_for_change`].
+    pub fn sync_count(&self) -> u64 {
+        self.bell.count()
+    }
+
+    /// Block until one more informer has synced since [`Caches::sync_count`]
+    /// returned `seen`, or for `d`. Returns whether one did.
+    pub fn wait_for_change(&self, seen: u64, d: std::time::Duration) -> bool {
+        self.bell.wait_timeout(seen, d)
     }
 
     /// Names of the caches that have not synced yet.

@@ -291,8 +291,8 @@ impl SliceController {
             return Err(SyncError::Failed(plan.node_errors.join("; ")));
         }
         if done.overtaken {
-            // Someone else wrote a slice while our update of it was in
-            // flight: the held event would have queued the Service (C5)
+            // Someone else wrote a slice while our write was in flight:
+            // the held event would have queued the Service (C5)
             // with the slice-change delay; the cache is not stale.
             return Err(SyncError::Requeue(SLICE_CHANGE_MIN_DELAY));
         }

@@ -35,9 +35,10 @@ pub struct FinalizeOutcome {
     pub updated: usize,
     /// Slices deleted.
     pub deleted: usize,
-    /// An update of ours was overtaken by someone else's while in flight
-    /// (the events held meanwhile showed a newer generation): the Service
-    /// must be synced again.
+    /// A write of ours was overtaken by someone else's while in flight
+    /// (the events held meanwhile showed a newer generation, or, during a
+    /// create, a slice that was not ours): the Service must be synced
+    /// again.
     pub overtaken: bool,
 }
 
@@ -89,9 +90,10 @@ fn write_type(
         for s in &w.creates {
             let mut s = s.clone();
             annotate(&mut s, trigger);
+            let creating = tracker.begin_create(&s);
             match writer.create(&s) {
                 Ok(created) => {
-                    tracker.update(&created);
+                    out.overtaken |= creating.finish(&created);
                     out.created += 1;
                 }
                 Err(e) if e.has_cause("NamespaceTerminating") => return Ok(false),

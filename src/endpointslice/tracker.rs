@@ -2,7 +2,10 @@
 //! `staging/src/k8s.io/endpointslice/util/endpointslice_tracker.go`;
 //! upstream-spec B6, B29): per Service, the generation of every slice this
 //! controller wrote (or −1: deletion expected), so that handlers ignore our
-//! own writes and a sync knows when the cache is older than them.
+//! own writes and a sync knows when the cache is older than them. While an
+//! update or a create of ours is in flight, events that may be its echo are
+//! held until its response says whose they were (a difference from
+//! upstream, which syncs the Service once more when the echo wins the race).
 //!
 //! Thread-safe (handlers and workers share it); never reads a cache.
 
@@ -22,6 +25,12 @@ struct ServiceState {
     /// Slices (by UID) with an update of ours in flight, and the highest
     /// generation an event showed meanwhile (0: none yet).
     in_flight: HashMap<String, i64>,
+    /// Creates of ours in flight.
+    creating: u32,
+    /// Untracked slices (by UID) that events showed while creates of ours
+    /// were in flight, with the highest generation seen: the echo of one
+    /// of our creates, or someone else's slice.
+    held_new: HashMap<String, i64>,
     /// Since when the cache has looked older than our writes.
     stale_since: Option<std::time::Instant>,
 }
@@ -60,6 +69,57 @@ impl InFlight<'_> {
         let held = entry.in_flight.remove(&self.uid).unwrap_or(0);
         entry.generations.insert(written.metadata.uid.clone(), g);
         held > g
+    }
+}
+
+/// A create in flight (see [`EndpointSliceTracker::begin_create`]);
+/// dropping it unfinished (the write failed) stops holding events.
+#[must_use]
+pub struct Creating<'a> {
+    tracker: &'a EndpointSliceTracker,
+    key: Option<String>,
+}
+
+impl Creating<'_> {
+    /// The create succeeded and the API returned `created`: track it, and
+    /// return true when an event held meanwhile was not the echo of ours
+    /// (someone else's slice, or ours at a newer generation than the one
+    /// we wrote): the Service must be synced again.
+    pub fn finish(mut self, created: &EndpointSlice) -> bool {
+        let g = generation(created);
+        let Some(k) = self.key.take() else {
+            self.tracker.update(created);
+            return false;
+        };
+        let mut st = self.tracker.lock();
+        let entry = st.entry(k).or_default();
+        entry.creating = entry.creating.saturating_sub(1);
+        entry.generations.insert(created.metadata.uid.clone(), g);
+        let mut again = entry
+            .held_new
+            .remove(&created.metadata.uid)
+            .is_some_and(|held| held > g);
+        if entry.creating == 0 && !entry.held_new.is_empty() {
+            entry.held_new.clear();
+            again = true;
+        }
+        again
+    }
+}
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        if let Some(k) = self.key.take() {
+            let mut st = self.tracker.lock();
+            if let Some(entry) = st.get_mut(&k) {
+                entry.creating = entry.creating.saturating_sub(1);
+                if entry.creating == 0 {
+                    // The sync failed and is retried (or the namespace is
+                    // terminating): it reads the cache afresh.
+                    entry.held_new.clear();
+                }
+            }
+        }
     }
 }
 
@@ -122,6 +182,22 @@ impl EndpointSliceTracker {
         }
     }
 
+    /// A create of `s` (a desired slice, no UID yet) is about to be sent.
+    /// Until the returned guard is finished with the API's answer (or
+    /// dropped), events about slices of its Service that are not tracked
+    /// do not sync the Service: they are held instead, and the Service is
+    /// synced again only if one of them turns out not to be our create's
+    /// echo. At a cold start the echo of most creates arrives before the
+    /// create's response; upstream (same race) then syncs the Service once
+    /// more for nothing.
+    pub fn begin_create(&self, s: &EndpointSlice) -> Creating<'_> {
+        let key = service_key(s);
+        if let Some(k) = &key {
+            self.lock().entry(k.clone()).or_default().creating += 1;
+        }
+        Creating { tracker: self, key }
+    }
+
     /// Stop holding events of a slice; the highest generation held.
     fn end_update(&self, key: &str, uid: &str) -> i64 {
         self.lock()
@@ -158,6 +234,11 @@ impl EndpointSliceTracker {
             return false;
         }
         match x.generations.get(&s.metadata.uid) {
+            None if x.creating > 0 => {
+                let held = x.held_new.entry(s.metadata.uid.clone()).or_insert(0);
+                *held = (*held).max(generation(s));
+                false
+            }
             None => true,
             Some(g) => generation(s) > *g,
         }
@@ -311,6 +392,60 @@ mod tests {
         drop(w); // the write failed
         assert!(t.should_sync(&slice("a", 7)), "not held after a failure");
         assert!(t.should_sync(&slice("b", 1)), "other slices are not held");
+    }
+
+    /// The echo of our own create, seen before the create's response, does
+    /// not sync; a slice of the Service that is not ours, seen while a
+    /// create was in flight, does (once the creates are done); so does our
+    /// slice at a newer generation than the one we created; a failed
+    /// create stops holding.
+    #[test]
+    fn events_during_our_create_are_held() {
+        let t = EndpointSliceTracker::default();
+        let desired = slice("", 0);
+        let c = t.begin_create(&desired);
+        assert!(
+            !t.should_sync(&slice("a", 1)),
+            "our echo, before the response"
+        );
+        assert!(!c.finish(&slice("a", 1)), "the echo was ours");
+        assert!(!t.should_sync(&slice("a", 1)), "tracked as ours");
+        assert!(t.should_sync(&slice("x", 1)), "no longer held");
+
+        // Two creates in one sync; the second's echo comes first.
+        let c1 = t.begin_create(&desired);
+        assert!(!t.should_sync(&slice("b", 1)));
+        assert!(!c1.finish(&slice("b", 1)));
+        let c2 = t.begin_create(&desired);
+        assert!(!t.should_sync(&slice("c", 1)));
+        assert!(!t.should_sync(&slice("b", 1)), "b is tracked");
+        assert!(!c2.finish(&slice("c", 1)));
+
+        // Someone else's slice appears while ours is being created.
+        let c = t.begin_create(&desired);
+        assert!(!t.should_sync(&slice("d", 1)), "held");
+        assert!(!t.should_sync(&slice("e", 1)), "held");
+        assert!(c.finish(&slice("d", 1)), "e was not ours: sync again");
+        assert!(t.should_sync(&slice("e", 2)), "not held any more");
+
+        // Ours, changed by someone else before our response came.
+        let c = t.begin_create(&desired);
+        assert!(!t.should_sync(&slice("f", 1)));
+        assert!(!t.should_sync(&slice("f", 2)));
+        assert!(c.finish(&slice("f", 1)), "overtaken: sync again");
+
+        // A failed create.
+        let c = t.begin_create(&desired);
+        assert!(!t.should_sync(&slice("g", 1)));
+        drop(c);
+        assert!(t.should_sync(&slice("g", 1)), "not held after a failure");
+        let mut other = slice("h", 1);
+        other.metadata.labels = [("kubernetes.io/service-name", "other")]
+            .into_iter()
+            .collect();
+        let c = t.begin_create(&desired);
+        assert!(t.should_sync(&other), "other Services are not held");
+        drop(c);
     }
 
     /// Upstream TestEndpointSliceTrackerUpdate / ShouldSync / HandleDeletion.

@@ -16,7 +16,8 @@
 //! - [`handlers`]: notifications, tombstones, ordered delivery.
 //!
 //! This module owns the [`Informer`] handle (start, store reader,
-//! `has_synced`) and [`wait_for_sync`]. Informers never write to the API
+//! `has_synced`), [`wait_for_sync`] and the [`SyncBell`] an informer rings
+//! when it has synced. Informers never write to the API
 //! server and never call `Instant::now()` (time comes from the clock).
 //!
 //! Operational notes (defaults and why):
@@ -97,6 +98,39 @@ pub fn wait_for_sync(informers: &[&dyn Synced], shutdown: &Shutdown) -> bool {
     }
 }
 
+/// Rung by each informer once its first list has been delivered, so that
+/// whoever waits for the caches (the daemon's supervisor) goes on at once
+/// instead of at its next poll.
+#[derive(Debug, Default)]
+pub struct SyncBell {
+    rung: std::sync::Mutex<u64>,
+    cv: std::sync::Condvar,
+}
+
+impl SyncBell {
+    /// How often it has rung so far (pass to [`SyncBell::wait_timeout`]).
+    pub fn count(&self) -> u64 {
+        *self.rung.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ring: wake every waiter.
+    pub fn ring(&self) {
+        *self.rung.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.cv.notify_all();
+    }
+
+    /// Block until it has rung more than `seen` times, or for `d` (real
+    /// time). Returns whether it rang.
+    pub fn wait_timeout(&self, seen: u64, d: Duration) -> bool {
+        let g = self.rung.lock().unwrap_or_else(|p| p.into_inner());
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, d, |n| *n == seen)
+            .unwrap_or_else(|p| p.into_inner());
+        *g != seen
+    }
+}
+
 /// Configures and starts an [`Informer`].
 pub struct InformerBuilder<T> {
     source: Arc<dyn ListerWatcher<T>>,
@@ -106,9 +140,15 @@ pub struct InformerBuilder<T> {
     clock: SharedClock,
     metrics: Option<Arc<InformerMetrics>>,
     history: Arc<History>,
+    bell: Option<Arc<SyncBell>>,
 }
 
 impl<T: Cacheable> InformerBuilder<T> {
+    /// Ring this bell once the first list has been delivered.
+    pub fn bell(mut self, b: Arc<SyncBell>) -> Self {
+        self.bell = Some(b);
+        self
+    }
     /// Share this history with the other informers of the same API server
     /// (default: its own, i.e. nothing shared).
     pub fn history(mut self, h: Arc<History>) -> Self {
@@ -158,6 +198,7 @@ impl<T: Cacheable> InformerBuilder<T> {
             synced: Arc::clone(&synced),
             metrics: self.metrics,
             history: self.history,
+            bell: self.bell,
             listed_epoch: 0,
             behind_from: None,
         };
@@ -193,6 +234,7 @@ impl<T: Cacheable> Informer<T> {
             clock: RealClock::shared(),
             metrics: None,
             history: Arc::default(),
+            bell: None,
         }
     }
 

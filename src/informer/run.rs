@@ -36,6 +36,8 @@ pub(crate) struct Worker<T> {
     pub(crate) metrics: Option<Arc<InformerMetrics>>,
     /// Shared with the other informers of the API server.
     pub(crate) history: Arc<super::history::History>,
+    /// Rung once the first list has been delivered.
+    pub(crate) bell: Option<Arc<super::SyncBell>>,
     /// The history epoch when the last list (or watch-list) started.
     pub(crate) listed_epoch: u64,
     /// Our resourceVersion when the server last said it is too large, until
@@ -146,8 +148,17 @@ impl<T: Cacheable> Worker<T> {
                     self.store.len(),
                     notes.len()
                 );
+                let t = self.clock.now();
                 self.handlers.dispatch_all(&notes);
+                log::debug!(
+                    "informer {}: handlers took {:?}",
+                    self.source.resource(),
+                    self.clock.now().saturating_duration_since(t)
+                );
                 self.synced.store(true, Ordering::SeqCst);
+                if let (true, Some(b)) = (initial, &self.bell) {
+                    b.ring();
+                }
                 if let Some(m) = &self.metrics {
                     m.list_done(
                         self.source.resource(),
