@@ -5,9 +5,9 @@
 //! daemon's HTTP endpoint) and never reads time itself: durations are
 //! observed by callers that hold a clock. Metric families are registered once
 //! in a [`Registry`]; children (one per label set) are created on first use
-//! and then updated lock-free through atomics.
+//! and then updated lock-free through atomics; finding an existing child
+//! allocates nothing.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -126,26 +126,43 @@ pub struct Family<T> {
     labels: Vec<String>,
     make: fn(&Family<T>) -> T,
     bounds: Arc<[f64]>,
-    children: RwLock<BTreeMap<Vec<String>, Arc<T>>>,
+    /// Children sorted by their label values (the order `Vec<String>`
+    /// compares in), found by binary search on the borrowed values.
+    children: RwLock<Vec<(Vec<String>, Arc<T>)>>,
+}
+
+/// `stored` against `values` in `Vec<String>` order: value by value, a
+/// prefix first.
+fn cmp_values(stored: &[String], values: &[&str]) -> std::cmp::Ordering {
+    stored
+        .iter()
+        .map(String::as_str)
+        .cmp(values.iter().copied())
 }
 
 impl<T> Family<T> {
     /// The child for these label values (created on first use). The number of
     /// values must match the family's label names; extra values are ignored
-    /// and missing ones are rendered empty.
+    /// and missing ones are rendered empty. Finding an existing child
+    /// allocates nothing (a binary search over the children, compared with
+    /// the borrowed values, under a read lock).
     pub fn with(&self, values: &[&str]) -> Arc<T> {
-        let key: Vec<String> = values.iter().map(|s| s.to_string()).collect();
-        if let Some(c) = self
-            .children
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
         {
-            return Arc::clone(c);
+            let r = self.children.read().unwrap_or_else(|p| p.into_inner());
+            if let Ok(i) = r.binary_search_by(|(k, _)| cmp_values(k, values)) {
+                return Arc::clone(&r[i].1);
+            }
         }
         let mut w = self.children.write().unwrap_or_else(|p| p.into_inner());
-        let made = (self.make)(self);
-        Arc::clone(w.entry(key).or_insert_with(|| Arc::new(made)))
+        match w.binary_search_by(|(k, _)| cmp_values(k, values)) {
+            Ok(i) => Arc::clone(&w[i].1),
+            Err(i) => {
+                let c = Arc::new((self.make)(self));
+                let key = values.iter().map(|s| s.to_string()).collect();
+                w.insert(i, (key, Arc::clone(&c)));
+                c
+            }
+        }
     }
 
     fn snapshot(&self) -> Vec<(Vec<String>, Arc<T>)> {
@@ -195,7 +212,7 @@ fn family<T>(
         labels: labels.iter().map(|s| s.to_string()).collect(),
         make,
         bounds,
-        children: RwLock::new(BTreeMap::new()),
+        children: RwLock::new(Vec::new()),
     })
 }
 
@@ -375,6 +392,30 @@ mod tests {
                 "missing {line:?} in\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn children_are_found_by_borrowed_values_in_vec_order() {
+        let r = Registry::new();
+        let c = r.counter("o_total", "O.", &["a", "b"]);
+        for v in [
+            &["b", ""][..],
+            &["a", "z"],
+            &["a"],
+            &["ab", "a"],
+            &["a", "b"],
+        ] {
+            c.with(v).inc();
+        }
+        assert!(Arc::ptr_eq(&c.with(&["a", "b"]), &c.with(&["a", "b"])));
+        assert!(!Arc::ptr_eq(&c.with(&["a"]), &c.with(&["a", ""])));
+        c.with(&["a", "b"]).inc();
+        let keys: Vec<Vec<String>> = c.snapshot().into_iter().map(|(k, _)| k).collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted);
+        assert_eq!(keys.len(), 6);
+        assert_eq!(c.with(&["a", "b"]).get(), 2);
     }
 
     #[test]

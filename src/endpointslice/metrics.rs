@@ -59,7 +59,11 @@ impl Cache {
     /// trafficDistribution values whose count changed.
     fn set(&mut self, key: &str, new: Option<PerService>) -> Vec<String> {
         let old = match &new {
-            Some(n) => self.services.insert(key.to_string(), n.clone()),
+            // The key is cloned only the first time a Service is seen.
+            Some(n) => match self.services.get_mut(key) {
+                Some(e) => Some(std::mem::replace(e, n.clone())),
+                None => self.services.insert(key.to_string(), n.clone()),
+            },
             None => self.services.remove(key),
         };
         let mut touched = Vec::new();

@@ -7,6 +7,12 @@
 //! namespace and name, so no `ns/name` String is kept per object and an
 //! entry is one pointer (8 bytes) instead of a key and a value.
 //!
+//! CPU (issue 13): an object's index values are composed in one reused
+//! buffer to find its buckets, so a write allocates only for a bucket it
+//! creates; an update files the new object first and then removes the old
+//! one only from the buckets the new one is not in, so an update that
+//! leaves its labels alone neither empties nor recreates a bucket.
+//!
 //! Invariants:
 //! - every index entry is the very `Arc` held in `items` for that key, and
 //!   every item is in exactly the index buckets its current state computes
@@ -28,7 +34,6 @@
 //! are rare, so a single lock is not the bottleneck, and sharding would
 //! break the atomic relist swap.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
@@ -65,30 +70,57 @@ pub enum IndexKey {
 }
 
 impl IndexKey {
-    /// The values `obj` is filed under in this index (none, one, or — for
-    /// [`IndexKey::NamespacedLabelPairs`] — one per label).
-    fn values<'a, T: Cacheable>(&self, obj: &'a T) -> Vec<Cow<'a, str>> {
+    /// Call `f` with each value `obj` is filed under (none, one, or — for
+    /// [`IndexKey::NamespacedLabelPairs`] — one per label), composed in `buf` where a value is not a
+    /// field of `obj`: finding an object's buckets allocates nothing.
+    fn each_value<T: Cacheable>(&self, obj: &T, buf: &mut String, mut f: impl FnMut(&str)) {
+        let ns = obj.namespace();
+        let pair = |buf: &mut String, k: &str, v: &str| {
+            buf.clear();
+            buf.push_str(ns);
+            buf.push('/');
+            buf.push_str(k);
+            buf.push('=');
+            buf.push_str(v);
+        };
         match self {
-            IndexKey::Namespace => Some(obj.namespace())
-                .filter(|ns| !ns.is_empty())
-                .map(Cow::Borrowed)
-                .into_iter()
-                .collect(),
-            IndexKey::Label(l) => obj.label(l).map(Cow::Borrowed).into_iter().collect(),
-            IndexKey::NamespacedLabel(l) => obj
-                .label(l)
-                .map(|v| Cow::Owned(format!("{}/{v}", obj.namespace())))
-                .into_iter()
-                .collect(),
-            IndexKey::NamespacedLabelPairs => obj
-                .label_pairs()
-                .into_iter()
-                .map(|(k, v)| Cow::Owned(label_pair_value(obj.namespace(), k, v)))
-                .collect(),
+            IndexKey::Namespace => {
+                if !ns.is_empty() {
+                    f(ns)
+                }
+            }
+            IndexKey::Label(l) => {
+                if let Some(v) = obj.label(l) {
+                    f(v)
+                }
+            }
+            IndexKey::NamespacedLabel(l) => {
+                if let Some(v) = obj.label(l) {
+                    buf.clear();
+                    buf.push_str(ns);
+                    buf.push('/');
+                    buf.push_str(v);
+                    f(buf)
+                }
+            }
+            IndexKey::NamespacedLabelPairs => {
+                for (k, v) in obj.label_pairs() {
+                    pair(buf, k, v);
+                    f(buf)
+                }
+            }
             IndexKey::NamespacedSelectorFirstPair => match obj.selector_first_pair() {
-                None => Vec::new(),
-                Some(None) => vec![Cow::Owned(empty_selector_value(obj.namespace()))],
-                Some(Some((k, v))) => vec![Cow::Owned(label_pair_value(obj.namespace(), k, v))],
+                None => {}
+                Some(None) => {
+                    buf.clear();
+                    buf.push_str(ns);
+                    buf.push('/');
+                    f(buf)
+                }
+                Some(Some((k, v))) => {
+                    pair(buf, k, v);
+                    f(buf)
+                }
             },
         }
     }
@@ -171,6 +203,8 @@ struct Inner<T> {
     indexes: Vec<Index<T>>,
     /// resourceVersion of the last list, event or bookmark applied.
     resource_version: String,
+    /// Where index values are composed for lookups (kept between writes).
+    scratch: String,
 }
 
 impl<T: Cacheable> Inner<T> {
@@ -186,45 +220,61 @@ impl<T: Cacheable> Inner<T> {
                 })
                 .collect(),
             resource_version: String::new(),
+            scratch: String::new(),
         }
     }
 
     fn index_add(&mut self, obj: &Arc<T>) {
+        let keyed = &self.keyed;
+        let mut buf = std::mem::take(&mut self.scratch);
         for ix in &mut self.indexes {
-            for v in ix.by.values(&**obj) {
-                match ix.buckets.get_mut(v.as_ref()) {
+            ix.by
+                .each_value(&**obj, &mut buf, |v| match ix.buckets.get_mut(v) {
                     Some(b) => {
-                        self.keyed.insert(b, Arc::clone(obj));
+                        keyed.insert(b, Arc::clone(obj));
                     }
                     None => {
                         let mut b = Table::with_capacity(1);
-                        self.keyed.insert(&mut b, Arc::clone(obj));
-                        ix.buckets.insert(v.into_owned().into_boxed_str(), b);
+                        keyed.insert(&mut b, Arc::clone(obj));
+                        ix.buckets.insert(Box::from(v), b);
                     }
-                }
-            }
+                });
         }
+        self.scratch = buf;
     }
 
-    fn index_remove(&mut self, obj: &T) {
+    /// Take `obj` out of its buckets, except where the entry for its key is
+    /// already `keep` (the object replacing it, added first: an update that
+    /// leaves a value alone neither removes nor recreates its bucket).
+    fn index_remove(&mut self, obj: &T, keep: Option<&Arc<T>>) {
+        let keyed = &self.keyed;
+        let mut buf = std::mem::take(&mut self.scratch);
         for ix in &mut self.indexes {
-            for v in ix.by.values(obj) {
-                if let Some(b) = ix.buckets.get_mut(v.as_ref()) {
-                    self.keyed.remove(b, obj);
-                    if b.is_empty() {
-                        ix.buckets.remove(v.as_ref());
+            ix.by.each_value(obj, &mut buf, |v| {
+                if let Some(b) = ix.buckets.get_mut(v) {
+                    let kept = keep.is_some_and(|k| {
+                        keyed
+                            .find(b, obj.namespace(), obj.name())
+                            .is_some_and(|e| Arc::ptr_eq(e, k))
+                    });
+                    if !kept {
+                        keyed.remove(b, obj);
+                        if b.is_empty() {
+                            ix.buckets.remove(v);
+                        }
                     }
                 }
-            }
+            });
         }
+        self.scratch = buf;
     }
 
     fn upsert(&mut self, obj: T) -> Notification<T> {
         let new = Arc::new(obj);
         match self.keyed.insert(&mut self.items, Arc::clone(&new)) {
             Some(old) => {
-                self.index_remove(&old);
                 self.index_add(&new);
+                self.index_remove(&old, Some(&new));
                 Notification::Update { old, new }
             }
             None => {
@@ -239,7 +289,7 @@ impl<T: Cacheable> Inner<T> {
 
     fn delete(&mut self, obj: T) -> Option<Notification<T>> {
         let old = self.keyed.remove(&mut self.items, &obj)?;
-        self.index_remove(&old);
+        self.index_remove(&old, None);
         Some(Notification::Delete(DeletedObject::Known(Arc::new(obj))))
     }
 
@@ -331,12 +381,19 @@ impl<T: Cacheable> Store<T> {
                 .get(value)
                 .map(|b| b.iter().cloned().collect())
                 .unwrap_or_default(),
-            None => inner
-                .items
-                .iter()
-                .filter(|o| by.values(o.as_ref()).iter().any(|v| v == value))
-                .cloned()
-                .collect(),
+            None => {
+                let mut buf = String::new();
+                inner
+                    .items
+                    .iter()
+                    .filter(|o| {
+                        let mut hit = false;
+                        by.each_value(o.as_ref(), &mut buf, |v| hit |= v == value);
+                        hit
+                    })
+                    .cloned()
+                    .collect()
+            }
         }
     }
 
@@ -454,7 +511,7 @@ fn rebuild<T: Cacheable>(
         }
         // A list never repeats a key; if one does, the last copy wins.
         if let Some(dup) = next.keyed.insert(&mut next.items, Arc::clone(&new)) {
-            next.index_remove(&dup);
+            next.index_remove(&dup, None);
         }
         next.index_add(&new);
     }
