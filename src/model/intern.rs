@@ -57,10 +57,16 @@ impl Shared for Thin {
 }
 
 impl IStr {
-    /// The interned value equal to `s`.
+    /// The interned value equal to `s` (the empty string, every Endpoints
+    /// address's hostname, without a lookup).
     pub fn new(s: &str) -> IStr {
         static I: OnceLock<Mutex<Interner<Thin>>> = OnceLock::new();
-        IStr(lookup(I.get_or_init(Interner::new), s).0)
+        static EMPTY: OnceLock<IStr> = OnceLock::new();
+        let set = I.get_or_init(Interner::new);
+        if s.is_empty() {
+            return EMPTY.get_or_init(|| IStr(lookup(set, "").0)).clone();
+        }
+        IStr(lookup(set, s).0)
     }
     /// The text.
     pub fn as_str(&self) -> &str {

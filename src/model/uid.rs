@@ -31,6 +31,20 @@ enum Repr {
 /// Byte offsets of the dashes in a canonical UUID's text.
 const DASHES: [usize; 4] = [8, 13, 18, 23];
 
+/// Byte offsets of the 32 hex digits in a canonical UUID's text.
+const DIGITS: [usize; 32] = {
+    let mut d = [0; 32];
+    let (mut i, mut k) = (0, 0);
+    while i < 36 {
+        if i != 8 && i != 13 && i != 18 && i != 23 {
+            d[k] = i;
+            k += 1;
+        }
+        i += 1;
+    }
+    d
+};
+
 fn hex(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
@@ -45,15 +59,8 @@ fn parse_uuid(s: &str) -> Option<[u8; 16]> {
         return None;
     }
     let mut out = [0u8; 16];
-    let mut digits = b
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !DASHES.contains(i))
-        .map(|(_, &c)| c);
-    for o in &mut out {
-        let hi = hex(digits.next()?)?;
-        let lo = hex(digits.next()?)?;
-        *o = (hi << 4) | lo;
+    for (o, d) in out.iter_mut().zip(DIGITS.chunks_exact(2)) {
+        *o = (hex(b[d[0]])? << 4) | hex(b[d[1]])?;
     }
     Some(out)
 }
@@ -109,13 +116,9 @@ impl Uid {
             Repr::Uuid(b) => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 let mut buf = [b'-'; 36];
-                let mut pos = (0..36).filter(|i| !DASHES.contains(i));
-                for byte in b {
-                    for nibble in [byte >> 4, byte & 15] {
-                        if let Some(p) = pos.next() {
-                            buf[p] = HEX[usize::from(nibble)];
-                        }
-                    }
+                for (byte, d) in b.iter().zip(DIGITS.chunks_exact(2)) {
+                    buf[d[0]] = HEX[usize::from(byte >> 4)];
+                    buf[d[1]] = HEX[usize::from(byte & 15)];
                 }
                 UidStr(UidStrRepr::Buf(buf))
             }
