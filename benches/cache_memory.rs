@@ -4,7 +4,9 @@
 //! counting global allocator (allocations matter as much as bytes: glibc
 //! adds a 16-byte header and rounding to each one, >= 32 bytes in all);
 //! plus a read micro-benchmark of the store's single `RwLock` against a
-//! 16-way sharded map under a concurrent writer.
+//! 16-way sharded map under a concurrent writer; plus the cached
+//! EndpointSlices and Endpoints the controllers write back (as the e2e
+//! cluster has them: 10 pods per Service), per endpoint.
 //!
 //! `cargo bench --bench cache_memory [-- N]`; the last line is JSON:
 //! `{"pods":N,"bytes_per_pod":..,"bytes_per_pod_full_object":..,...}`.
@@ -17,7 +19,7 @@ use std::sync::{Arc, RwLock};
 use endpointd::clock::{Clock, RealClock};
 use endpointd::controller::trigger::TriggerTimeTracker;
 use endpointd::informer::{IndexKey, Store, WatchEvent};
-use endpointd::model::{Pod, Service};
+use endpointd::model::{EndpointSlice, Endpoints, Pod, Service};
 
 /// Counts live heap bytes.
 struct Counting;
@@ -74,6 +76,89 @@ fn pod_json(i: usize) -> String {
         a = (i / 250) % 256,
         b = i % 250 + 2,
     )
+}
+
+/// A pod's targetRef as the controllers write it (canonical UID).
+fn target_ref(s: usize, i: usize) -> String {
+    format!(
+        r#"{{"kind":"Pod","namespace":"team-{ns}","name":"app-{s}-7d4b9c8f6-{i:05}","uid":"{s:08x}-3b4d-4c5e-9f60-{i:012x}"}}"#,
+        ns = s % 20
+    )
+}
+
+/// The metadata of an object written for Service `s`, as it comes back.
+fn written_meta(name: &str, s: usize, labels: &str) -> String {
+    format!(
+        r#"{{"name":"{name}","namespace":"team-{ns}","uid":"0a1b2c3d-4e5f-6071-8293-{s:012x}","resourceVersion":"{rv}","generation":1,"creationTimestamp":"2026-11-20T10:00:00Z","labels":{{{labels}}},"managedFields":[{{"manager":"endpointd","operation":"Update","apiVersion":"v1","time":"2026-11-20T10:00:00Z","fieldsType":"FieldsV1","fieldsV1":{{"f:metadata":{{}}}}}}]}}"#,
+        ns = s % 20,
+        rv = 50_000 + s
+    )
+}
+
+/// Service `s`'s EndpointSlice with `k` ready pod endpoints.
+fn slice_json(s: usize, k: usize) -> String {
+    let eps: Vec<String> = (0..k)
+        .map(|i| {
+            format!(
+                r#"{{"addresses":["10.{}.{}.{}"],"conditions":{{"ready":true,"serving":true,"terminating":false}},"targetRef":{},"nodeName":"edge-node-{}","zone":"zone-{}"}}"#,
+                s / 250,
+                s % 250,
+                i + 2,
+                target_ref(s, i),
+                (s + i) % 100,
+                (s + i) % 3
+            )
+        })
+        .collect();
+    let meta = written_meta(
+        &format!("app-{s}-x7k2p"),
+        s,
+        &format!(
+            r#""kubernetes.io/service-name":"app-{s}","endpointslice.kubernetes.io/managed-by":"endpointslice-controller.k8s.io""#
+        ),
+    );
+    let meta = meta.replacen(
+        r#","generation""#,
+        &format!(r#","generateName":"app-{s}-","ownerReferences":[{{"apiVersion":"v1","kind":"Service","name":"app-{s}","uid":"0a1b2c3d-4e5f-6071-8293-{s:012x}","controller":true,"blockOwnerDeletion":true}}],"generation""#),
+        1,
+    );
+    format!(
+        r#"{{"kind":"EndpointSlice","apiVersion":"discovery.k8s.io/v1","metadata":{meta},"addressType":"IPv4","endpoints":[{}],"ports":[{{"name":"http","protocol":"TCP","port":8080}}]}}"#,
+        eps.join(",")
+    )
+}
+
+/// Service `s`'s Endpoints with `k` ready addresses.
+fn endpoints_json(s: usize, k: usize) -> String {
+    let addrs: Vec<String> = (0..k)
+        .map(|i| {
+            format!(
+                r#"{{"ip":"10.{}.{}.{}","nodeName":"edge-node-{}","targetRef":{}}}"#,
+                s / 250,
+                s % 250,
+                i + 2,
+                (s + i) % 100,
+                target_ref(s, i)
+            )
+        })
+        .collect();
+    let meta = written_meta(&format!("app-{s}"), s, r#""app":"web""#);
+    format!(
+        r#"{{"kind":"Endpoints","apiVersion":"v1","metadata":{meta},"subsets":[{{"addresses":[{}],"ports":[{{"name":"http","port":8080,"protocol":"TCP"}}]}}]}}"#,
+        addrs.join(",")
+    )
+}
+
+/// Live bytes and allocations of `docs` decoded as cached `T`s (each in
+/// an `Arc`, as the store keeps them; keys and indexes not included).
+fn cached<T: serde::de::DeserializeOwned>(docs: &[String]) -> (Vec<Arc<T>>, isize, isize) {
+    let mut out = Vec::with_capacity(docs.len());
+    let (before, before_n) = (live(), live_allocs());
+    for d in docs {
+        let t: T = serde_json::from_str(d).unwrap_or_else(|e| panic!("bench JSON: {e}"));
+        out.push(Arc::new(t));
+    }
+    (out, live() - before, live_allocs() - before_n)
 }
 
 /// Parse `docs` into trimmed pods and fill a store; returns the store and
@@ -237,6 +322,15 @@ fn main() {
         &keys,
     );
 
+    // The written objects the controllers cache, 10 endpoints each.
+    let services = n.div_ceil(10);
+    let slice_docs: Vec<String> = (0..services).map(|s| slice_json(s, 10)).collect();
+    let ep_docs: Vec<String> = (0..services).map(|s| endpoints_json(s, 10)).collect();
+    let (slices, slice_bytes, slice_allocs) = cached::<EndpointSlice>(&slice_docs);
+    let (eps, ep_bytes, ep_allocs) = cached::<Endpoints>(&ep_docs);
+    let endpoints = (services * 10) as f64;
+    assert_eq!(slices.len() + eps.len(), 2 * services);
+
     let per = |b: isize| b as f64 / n as f64;
     println!("pods:                      {n}");
     println!(
@@ -260,15 +354,27 @@ fn main() {
         per(tracker_bytes),
         times[1].1
     );
+    println!(
+        "cached EndpointSlice:      {:.0} B/endpoint, {:.2} allocations (10 per slice, object included)",
+        slice_bytes as f64 / endpoints,
+        slice_allocs as f64 / endpoints
+    );
+    println!(
+        "cached Endpoints:          {:.0} B/address, {:.2} allocations (10 per object, object included)",
+        ep_bytes as f64 / endpoints,
+        ep_allocs as f64 / endpoints
+    );
     println!("get, 1 RwLock:             {rw_ns:.0} ns/op ({READERS} readers + 1 writer)");
     println!("get, 16 shards:            {sh_ns:.0} ns/op ({READERS} readers + 1 writer)");
     println!(
-        "{{\"pods\":{n},\"bytes_per_pod\":{:.0},\"allocs_per_pod\":{:.2},\"bytes_per_pod_full_object\":{:.0},\"bytes_per_pod_trimmed_only\":{:.0},\"json_text_bytes_per_pod\":{:.0},\"rwlock_get_ns\":{rw_ns:.0},\"sharded_get_ns\":{sh_ns:.0},\"trigger_tracker_bytes_per_pod\":{:.0}}}",
+        "{{\"pods\":{n},\"bytes_per_pod\":{:.0},\"allocs_per_pod\":{:.2},\"bytes_per_pod_full_object\":{:.0},\"bytes_per_pod_trimmed_only\":{:.0},\"json_text_bytes_per_pod\":{:.0},\"rwlock_get_ns\":{rw_ns:.0},\"sharded_get_ns\":{sh_ns:.0},\"trigger_tracker_bytes_per_pod\":{:.0},\"slice_bytes_per_endpoint\":{:.0},\"endpoints_bytes_per_address\":{:.0}}}",
         per(cache),
         per(cache_allocs),
         per(full_bytes),
         per(pods_only),
         json_bytes as f64 / n as f64,
         per(tracker_bytes),
+        slice_bytes as f64 / endpoints,
+        ep_bytes as f64 / endpoints,
     );
 }

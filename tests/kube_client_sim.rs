@@ -167,7 +167,7 @@ fn written_types_pass_simulator_validation() {
         .labels
         .insert("kubernetes.io/service-name", "web");
     slice.endpoints.push(Endpoint {
-        addresses: vec!["10.0.0.1".into()],
+        addresses: vec!["10.0.0.1".into()].into(),
         conditions: EndpointConditions {
             ready: Some(true),
             serving: Some(true),

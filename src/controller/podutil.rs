@@ -12,9 +12,9 @@ use crate::model::{ObjectReference, Pod, Service};
 pub fn pod_reference(pod: &Pod) -> ObjectReference {
     ObjectReference {
         kind: "Pod".into(),
-        namespace: (*pod.metadata.namespace).into(),
+        namespace: (&pod.metadata.namespace).into(),
         name: (*pod.metadata.name).into(),
-        uid: (*pod.metadata.uid).into(),
+        uid: pod.metadata.uid.clone(),
         ..ObjectReference::default()
     }
 }

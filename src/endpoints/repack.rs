@@ -18,16 +18,17 @@
 //!
 //! Pure; must never allocate more than the input's size.
 
-use crate::model::{EndpointAddress, EndpointPort, EndpointSubset};
+use crate::model::{EndpointAddress, EndpointPort, EndpointSubset, Uid};
 use std::collections::BTreeMap;
 
 /// (IP, UID) — upstream's `addressKey`.
 /// An address's identity: its IP and its pod's UID, borrowed from the
 /// input (ordered as upstream orders `(ip, uid)` strings).
-type AddrKey<'a> = (&'a str, Option<&'a str>);
+/// ([`Uid`] orders as its text does.)
+type AddrKey<'a> = (&'a str, Option<&'a Uid>);
 
 fn addr_key(a: &EndpointAddress) -> AddrKey<'_> {
-    (&a.ip, a.target_ref.as_ref().map(|t| t.uid.as_str()))
+    (&a.ip, a.target_ref.as_ref().map(|t| &t.uid))
 }
 
 /// Upstream `LessEndpointAddress`: by IP, then by the pod's UID.

@@ -129,7 +129,7 @@ fn creates_with_addresses_ports_labels_and_target_refs() {
         (
             t.kind.as_str(),
             t.name.as_str(),
-            t.uid.as_str(),
+            &*t.uid.as_str(),
             t.resource_version()
         ),
         ("Pod", "pod1", "uid1", "")

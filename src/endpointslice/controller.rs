@@ -132,7 +132,7 @@ fn service_ref(svc: &Service) -> ObjectReference {
         kind: "Service".into(),
         namespace: (*svc.metadata.namespace).into(),
         name: (*svc.metadata.name).into(),
-        uid: (*svc.metadata.uid).into(),
+        uid: svc.metadata.uid.clone(),
         ..ObjectReference::default()
     }
     .with_api_version("v1")

@@ -8,7 +8,7 @@
 
 use crate::controller::podutil::{hostname_for, pod_reference};
 use crate::model::{
-    AddressType, Endpoint, EndpointConditions, EndpointSlicePort, Node, ObjectReference, Pod,
+    AddressType, Endpoint, EndpointConditions, EndpointSlicePort, IStr, Node, ObjectReference, Pod,
     Service, ZONE_LABEL,
 };
 use compact_str::CompactString;
@@ -122,7 +122,7 @@ pub fn pod_to_endpoint(
     let terminating = pod.metadata.deletion_timestamp.is_some();
     let ready = svc.publish_not_ready_addresses || (serving && !terminating);
     Endpoint {
-        addresses: addresses(pod, family),
+        addresses: addresses(pod, family).into(),
         conditions: EndpointConditions {
             ready: Some(ready),
             serving: Some(serving),
@@ -130,7 +130,7 @@ pub fn pod_to_endpoint(
         },
         hostname: hostname_for(pod, svc).map(Into::into),
         target_ref: Some(pod_reference(pod)),
-        node_name: (!pod.node_name.is_empty()).then(|| (*pod.node_name).into()),
+        node_name: (!pod.node_name.is_empty()).then(|| (&pod.node_name).into()),
         zone: node
             .and_then(|n| n.metadata.labels.get(ZONE_LABEL))
             .filter(|z| !z.is_empty())
@@ -151,8 +151,8 @@ pub fn pod_to_endpoint(
 pub struct EndpointKey {
     first_address: Option<CompactString>,
     other_addresses: Vec<CompactString>,
-    hostname: CompactString,
-    namespace: CompactString,
+    hostname: IStr,
+    namespace: IStr,
     name: CompactString,
 }
 

@@ -43,7 +43,7 @@ pub fn owned_by(slice: &EndpointSlice, svc: &Service) -> bool {
         .metadata
         .owner_references
         .iter()
-        .any(|o| o.uid == *svc.metadata.uid && o.kind == "Service" && o.api_version == "v1")
+        .any(|o| svc.metadata.uid == *o.uid && o.kind == "Service" && o.api_version == "v1")
 }
 
 /// Upstream `getEndpointSlicePrefix`: `<svc>-` unless that is not a valid

@@ -276,7 +276,7 @@ impl EndpointSliceTracker {
         };
         if st.service_uid.is_empty() {
             st.service_uid = svc.metadata.uid.to_string();
-        } else if st.service_uid != *svc.metadata.uid {
+        } else if svc.metadata.uid != *st.service_uid {
             st.service_uid = svc.metadata.uid.to_string();
             st.generations.clear();
             return false;
@@ -333,7 +333,7 @@ impl EndpointSliceTracker {
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
         let mut all = self.lock();
         let st = all.entry(key).or_default();
-        if st.service_uid != *svc.metadata.uid {
+        if svc.metadata.uid != *st.service_uid {
             st.service_uid = svc.metadata.uid.to_string();
             st.generations.clear();
         }

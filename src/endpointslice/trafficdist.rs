@@ -55,18 +55,24 @@ fn ready(e: &Endpoint) -> bool {
     e.conditions.ready == Some(true)
 }
 
-fn want(e: &Endpoint, h: Heuristic) -> Option<EndpointHints> {
+fn want(e: &Endpoint, h: Heuristic) -> Option<Box<EndpointHints>> {
     let zones: Vec<ForZone> = match (h, &e.zone) {
         (Heuristic::Default, _) | (_, None) => Vec::new(),
-        (_, Some(z)) => vec![ForZone { name: z.clone() }],
+        (_, Some(z)) => vec![ForZone {
+            name: z.as_str().into(),
+        }],
     };
     let nodes: Vec<ForNode> = match (h, &e.node_name) {
-        (Heuristic::SameNode, Some(n)) => vec![ForNode { name: n.clone() }],
+        (Heuristic::SameNode, Some(n)) => vec![ForNode {
+            name: n.as_str().into(),
+        }],
         _ => Vec::new(),
     };
-    (!zones.is_empty() || !nodes.is_empty()).then_some(EndpointHints {
-        for_zones: zones,
-        for_nodes: nodes,
+    (!zones.is_empty() || !nodes.is_empty()).then(|| {
+        Box::new(EndpointHints {
+            for_zones: zones,
+            for_nodes: nodes,
+        })
     })
 }
 
@@ -121,7 +127,7 @@ mod tests {
 
     fn ep(ready: bool, zone: Option<&str>, hint: Option<&str>) -> Endpoint {
         Endpoint {
-            addresses: vec!["10.0.0.1".into()],
+            addresses: vec!["10.0.0.1".into()].into(),
             conditions: EndpointConditions {
                 ready: Some(ready),
                 serving: Some(ready),
@@ -129,9 +135,11 @@ mod tests {
             },
             node_name: Some("n1".into()),
             zone: zone.map(Into::into),
-            hints: hint.map(|z| EndpointHints {
-                for_zones: vec![ForZone { name: z.into() }],
-                for_nodes: vec![],
+            hints: hint.map(|z| {
+                Box::new(EndpointHints {
+                    for_zones: vec![ForZone { name: z.into() }],
+                    for_nodes: vec![],
+                })
             }),
             ..Default::default()
         }
@@ -167,10 +175,10 @@ mod tests {
     #[test]
     fn reconcile_hints_table() {
         let zone_hint = |z: &str| {
-            Some(EndpointHints {
+            Some(Box::new(EndpointHints {
                 for_zones: vec![ForZone { name: z.into() }],
                 for_nodes: vec![],
-            })
+            }))
         };
         // PreferClose: creates get zone hints on ready endpoints only.
         let (c, u, k) = reconcile_hints(

@@ -294,10 +294,10 @@ fn reasons(svc: &Service, pod: &Pod, nodes: &[Arc<Node>]) -> Vec<Reason> {
 
 fn in_endpoints(ep: Option<&Endpoints>, pod: &Pod) -> Option<String> {
     let ep = ep?;
-    let uid = &*pod.metadata.uid;
+    let uid = &pod.metadata.uid;
     let is_pod = |a: &crate::model::EndpointAddress| {
         a.target_ref.as_ref().is_some_and(|t| {
-            t.name == *pod.metadata.name && (uid.is_empty() || t.uid.is_empty() || t.uid == uid)
+            t.name == *pod.metadata.name && (uid.is_empty() || t.uid.is_empty() || t.uid == *uid)
         })
     };
     for s in &ep.subsets {

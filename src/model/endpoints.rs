@@ -5,7 +5,7 @@
 //! Must never drop metadata it does not model (see [`ObjectMeta::extra`]).
 
 use super::pod::{null_default, null_default_vec};
-use super::{impl_object, ObjectMeta, ObjectReference, Protocol};
+use super::{impl_object, IStr, ObjectMeta, ObjectReference, Protocol};
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
@@ -83,12 +83,13 @@ pub struct EndpointSubset {
 pub struct EndpointAddress {
     /// The IP.
     pub ip: CompactString,
-    /// `hostname` (omitted when empty).
-    #[serde(skip_serializing_if = "CompactString::is_empty")]
-    pub hostname: CompactString,
-    /// `nodeName` (a pointer upstream: `Some("")` is written as `""`).
+    /// `hostname` (omitted when empty; rare, interned: 8 bytes, not 24).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub hostname: IStr,
+    /// `nodeName` (a pointer upstream: `Some("")` is written as `""`;
+    /// interned).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_name: Option<CompactString>,
+    pub node_name: Option<IStr>,
     /// `targetRef`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_ref: Option<ObjectReference>,

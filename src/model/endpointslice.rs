@@ -7,7 +7,7 @@
 //! Must never drop metadata it does not model (see [`ObjectMeta::extra`]).
 
 use super::pod::{null_default, null_default_vec};
-use super::{impl_object, ObjectMeta, ObjectReference, Protocol};
+use super::{impl_object, IStr, ObjectMeta, ObjectReference, Protocol};
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
@@ -78,27 +78,101 @@ pub enum AddressType {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Endpoint {
-    /// `addresses`.
-    #[serde(deserialize_with = "null_default_vec")]
-    pub addresses: Vec<CompactString>,
+    /// `addresses` (the usual single address inline).
+    pub addresses: Addresses,
     /// `conditions` (a struct upstream: always written, possibly `{}`).
     #[serde(deserialize_with = "null_default")]
     pub conditions: EndpointConditions,
-    /// `hostname`.
+    /// `hostname` (rare; interned, so that `None` costs 8 bytes, not 24).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hostname: Option<CompactString>,
+    pub hostname: Option<IStr>,
     /// `targetRef`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_ref: Option<ObjectReference>,
-    /// `nodeName`.
+    /// `nodeName` (interned).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_name: Option<CompactString>,
-    /// `zone`.
+    pub node_name: Option<IStr>,
+    /// `zone` (interned).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub zone: Option<CompactString>,
-    /// `hints`.
+    pub zone: Option<IStr>,
+    /// `hints` (boxed: off by default, so usually `None`, and 8 bytes
+    /// instead of 48 in every cached endpoint).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hints: Option<EndpointHints>,
+    pub hints: Option<Box<EndpointHints>>,
+}
+
+/// An endpoint's `addresses`: almost always exactly one, kept inline (24
+/// bytes, no allocation); none or several in one boxed slice. Reads as a
+/// `[CompactString]`; serializes as the JSON array it came from.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Addresses(AddrRepr);
+
+#[derive(Clone, PartialEq, Eq)]
+enum AddrRepr {
+    One(CompactString),
+    /// None or at least two (never exactly one, so that equal lists have
+    /// equal representations).
+    Many(Box<[CompactString]>),
+}
+
+impl Addresses {
+    /// The addresses as a slice.
+    pub fn as_slice(&self) -> &[CompactString] {
+        match &self.0 {
+            AddrRepr::One(a) => std::slice::from_ref(a),
+            AddrRepr::Many(m) => m,
+        }
+    }
+}
+
+impl Default for Addresses {
+    fn default() -> Addresses {
+        Addresses(AddrRepr::Many(Box::default()))
+    }
+}
+
+impl std::ops::Deref for Addresses {
+    type Target = [CompactString];
+    fn deref(&self) -> &[CompactString] {
+        self.as_slice()
+    }
+}
+
+impl From<Vec<CompactString>> for Addresses {
+    fn from(mut v: Vec<CompactString>) -> Addresses {
+        match v.len() {
+            1 => Addresses(AddrRepr::One(v.pop().unwrap_or_default())),
+            _ => Addresses(AddrRepr::Many(v.into_boxed_slice())),
+        }
+    }
+}
+
+impl<T> PartialEq<Vec<T>> for Addresses
+where
+    CompactString: PartialEq<T>,
+{
+    fn eq(&self, other: &Vec<T>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl std::fmt::Debug for Addresses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+impl Serialize for Addresses {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.as_slice().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Addresses {
+    /// An array of strings; null as empty.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Addresses, D::Error> {
+        null_default_vec::<D, CompactString>(d).map(Addresses::from)
+    }
 }
 
 /// `discovery/v1.EndpointConditions` (pointers upstream).

@@ -1,71 +1,256 @@
 //! Interned strings for values that thousands of cached objects repeat: a
 //! namespace or a node name is one shared `Arc<str>` instead of a copy (and
-//! an allocation) per pod.
+//! an allocation) per pod; [`IStr`] is the same for the cached Endpoints
+//! and EndpointSlices in a thin pointer (8 bytes).
 //!
-//! Owns one process-wide set of the distinct values seen. Must never grow
-//! without bound under churn of distinct values: entries nobody else holds
-//! any more are pruned whenever the set has doubled since the last prune.
+//! Owns two process-wide sets of the distinct values seen (one per
+//! representation). Must never grow without bound under churn of distinct
+//! values: entries nobody else holds any more are pruned whenever a set has
+//! doubled since its last prune.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
+use std::fmt;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, OnceLock};
 
-struct Interner {
-    set: HashSet<Arc<str>>,
+/// An interned string in one thin pointer (8 bytes, no allocation of its
+/// own; `Option<IStr>` is 8 bytes too): for the kinds, namespaces, node
+/// names and zones that every cached Endpoints address and slice endpoint
+/// repeats. Compares, hashes, orders, prints and serializes as its text.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IStr(Arc<Box<str>>);
+
+/// An [`IStr`] in its interner's set (looked up by `&str`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Thin(Arc<Box<str>>);
+
+impl Borrow<str> for Thin {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What an interner's set holds: one shared allocation per value.
+trait Shared: Borrow<str> + Hash + Eq + Clone {
+    fn make(s: &str) -> Self;
+    /// Whether anyone but the set holds it.
+    fn held(&self) -> bool;
+}
+
+impl Shared for Arc<str> {
+    fn make(s: &str) -> Arc<str> {
+        Arc::from(s)
+    }
+    fn held(&self) -> bool {
+        Arc::strong_count(self) > 1
+    }
+}
+
+impl Shared for Thin {
+    fn make(s: &str) -> Thin {
+        Thin(Arc::new(s.into()))
+    }
+    fn held(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
+    }
+}
+
+impl IStr {
+    /// The interned value equal to `s` (the empty string, every Endpoints
+    /// address's hostname, without a lookup).
+    pub fn new(s: &str) -> IStr {
+        static I: OnceLock<Mutex<Interner<Thin>>> = OnceLock::new();
+        static EMPTY: OnceLock<IStr> = OnceLock::new();
+        let set = I.get_or_init(Interner::new);
+        if s.is_empty() {
+            return EMPTY.get_or_init(|| IStr(lookup(set, "").0)).clone();
+        }
+        IStr(lookup(set, s).0)
+    }
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for IStr {
+    fn default() -> IStr {
+        IStr::new("")
+    }
+}
+
+impl std::ops::Deref for IStr {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for IStr {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for IStr {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for IStr {
+    fn from(s: &str) -> IStr {
+        IStr::new(s)
+    }
+}
+
+impl From<&String> for IStr {
+    fn from(s: &String) -> IStr {
+        IStr::new(s)
+    }
+}
+
+impl From<String> for IStr {
+    fn from(s: String) -> IStr {
+        IStr::new(&s)
+    }
+}
+
+impl From<compact_str::CompactString> for IStr {
+    fn from(s: compact_str::CompactString) -> IStr {
+        IStr::new(&s)
+    }
+}
+
+impl From<&compact_str::CompactString> for IStr {
+    fn from(s: &compact_str::CompactString) -> IStr {
+        IStr::new(s)
+    }
+}
+
+impl From<&Arc<str>> for IStr {
+    fn from(s: &Arc<str>) -> IStr {
+        IStr::new(s)
+    }
+}
+
+impl PartialEq<str> for IStr {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for IStr {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<IStr> for str {
+    fn eq(&self, other: &IStr) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<IStr> for &str {
+    fn eq(&self, other: &IStr) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl fmt::Display for IStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for IStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl serde::Serialize for IStr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IStr {
+    /// A string (read borrowed where the input allows); null as "".
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IStr, D::Error> {
+        d.deserialize_option(Interned(IStr::new))
+    }
+}
+
+struct Interner<T> {
+    set: HashSet<T>,
     /// Set size after the last prune; the next prune runs at twice that.
     pruned_at: usize,
 }
 
-fn interner() -> &'static Mutex<Interner> {
-    static I: OnceLock<Mutex<Interner>> = OnceLock::new();
-    I.get_or_init(|| {
+impl<T> Interner<T> {
+    fn new() -> Mutex<Interner<T>> {
         Mutex::new(Interner {
             set: HashSet::new(),
             pruned_at: 0,
         })
-    })
+    }
+}
+
+fn interner() -> &'static Mutex<Interner<Arc<str>>> {
+    static I: OnceLock<Mutex<Interner<Arc<str>>>> = OnceLock::new();
+    I.get_or_init(Interner::new)
+}
+
+/// The value of `set` equal to `s`, added if new.
+fn lookup<T: Shared>(set: &Mutex<Interner<T>>, s: &str) -> T {
+    let mut i = set.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(a) = i.set.get(s) {
+        return a.clone();
+    }
+    if i.set.len() >= 2 * i.pruned_at.max(64) {
+        i.set.retain(T::held);
+        i.pruned_at = i.set.len();
+    }
+    let a = T::make(s);
+    i.set.insert(a.clone());
+    a
 }
 
 /// The shared `Arc<str>` equal to `s` (the empty string too, so a default
 /// value costs no allocation per object either).
 pub fn intern(s: &str) -> Arc<str> {
-    let mut i = interner().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(a) = i.set.get(s) {
-        return Arc::clone(a);
-    }
-    if i.set.len() >= 2 * i.pruned_at.max(64) {
-        i.set.retain(|a| Arc::strong_count(a) > 1);
-        i.pruned_at = i.set.len();
-    }
-    let a: Arc<str> = Arc::from(s);
-    i.set.insert(Arc::clone(&a));
-    a
+    lookup(interner(), s)
 }
 
 /// Deserialize a string (or null, as "") into an interned `Arc<str>`.
 /// Reads the text borrowed where the input allows (serde's `Cow<str>` is
 /// always owned: a temporary String per pod).
 pub(crate) fn interned<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
-    d.deserialize_option(Interned)
+    d.deserialize_option(Interned(intern))
 }
 
-struct Interned;
+/// Decodes a string (or null, as "") through an interning function.
+struct Interned<T>(fn(&str) -> T);
 
-impl<'de> serde::de::Visitor<'de> for Interned {
-    type Value = Arc<str>;
+impl<'de, T> serde::de::Visitor<'de> for Interned<T> {
+    type Value = T;
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a string or null")
     }
-    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Arc<str>, E> {
-        Ok(intern(s))
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+        Ok(self.0(s))
     }
-    fn visit_none<E: serde::de::Error>(self) -> Result<Arc<str>, E> {
-        Ok(intern(""))
+    fn visit_none<E: serde::de::Error>(self) -> Result<T, E> {
+        Ok(self.0(""))
     }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Arc<str>, E> {
-        Ok(intern(""))
+    fn visit_unit<E: serde::de::Error>(self) -> Result<T, E> {
+        Ok(self.0(""))
     }
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Arc<str>, D::Error> {
-        d.deserialize_str(Interned)
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        d.deserialize_str(self)
     }
 }
 
@@ -109,5 +294,31 @@ mod tests {
             .enumerate()
             .all(|(i, h)| Arc::ptr_eq(h, &intern(&format!("held-{i}")))));
         assert!(Arc::ptr_eq(&a, &intern("intern-test-ns")));
+    }
+
+    #[test]
+    fn istr_is_one_thin_shared_pointer_and_reads_as_its_text() {
+        assert_eq!(std::mem::size_of::<IStr>(), 8);
+        assert_eq!(std::mem::size_of::<Option<IStr>>(), 8);
+        let a = IStr::new("istr-test-node");
+        let b: IStr = serde_json::from_str(r#""istr-test-node""#).expect("str");
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert!(a == "istr-test-node" && a.as_str() == "istr-test-node");
+        assert_eq!(format!("{a} {a:?}"), r#"istr-test-node "istr-test-node""#);
+        assert_eq!(
+            serde_json::to_string(&a).expect("json"),
+            r#""istr-test-node""#
+        );
+        let n: Option<IStr> = serde_json::from_str("null").expect("null");
+        assert!(n.is_none());
+        assert_eq!(
+            serde_json::from_str::<IStr>(r#""""#).expect("empty"),
+            IStr::default()
+        );
+        assert!(IStr::new("a") < IStr::new("b"));
+        for i in 0..2000 {
+            drop(IStr::new(&format!("istr-dropped-{i}")));
+        }
+        assert!(Arc::ptr_eq(&a.0, &IStr::new("istr-test-node").0));
     }
 }

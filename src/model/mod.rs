@@ -4,7 +4,7 @@
 //!
 //! Owns: serde mapping of API JSON to these types, the [`Object`] trait
 //! (name, namespace, resourceVersion, uid, labels, cache key) and the small
-//! value types they share ([`Labels`], [`Time`], [`MicroTime`]).
+//! value types they share ([`Labels`], [`Time`], [`MicroTime`], [`Uid`]).
 //!
 //! Must never: do I/O, read the clock, or reject unknown fields. Cached types
 //! drop every field the controllers do not read while deserialising (so a
@@ -13,9 +13,9 @@
 //!
 //! Memory (measured by `tests/kube_client_memory.rs` with a counting
 //! allocator): a typical pod (5 labels, 2 ports, full JSON with
-//! managedFields) costs ~540 bytes as a [`Pod`] (256 inline + heap in four
-//! allocations: uid, labels, IPs, ports; short strings are inline and
-//! namespaces and node names interned) versus ~28 KB as a
+//! managedFields) costs ~510 bytes as a [`Pod`] (264 inline + heap in three
+//! allocations: labels, IPs, ports; short strings and canonical UIDs are
+//! inline and namespaces and node names interned) versus ~28 KB as a
 //! `serde_json::Value`. [`DynamicObject`] keeps everything and
 //! is for tests and tools only.
 
@@ -32,15 +32,16 @@ mod node;
 mod pod;
 mod service;
 mod time;
+mod uid;
 
 pub use dynamic::DynamicObject;
 pub use endpoints::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 pub use endpointslice::{
-    AddressType, Endpoint, EndpointConditions, EndpointHints, EndpointSlice, EndpointSlicePort,
-    ForNode, ForZone,
+    AddressType, Addresses, Endpoint, EndpointConditions, EndpointHints, EndpointSlice,
+    EndpointSlicePort, ForNode, ForZone,
 };
 pub use event::{Event, EventSeries};
-pub use intern::intern;
+pub use intern::{intern, IStr};
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{
@@ -51,6 +52,7 @@ pub use node::{Node, ZONE_LABEL};
 pub use pod::{ContainerPort, Pod, PodHost, PodPhase, ReadyCondition};
 pub use service::{IntOrString, Protocol, Service, ServicePort};
 pub use time::{MicroTime, Time};
+pub use uid::{Uid, UidStr};
 
 /// What every API object we handle exposes, for caches, indexes and keys.
 pub trait Object:
@@ -62,8 +64,9 @@ pub trait Object:
     fn namespace(&self) -> Option<&str>;
     /// `metadata.resourceVersion` ("" if unset).
     fn resource_version(&self) -> &str;
-    /// `metadata.uid` ("" if unset).
-    fn uid(&self) -> &str;
+    /// `metadata.uid` ("" if unset; formatted on the stack when the
+    /// object keeps it as a [`Uid`]).
+    fn uid(&self) -> UidStr<'_>;
     /// `metadata.labels`.
     fn labels(&self) -> &Labels;
     /// An equality label selector the object carries (a Service's
@@ -98,7 +101,7 @@ macro_rules! impl_object {
             fn resource_version(&self) -> &str {
                 self.metadata.resource_version()
             }
-            fn uid(&self) -> &str {
+            fn uid(&self) -> $crate::model::UidStr<'_> {
                 self.metadata.uid()
             }
             fn labels(&self) -> &$crate::model::Labels {

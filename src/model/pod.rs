@@ -17,10 +17,11 @@ use std::sync::Arc;
 /// A cached Pod.
 ///
 /// Memory (issue 13): short strings (name, resourceVersion, IPs, port
-/// names) are inline [`CompactString`]s, the namespace and node name are
+/// names) are inline [`CompactString`]s, the uid a [`super::Uid`] (16
+/// bytes inline for a canonical UUID), the namespace and node name are
 /// interned `Arc<str>`s shared by every pod naming them, and the rarely set
 /// hostname/subdomain sit behind one optional box, so a typical pod is the
-/// `Arc` plus five allocations (uid, labels, IPs, ports).
+/// `Arc` plus three allocations (labels, IPs, ports).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(from = "PodWire")]
 pub struct Pod {

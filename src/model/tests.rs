@@ -44,7 +44,7 @@ const FULL_POD: &str = r#"{
 fn pod_projection_keeps_exactly_what_controllers_read() {
     let p: Pod = serde_json::from_str(FULL_POD).expect("pod");
     assert_eq!(p.key(), "shop/web-0");
-    assert_eq!((p.uid(), p.resource_version()), ("u-1", "42"));
+    assert_eq!((&*p.uid(), p.resource_version()), ("u-1", "42"));
     assert_eq!(p.labels().get("app"), Some("web"));
     assert!(
         p.metadata.annotations.is_empty(),
@@ -180,7 +180,7 @@ fn endpointslice_serialises_like_the_api() {
         .labels
         .insert("kubernetes.io/service-name", "web");
     s.endpoints.push(Endpoint {
-        addresses: vec!["10.0.0.1".into()],
+        addresses: vec!["10.0.0.1".into()].into(),
         conditions: EndpointConditions {
             ready: Some(true),
             serving: Some(true),
@@ -195,10 +195,10 @@ fn endpointslice_serialises_like_the_api() {
         }),
         node_name: Some("n1".into()),
         zone: Some("z1".into()),
-        hints: Some(EndpointHints {
+        hints: Some(Box::new(EndpointHints {
             for_zones: vec![ForZone { name: "z1".into() }],
             for_nodes: vec![],
-        }),
+        })),
         hostname: None,
     });
     s.ports.push(EndpointSlicePort {
@@ -297,4 +297,29 @@ fn find_port_matches_upstream_table() {
     for (sp, want) in cases {
         assert_eq!(p.find_port(&sp), want, "{sp:?}");
     }
+}
+
+/// Cached by the ten thousand (issue 13): one Endpoints address and one
+/// slice endpoint per pod. The sizes are pinned so that a new field is a
+/// deliberate choice.
+#[test]
+fn cached_endpoint_types_stay_small() {
+    use super::{Addresses, Endpoint, EndpointAddress};
+    use std::mem::size_of;
+    assert_eq!(size_of::<Addresses>(), 24);
+    assert_eq!(size_of::<Endpoint>(), 136);
+    assert_eq!(size_of::<EndpointAddress>(), 112);
+    let one: Addresses = vec!["10.0.0.1".into()].into();
+    assert_eq!(one, vec!["10.0.0.1"]);
+    let two: Addresses = vec!["10.0.0.1".into(), "10.0.0.2".into()].into();
+    assert_eq!(
+        (one.len(), two.len(), Addresses::default().len()),
+        (1, 2, 0)
+    );
+    for json in [r#"[]"#, r#"["10.0.0.1"]"#, r#"["10.0.0.1","10.0.0.2"]"#] {
+        let a: Addresses = serde_json::from_str(json).expect("addresses");
+        assert_eq!(serde_json::to_string(&a).expect("json"), json);
+    }
+    let a: Addresses = serde_json::from_str("null").expect("null");
+    assert!(a.is_empty());
 }

@@ -40,11 +40,11 @@ pub fn ready_endpoints<'a>(slices: impl IntoIterator<Item = &'a EndpointSlice>) 
 }
 
 /// A hint for one zone.
-pub fn zone_hint(zone: &str) -> Option<EndpointHints> {
-    Some(EndpointHints {
+pub fn zone_hint(zone: &str) -> Option<Box<EndpointHints>> {
+    Some(Box::new(EndpointHints {
         for_zones: vec![ForZone { name: zone.into() }],
         for_nodes: Vec::new(),
-    })
+    }))
 }
 
 /// Upstream `getHintsByZone`: the hints an unchanged slice holds per zone,

@@ -37,7 +37,7 @@ fn two_zones(a_cpu: &str, b_cpu: &str) -> TopologyCache {
 
 fn ep(zone: Option<&str>, ready: bool) -> Endpoint {
     Endpoint {
-        addresses: vec!["10.0.0.1".into()],
+        addresses: vec!["10.0.0.1".into()].into(),
         conditions: EndpointConditions {
             ready: Some(ready),
             serving: Some(ready),
@@ -273,10 +273,10 @@ fn unchanged_slices_keep_valid_hints_and_lose_invalid_ones() {
     let mut c = two_zones("2", "2");
     let hinted = |z: &str| {
         let mut e = ep(Some(z), true);
-        e.hints = Some(EndpointHints {
+        e.hints = Some(Box::new(EndpointHints {
             for_zones: vec![ForZone { name: z.into() }],
             for_nodes: vec![],
-        });
+        }));
         e
     };
     let good = slice("good", vec![hinted("zone-a"), hinted("zone-b")]);
@@ -319,12 +319,12 @@ fn overloaded_services_after_node_changes() {
 #[test]
 fn remove_hints_from_slices_moves_hinted_unchanged_slices() {
     let mut hinted = ep(Some("zone-a"), true);
-    hinted.hints = Some(EndpointHints {
+    hinted.hints = Some(Box::new(EndpointHints {
         for_zones: vec![ForZone {
             name: "zone-a".into(),
         }],
         for_nodes: vec![],
-    });
+    }));
     let info = si(
         vec![slice("", vec![hinted.clone()])],
         vec![
