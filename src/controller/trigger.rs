@@ -22,20 +22,59 @@ use std::sync::{Arc, Mutex};
 struct ServiceState {
     last_service_trigger: Option<Time>,
     /// Each pod's last trigger time, keyed by a 64-bit hash of its name
-    /// (upstream keys by the name itself) and sorted by it: 24 bytes per
+    /// (upstream keys by the name itself) and sorted by it: 16 bytes per
     /// pod in one exact-size block instead of a hash map of cloned name
     /// strings, and lookups compare integers, not strings. Two names of
     /// one Service's pods colliding (p ≈ n²/2⁶⁵: ~3·10⁻¹² for 10,000 pods,
     /// with a per-process random key) could at worst make one computation
     /// miss a pod's move and report an earlier or no trigger time.
-    last_pod_triggers: Box<[(u64, Time)]>,
+    last_pod_triggers: PodTriggers,
+}
+
+/// The pods' last trigger times: whole seconds (what the API serves,
+/// 16 bytes per pod) unless one has a fraction (then 24 bytes per pod).
+#[derive(Debug)]
+enum PodTriggers {
+    Secs(Box<[(u64, i64)]>),
+    Exact(Box<[(u64, Time)]>),
+}
+
+impl Default for PodTriggers {
+    fn default() -> PodTriggers {
+        PodTriggers::Secs(Box::default())
+    }
+}
+
+impl PodTriggers {
+    /// From `(hash, time)` pairs sorted by hash.
+    fn new(v: Vec<(u64, Time)>) -> PodTriggers {
+        if v.iter().all(|(_, t)| t.0.subsec_nanosecond() == 0) {
+            PodTriggers::Secs(v.into_iter().map(|(h, t)| (h, t.0.as_second())).collect())
+        } else {
+            PodTriggers::Exact(v.into_boxed_slice())
+        }
+    }
+
+    fn get(&self, h: u64) -> Option<Time> {
+        match self {
+            PodTriggers::Secs(v) => {
+                let i = v.binary_search_by_key(&h, |e| e.0).ok()?;
+                // Whole seconds of a valid timestamp: always in range.
+                jiff::Timestamp::from_second(v[i].1).ok().map(Time)
+            }
+            PodTriggers::Exact(v) => {
+                let i = v.binary_search_by_key(&h, |e| e.0).ok()?;
+                Some(v[i].1)
+            }
+        }
+    }
 }
 
 /// Thread-safe; two workers never compute for the same Service at once
 /// (the work queue guarantees it), so one lock around the map suffices.
 #[derive(Debug, Default)]
 pub struct TriggerTimeTracker {
-    states: Mutex<HashMap<String, ServiceState>>,
+    states: Mutex<HashMap<Box<str>, ServiceState>>,
     /// Keys the pod-name hashes (random per process).
     hasher: RandomState,
 }
@@ -56,7 +95,7 @@ impl TriggerTimeTracker {
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
         let known = states.contains_key(key);
         if !known {
-            states.insert(key.to_string(), ServiceState::default());
+            states.insert(key.into(), ServiceState::default());
         }
         let Some(state) = states.get_mut(key) else {
             return svc.metadata.creation_timestamp;
@@ -68,11 +107,7 @@ impl TriggerTimeTracker {
                 continue;
             };
             let h = self.hasher.hash_one(pod.metadata.name.as_str());
-            let last = state
-                .last_pod_triggers
-                .binary_search_by_key(&h, |e| e.0)
-                .ok()
-                .map(|i| state.last_pod_triggers[i].1);
+            let last = state.last_pod_triggers.get(h);
             if last.is_none_or(|l| t > l) {
                 min_changed = min_time(min_changed, t);
             }
@@ -85,7 +120,7 @@ impl TriggerTimeTracker {
                 min_changed = min_time(min_changed, t);
             }
         }
-        state.last_pod_triggers = pod_triggers.into_boxed_slice();
+        state.last_pod_triggers = PodTriggers::new(pod_triggers);
         state.last_service_trigger = svc_trigger;
         if !known {
             return svc.metadata.creation_timestamp;
@@ -136,6 +171,30 @@ mod tests {
             last_transition_time: Some(t(s)),
         });
         Arc::new(p)
+    }
+
+    /// Trigger times with a fraction of a second (not what the API
+    /// serves) are kept exactly: a move by less than a second counts.
+    #[test]
+    fn fractional_times_are_kept_exactly() {
+        let frac = |ms: i64| {
+            let mut p = Pod::default();
+            p.metadata.name = "a".into();
+            p.ready = Some(ReadyCondition {
+                is_true: true,
+                last_transition_time: Some(Time(t(5).0 + jiff::SignedDuration::from_millis(ms))),
+            });
+            Arc::new(p)
+        };
+        let tr = TriggerTimeTracker::new();
+        let k = "ns/svc";
+        assert_eq!(tr.compute(k, &svc(0), &[frac(100)]), Some(t(0)));
+        assert_eq!(tr.compute(k, &svc(0), &[frac(100)]), None);
+        let later = tr.compute(k, &svc(0), &[frac(200)]);
+        assert_eq!(later.map(|x| x.0.subsec_millisecond()), Some(200));
+        // Back to whole seconds, and on from there.
+        assert_eq!(tr.compute(k, &svc(0), &[pod("a", Some(7))]), Some(t(7)));
+        assert_eq!(tr.compute(k, &svc(0), &[pod("a", Some(7))]), None);
     }
 
     /// The scenario of upstream TestNewServiceNoPods … TestPodDeletedThenAdded,

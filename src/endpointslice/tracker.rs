@@ -10,29 +10,110 @@
 //! Thread-safe (handlers and workers share it); never reads a cache.
 
 use super::service_key;
-use crate::model::{EndpointSlice, Service};
+use crate::model::{EndpointSlice, Service, Uid};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 /// Upstream `deletionExpected`.
 const DELETION_EXPECTED: i64 = -1;
 
+/// Slice UID → generation, sorted by UID in one exact-size block: a
+/// Service usually has one or two slices, for which a hash map of UID
+/// strings cost several hundred bytes (issue 13).
+#[derive(Debug, Default)]
+struct Gens(Vec<(Uid, i64)>);
+
+impl Gens {
+    fn find(&self, uid: &Uid) -> Result<usize, usize> {
+        self.0.binary_search_by(|e| e.0.cmp(uid))
+    }
+    fn get(&self, uid: &Uid) -> Option<i64> {
+        self.find(uid).ok().map(|i| self.0[i].1)
+    }
+    fn get_mut(&mut self, uid: &Uid) -> Option<&mut i64> {
+        let i = self.find(uid).ok()?;
+        Some(&mut self.0[i].1)
+    }
+    fn contains(&self, uid: &Uid) -> bool {
+        self.find(uid).is_ok()
+    }
+    fn insert(&mut self, uid: Uid, g: i64) {
+        match self.find(&uid) {
+            Ok(i) => self.0[i].1 = g,
+            Err(i) => {
+                self.0.reserve_exact(1);
+                self.0.insert(i, (uid, g));
+            }
+        }
+    }
+    /// The entry of `uid` (inserted as `g` when absent).
+    fn entry_or(&mut self, uid: Uid, g: i64) -> &mut i64 {
+        let i = match self.find(&uid) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.reserve_exact(1);
+                self.0.insert(i, (uid, g));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+    fn remove(&mut self, uid: &Uid) -> Option<i64> {
+        let i = self.find(uid).ok()?;
+        let g = self.0.remove(i).1;
+        if self.0.is_empty() {
+            self.0 = Vec::new();
+        }
+        Some(g)
+    }
+    fn clear(&mut self) {
+        self.0 = Vec::new();
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[derive(Debug, Default)]
 struct ServiceState {
     /// The Service UID the generations belong to (B6's UID reset).
-    service_uid: String,
-    generations: HashMap<String, i64>,
+    service_uid: Uid,
+    generations: Gens,
+    /// What only matters while writes are in flight or the cache looks
+    /// stale; `None` (no block) the rest of the time.
+    busy: Option<Box<Busy>>,
+}
+
+#[derive(Debug, Default)]
+struct Busy {
     /// Slices (by UID) with an update of ours in flight, and the highest
     /// generation an event showed meanwhile (0: none yet).
-    in_flight: HashMap<String, i64>,
+    in_flight: Gens,
     /// Creates of ours in flight.
     creating: u32,
     /// Untracked slices (by UID) that events showed while creates of ours
     /// were in flight, with the highest generation seen: the echo of one
     /// of our creates, or someone else's slice.
-    held_new: HashMap<String, i64>,
+    held_new: Gens,
     /// Since when the cache has looked older than our writes.
     stale_since: Option<std::time::Instant>,
+}
+
+impl ServiceState {
+    fn busy(&mut self) -> &mut Busy {
+        self.busy.get_or_insert_with(Box::default)
+    }
+    /// Drop the [`Busy`] block once it holds nothing.
+    fn tidy(&mut self) {
+        if self.busy.as_ref().is_some_and(|b| {
+            b.in_flight.is_empty()
+                && b.creating == 0
+                && b.held_new.is_empty()
+                && b.stale_since.is_none()
+        }) {
+            self.busy = None;
+        }
+    }
 }
 
 /// How long the cache may look older than our own writes before the
@@ -48,7 +129,7 @@ pub const STALE_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10
 pub struct InFlight<'a> {
     tracker: &'a EndpointSliceTracker,
     key: Option<String>,
-    uid: String,
+    uid: Uid,
 }
 
 impl InFlight<'_> {
@@ -65,9 +146,14 @@ impl InFlight<'_> {
         // One lock: an echo arriving between ending the hold and recording
         // our generation would otherwise sync the Service for nothing.
         let mut st = self.tracker.lock();
-        let entry = st.entry(k).or_default();
-        let held = entry.in_flight.remove(&self.uid).unwrap_or(0);
-        entry.generations.insert(written.metadata.uid.clone(), g);
+        let entry = st.entry(k.into_boxed_str()).or_default();
+        let held = entry
+            .busy
+            .as_mut()
+            .and_then(|b| b.in_flight.remove(&self.uid))
+            .unwrap_or(0);
+        entry.tidy();
+        entry.generations.insert(Uid::new(&written.metadata.uid), g);
         held > g
     }
 }
@@ -91,18 +177,18 @@ impl Creating<'_> {
             self.tracker.update(created);
             return false;
         };
+        let uid = Uid::new(&created.metadata.uid);
         let mut st = self.tracker.lock();
-        let entry = st.entry(k).or_default();
-        entry.creating = entry.creating.saturating_sub(1);
-        entry.generations.insert(created.metadata.uid.clone(), g);
-        let mut again = entry
-            .held_new
-            .remove(&created.metadata.uid)
-            .is_some_and(|held| held > g);
-        if entry.creating == 0 && !entry.held_new.is_empty() {
-            entry.held_new.clear();
+        let entry = st.entry(k.into_boxed_str()).or_default();
+        let busy = entry.busy();
+        busy.creating = busy.creating.saturating_sub(1);
+        let mut again = busy.held_new.remove(&uid).is_some_and(|held| held > g);
+        if busy.creating == 0 && !busy.held_new.is_empty() {
+            busy.held_new.clear();
             again = true;
         }
+        entry.tidy();
+        entry.generations.insert(uid, g);
         again
     }
 }
@@ -111,13 +197,15 @@ impl Drop for Creating<'_> {
     fn drop(&mut self) {
         if let Some(k) = self.key.take() {
             let mut st = self.tracker.lock();
-            if let Some(entry) = st.get_mut(&k) {
-                entry.creating = entry.creating.saturating_sub(1);
-                if entry.creating == 0 {
+            if let Some(entry) = st.get_mut(k.as_str()) {
+                let busy = entry.busy();
+                busy.creating = busy.creating.saturating_sub(1);
+                if busy.creating == 0 {
                     // The sync failed and is retried (or the namespace is
                     // terminating): it reads the cache afresh.
-                    entry.held_new.clear();
+                    busy.held_new.clear();
                 }
+                entry.tidy();
             }
         }
     }
@@ -134,7 +222,7 @@ impl Drop for InFlight<'_> {
 /// Keyed by `ns/service` from the slice's service-name label.
 #[derive(Debug, Default)]
 pub struct EndpointSliceTracker {
-    state: Mutex<HashMap<String, ServiceState>>,
+    state: Mutex<HashMap<Box<str>, ServiceState>>,
 }
 
 fn generation(s: &EndpointSlice) -> i64 {
@@ -142,17 +230,17 @@ fn generation(s: &EndpointSlice) -> i64 {
 }
 
 impl EndpointSliceTracker {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, ServiceState>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Box<str>, ServiceState>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn set(&self, s: &EndpointSlice, g: i64) {
         let Some(k) = service_key(s) else { return };
         self.lock()
-            .entry(k)
+            .entry(k.into_boxed_str())
             .or_default()
             .generations
-            .insert(s.metadata.uid.clone(), g);
+            .insert(Uid::new(&s.metadata.uid), g);
     }
 
     /// We wrote `s` (as returned by the API): remember its generation.
@@ -168,17 +256,19 @@ impl EndpointSliceTracker {
     /// race) then syncs the Service once more for nothing.
     pub fn begin_update(&self, s: &EndpointSlice) -> InFlight<'_> {
         let key = service_key(s);
+        let uid = Uid::new(&s.metadata.uid);
         if let Some(k) = &key {
             self.lock()
-                .entry(k.clone())
+                .entry(k.as_str().into())
                 .or_default()
+                .busy()
                 .in_flight
-                .insert(s.metadata.uid.clone(), 0);
+                .insert(uid.clone(), 0);
         }
         InFlight {
             tracker: self,
             key,
-            uid: s.metadata.uid.clone(),
+            uid,
         }
     }
 
@@ -193,17 +283,22 @@ impl EndpointSliceTracker {
     pub fn begin_create(&self, s: &EndpointSlice) -> Creating<'_> {
         let key = service_key(s);
         if let Some(k) = &key {
-            self.lock().entry(k.clone()).or_default().creating += 1;
+            self.lock()
+                .entry(k.as_str().into())
+                .or_default()
+                .busy()
+                .creating += 1;
         }
         Creating { tracker: self, key }
     }
 
     /// Stop holding events of a slice; the highest generation held.
-    fn end_update(&self, key: &str, uid: &str) -> i64 {
-        self.lock()
-            .get_mut(key)
-            .and_then(|st| st.in_flight.remove(uid))
-            .unwrap_or(0)
+    fn end_update(&self, key: &str, uid: &Uid) -> i64 {
+        let mut all = self.lock();
+        let Some(st) = all.get_mut(key) else { return 0 };
+        let held = st.busy.as_mut().and_then(|b| b.in_flight.remove(uid));
+        st.tidy();
+        held.unwrap_or(0)
     }
 
     /// We deleted `s`.
@@ -216,31 +311,35 @@ impl EndpointSliceTracker {
         let Some(k) = service_key(s) else {
             return false;
         };
+        let uid = Uid::new(&s.metadata.uid);
         self.lock()
-            .get(&k)
-            .is_some_and(|st| st.generations.contains_key(&s.metadata.uid))
+            .get(k.as_str())
+            .is_some_and(|st| st.generations.contains(&uid))
     }
 
     /// Whether an event about `s` should sync its Service: untracked
     /// Service or slice, or a generation newer than ours.
     pub fn should_sync(&self, s: &EndpointSlice) -> bool {
         let Some(k) = service_key(s) else { return true };
+        let uid = Uid::new(&s.metadata.uid);
         let mut st = self.lock();
-        let Some(x) = st.get_mut(&k) else {
+        let Some(x) = st.get_mut(k.as_str()) else {
             return true;
         };
-        if let Some(held) = x.in_flight.get_mut(&s.metadata.uid) {
+        if let Some(held) = x.busy.as_mut().and_then(|b| b.in_flight.get_mut(&uid)) {
             *held = (*held).max(generation(s));
             return false;
         }
-        match x.generations.get(&s.metadata.uid) {
-            None if x.creating > 0 => {
-                let held = x.held_new.entry(s.metadata.uid.clone()).or_insert(0);
-                *held = (*held).max(generation(s));
-                false
-            }
-            None => true,
-            Some(g) => generation(s) > *g,
+        match x.generations.get(&uid) {
+            None => match x.busy.as_mut().filter(|b| b.creating > 0) {
+                Some(b) => {
+                    let held = b.held_new.entry_or(uid, 0);
+                    *held = (*held).max(generation(s));
+                    false
+                }
+                None => true,
+            },
+            Some(g) => generation(s) > g,
         }
     }
 
@@ -248,9 +347,10 @@ impl EndpointSliceTracker {
     pub fn handle_deletion(&self, s: &EndpointSlice) -> bool {
         let Some(k) = service_key(s) else { return true };
         let mut st = self.lock();
+        let uid = Uid::new(&s.metadata.uid);
         match st
-            .get_mut(&k)
-            .and_then(|x| x.generations.remove(&s.metadata.uid))
+            .get_mut(k.as_str())
+            .and_then(|x| x.generations.remove(&uid))
         {
             Some(g) => g == DELETION_EXPECTED,
             None => true,
@@ -259,7 +359,7 @@ impl EndpointSliceTracker {
 
     /// Forget a deleted Service.
     pub fn delete_service(&self, namespace: &str, name: &str) {
-        self.lock().remove(&format!("{namespace}/{name}"));
+        self.lock().remove(format!("{namespace}/{name}").as_str());
     }
 
     /// B6: whether `slices` (the cached managed slices of `svc`) are older
@@ -271,28 +371,30 @@ impl EndpointSliceTracker {
     ) -> bool {
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
         let mut all = self.lock();
-        let Some(st) = all.get_mut(&key) else {
+        let Some(st) = all.get_mut(key.as_str()) else {
             return false;
         };
         if st.service_uid.is_empty() {
-            st.service_uid = svc.metadata.uid.to_string();
-        } else if svc.metadata.uid != *st.service_uid {
-            st.service_uid = svc.metadata.uid.to_string();
+            st.service_uid = svc.metadata.uid.clone();
+        } else if svc.metadata.uid != st.service_uid {
+            st.service_uid = svc.metadata.uid.clone();
             st.generations.clear();
             return false;
         }
         let mut seen = std::collections::HashSet::new();
         for s in slices {
-            seen.insert(s.metadata.uid.as_str());
-            if let Some(g) = st.generations.get(&s.metadata.uid) {
-                if *g == DELETION_EXPECTED || *g > generation(s) {
+            let uid = Uid::new(&s.metadata.uid);
+            if let Some(g) = st.generations.get(&uid) {
+                if g == DELETION_EXPECTED || g > generation(s) {
                     return true;
                 }
             }
+            seen.insert(uid);
         }
         st.generations
+            .0
             .iter()
-            .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid.as_str()))
+            .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid))
     }
 
     /// [`EndpointSliceTracker::stale_slices`] with a bound: a Service whose
@@ -307,14 +409,17 @@ impl EndpointSliceTracker {
         let stale = self.stale_slices(svc, slices);
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
         let mut all = self.lock();
-        let Some(st) = all.get_mut(&key) else {
+        let Some(st) = all.get_mut(key.as_str()) else {
             return stale;
         };
         if !stale {
-            st.stale_since = None;
+            if let Some(b) = st.busy.as_mut() {
+                b.stale_since = None;
+            }
+            st.tidy();
             return false;
         }
-        let since = *st.stale_since.get_or_insert(now);
+        let since = *st.busy().stale_since.get_or_insert(now);
         if now.saturating_duration_since(since) < STALE_GIVE_UP {
             return true;
         }
@@ -323,7 +428,8 @@ impl EndpointSliceTracker {
             STALE_GIVE_UP.as_secs()
         );
         st.generations.clear();
-        st.stale_since = None;
+        st.busy().stale_since = None;
+        st.tidy();
         false
     }
 
@@ -332,9 +438,9 @@ impl EndpointSliceTracker {
     pub fn set_service_uid(&self, svc: &Service) {
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
         let mut all = self.lock();
-        let st = all.entry(key).or_default();
-        if svc.metadata.uid != *st.service_uid {
-            st.service_uid = svc.metadata.uid.to_string();
+        let st = all.entry(key.into_boxed_str()).or_default();
+        if svc.metadata.uid != st.service_uid {
+            st.service_uid = svc.metadata.uid.clone();
             st.generations.clear();
         }
     }

@@ -175,6 +175,19 @@ impl<K: Key> QueueMetrics<K> {
         }
     }
 
+    /// Release the spare capacity of the timing maps that are empty (the
+    /// queue drained).
+    pub(crate) fn release_spare(&mut self) {
+        super::queue::release_if_spare(&mut self.add_times);
+        super::queue::release_if_spare(&mut self.processing_start);
+    }
+
+    /// Slots of the timing maps (for tests).
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.add_times.capacity() + self.processing_start.capacity()
+    }
+
     /// Set the unfinished-work and longest-running gauges from the keys
     /// being processed now.
     pub(crate) fn update_unfinished_work(&self) {
