@@ -288,7 +288,9 @@ fn main() {
         .map(|i| {
             let mut s = Service::default();
             s.metadata.name = format!("svc-{i}").as_str().into();
-            s.metadata.creation_timestamp = by_name[0].metadata.creation_timestamp;
+            // The pods' creationTimestamp (pods do not keep theirs).
+            s.metadata.creation_timestamp = serde_json::from_str(r#""2026-11-20T10:00:00Z""#)
+                .unwrap_or_else(|e| panic!("bench time: {e}"));
             (format!("ns/svc-{i}"), s)
         })
         .collect();

@@ -387,7 +387,7 @@ fn list_bodies_over_ten_megabytes_stream_without_a_limit() {
         .list(&PODS, None, &ListParams::default())
         .expect("big list");
     assert_eq!(l.items.len(), 200);
-    assert!(l.items.iter().all(|p| p.metadata.annotations.is_empty()));
+    assert!(l.items.iter().all(|p| p.metadata.name == "p"));
 }
 
 #[test]

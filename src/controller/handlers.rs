@@ -131,7 +131,7 @@ mod tests {
         p.metadata.labels = [("app", app)].into_iter().collect();
         p.ready = Some(ReadyCondition {
             is_true: ready,
-            last_transition_time: None,
+            last_transition_time: None.into(),
         });
         Arc::new(p)
     }

@@ -64,7 +64,7 @@ mod tests {
         };
         p.metadata.namespace = "ns".into();
         if terminating {
-            p.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+            p.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH)).into();
         }
         p
     }

@@ -78,10 +78,10 @@ mod tests {
     fn base() -> Pod {
         let mut p = Pod {
             phase: PodPhase::Running,
-            pod_ips: vec!["1.2.3.4".into()].into_boxed_slice(),
+            pod_ips: vec!["1.2.3.4".into()].into(),
             ready: Some(ReadyCondition {
                 is_true: true,
-                last_transition_time: None,
+                last_transition_time: None.into(),
             }),
             ..Pod::default()
         };
@@ -114,7 +114,7 @@ mod tests {
             ),
             (
                 "deletionTimestamp set",
-                bumped(|p| p.metadata.deletion_timestamp = t),
+                bumped(|p| p.metadata.deletion_timestamp = t.into()),
                 true,
                 false,
             ),
@@ -127,19 +127,19 @@ mod tests {
             ),
             (
                 "ip changed",
-                bumped(|p| p.pod_ips = vec!["1.2.3.5".into()].into_boxed_slice()),
+                bumped(|p| p.pod_ips = vec!["1.2.3.5".into()].into()),
                 true,
                 false,
             ),
             (
                 "ip added",
-                bumped(|p| p.pod_ips = vec!["1.2.3.4".into(), "::1".into()].into_boxed_slice()),
+                bumped(|p| p.pod_ips = vec!["1.2.3.4".into(), "::1".into()].into()),
                 true,
                 false,
             ),
             (
                 "ips removed",
-                bumped(|p| p.pod_ips = Box::default()),
+                bumped(|p| p.pod_ips = Default::default()),
                 true,
                 false,
             ),

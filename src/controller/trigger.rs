@@ -103,7 +103,7 @@ impl TriggerTimeTracker {
         let mut min_changed: Option<Time> = None;
         let mut pod_triggers: Vec<(u64, Time)> = Vec::with_capacity(pods.len());
         for pod in pods {
-            let Some(t) = pod.ready.and_then(|r| r.last_transition_time) else {
+            let Some(t) = pod.ready.and_then(|r| r.last_transition_time.get()) else {
                 continue;
             };
             let h = self.hasher.hash_one(pod.metadata.name.as_str());
@@ -168,7 +168,7 @@ mod tests {
         p.metadata.name = name.into();
         p.ready = ready_at.map(|s| ReadyCondition {
             is_true: true,
-            last_transition_time: Some(t(s)),
+            last_transition_time: Some(t(s)).into(),
         });
         Arc::new(p)
     }

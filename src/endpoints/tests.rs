@@ -34,17 +34,17 @@ fn pod(i: usize, ready: bool) -> Pod {
     let mut p = Pod {
         phase: PodPhase::Running,
         node_name: "node-1".into(),
-        pod_ips: vec![format!("1.2.3.{i}").into()].into_boxed_slice(),
+        pod_ips: vec![format!("1.2.3.{i}").into()].into(),
         ready: Some(ReadyCondition {
             is_true: ready,
-            last_transition_time: None,
+            last_transition_time: None.into(),
         }),
         ports: vec![ContainerPort {
             name: "http".into(),
             container_port: 8080,
             protocol: Protocol::Tcp,
         }]
-        .into_boxed_slice(),
+        .into(),
         ..Pod::default()
     };
     p.metadata.name = format!("pod{i}").into();
@@ -145,7 +145,7 @@ fn creates_with_addresses_ports_labels_and_target_refs() {
 fn readiness_and_inclusion_table() {
     let t = Some(Time(jiff::Timestamp::UNIX_EPOCH));
     let terminating = |mut p: Pod| {
-        p.metadata.deletion_timestamp = t;
+        p.metadata.deletion_timestamp = t.into();
         p
     };
     let phase = |mut p: Pod, ph| {
@@ -153,7 +153,7 @@ fn readiness_and_inclusion_table() {
         p
     };
     let no_ip = |mut p: Pod| {
-        p.pod_ips = Box::default();
+        p.pod_ips = Default::default();
         p
     };
     let published = {
@@ -230,7 +230,7 @@ fn ports_table() {
         container_port: 9100,
         protocol: Protocol::Tcp,
     }]
-    .into_boxed_slice();
+    .into();
     let mut udp_named = svc(&[("dns", IntOrString::String("http".into()))]);
     udp_named.ports[0].protocol = Protocol::Udp;
     #[allow(clippy::type_complexity)]
@@ -289,13 +289,12 @@ fn ports_table() {
 fn ip_family_table() {
     let dual = |i: usize| {
         let mut p = pod(i, true);
-        p.pod_ips =
-            vec![format!("1.2.3.{i}").into(), format!("fd00::{i}").into()].into_boxed_slice();
+        p.pod_ips = vec![format!("1.2.3.{i}").into(), format!("fd00::{i}").into()].into();
         p
     };
     let v6_only = |i: usize| {
         let mut p = pod(i, true);
-        p.pod_ips = vec![format!("fd00::{i}").into()].into_boxed_slice();
+        p.pod_ips = vec![format!("fd00::{i}").into()].into();
         p
     };
     let with_families = |f: &[&str]| {
@@ -456,7 +455,7 @@ fn over_capacity_is_truncated_and_then_left_alone() {
         (0..1200)
             .map(|i| {
                 let mut p = pod(i, i % 2 == 0);
-                p.pod_ips = vec![format!("10.0.{}.{}", i / 250, i % 250).into()].into_boxed_slice();
+                p.pod_ips = vec![format!("10.0.{}.{}", i / 250, i % 250).into()].into();
                 p
             })
             .collect(),

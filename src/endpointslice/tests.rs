@@ -35,17 +35,17 @@ fn pod(i: usize) -> Pod {
     let mut p = Pod {
         phase: PodPhase::Running,
         node_name: "node-1".into(),
-        pod_ips: vec![format!("10.0.{}.{}", i / 250, i % 250 + 1).into()].into_boxed_slice(),
+        pod_ips: vec![format!("10.0.{}.{}", i / 250, i % 250 + 1).into()].into(),
         ready: Some(ReadyCondition {
             is_true: true,
-            last_transition_time: None,
+            last_transition_time: None.into(),
         }),
         ports: vec![ContainerPort {
             name: "http".into(),
             container_port: 8080,
             protocol: Protocol::Tcp,
         }]
-        .into_boxed_slice(),
+        .into(),
         ..Pod::default()
     };
     p.metadata.name = format!("pod{i:04}").into();
@@ -194,7 +194,7 @@ fn no_pods_gives_a_placeholder_that_is_then_kept() {
 fn one_pod_one_slice_with_upstream_fields() {
     let s = svc();
     let mut terminating = pod(2);
-    terminating.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+    terminating.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH)).into();
     let ps = vec![Arc::new(pod(1)), Arc::new(terminating)];
     let p = plan(&s, &ps, &[]);
     assert_eq!(counts(&p), (1, 0, 0));
@@ -289,7 +289,7 @@ fn different_port_sets_get_different_slices() {
         container_port: 9090,
         protocol: Protocol::Tcp,
     }]
-    .into_boxed_slice();
+    .into();
     let mut ps = pods(0..3);
     ps.push(Arc::new(other));
     let now = apply(&s, &[], &plan(&s, &ps, &[]));

@@ -3,8 +3,11 @@
 //! an allocation) per pod; [`IStr`] is the same for the cached Endpoints
 //! and EndpointSlices in a thin pointer (8 bytes).
 //!
-//! Owns two process-wide sets of the distinct values seen (one per
-//! representation). Must never grow without bound under churn of distinct
+//! [`shared`] does the same for other values pods of one ReplicaSet repeat
+//! (a pod's labels, its container ports).
+//!
+//! Owns process-wide sets of the distinct values seen (one per
+//! representation or type). Must never grow without bound under churn of distinct
 //! values: entries nobody else holds any more are pruned whenever a set has
 //! doubled since its last prune.
 
@@ -184,7 +187,7 @@ impl<'de> serde::Deserialize<'de> for IStr {
     }
 }
 
-struct Interner<T> {
+pub(crate) struct Interner<T> {
     set: HashSet<T>,
     /// Set size after the last prune; the next prune runs at twice that.
     pruned_at: usize,
@@ -223,6 +226,32 @@ fn lookup<T: Shared>(set: &Mutex<Interner<T>>, s: &str) -> T {
 /// value costs no allocation per object either).
 pub fn intern(s: &str) -> Arc<str> {
     lookup(interner(), s)
+}
+
+/// A process-wide set of shared values of one type (see [`shared`]).
+pub(crate) type SharedSet<T> = OnceLock<Mutex<Interner<Arc<T>>>>;
+
+/// The shared `Arc` in `set` equal to `v`, added (as `make(v)`) if new;
+/// pruned like the string sets. One hash and one uncontended lock.
+pub(crate) fn shared<T: ?Sized + Hash + Eq, V: Borrow<T>>(
+    set: &SharedSet<T>,
+    v: V,
+    make: impl FnOnce(V) -> Arc<T>,
+) -> Arc<T> {
+    let mut i = set
+        .get_or_init(Interner::new)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(a) = i.set.get(v.borrow()) {
+        return a.clone();
+    }
+    if i.set.len() >= 2 * i.pruned_at.max(64) {
+        i.set.retain(|a| Arc::strong_count(a) > 1);
+        i.pruned_at = i.set.len();
+    }
+    let a = make(v);
+    i.set.insert(a.clone());
+    a
 }
 
 /// Deserialize a string (or null, as "") into an interned `Arc<str>`.

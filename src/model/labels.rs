@@ -2,10 +2,12 @@
 //! annotations we keep: sorted `(key, value)` pairs packed into one buffer.
 //!
 //! Owns the memory layout — 16 bytes inline and, when not empty, a single
-//! allocation: the pair count, the end offset of every key and value, then
+//! (shareable) allocation: the pair count, the end offset of every key and value, then
 //! their bytes (a pod's five labels cost one ~115-byte block instead of a
 //! 160-byte pair table plus ten string allocations) — and its serde mapping
-//! (a JSON object; `null` → empty).
+//! (a JSON object; `null` → empty). The buffer is an `Arc` so that equal
+//! label sets can share it ([`Labels::shared`]: a cached pod's, since the
+//! pods of one ReplicaSet carry the same labels) and a clone is a count.
 //! Must never keep duplicate keys or lose the sort order (lookups are
 //! binary searches, equality and hashing compare the bytes), and never
 //! hold an offset that is not a char boundary of the text it was built
@@ -17,15 +19,19 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// Sorted `(key, value)` pairs with unique keys.
 ///
 /// Layout of the buffer (empty for no pairs): `n` as a little-endian
 /// `u32`, then `2n` little-endian `u32` end offsets (key 0, value 0, key 1,
 /// …) into the text that follows, then the text: every key and value
-/// concatenated, each a whole `&str`.
+/// concatenated, each a whole `&str`. `None` for no pairs (no allocation);
+/// never `Some` of an empty buffer.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Box<[u8]>);
+pub struct Labels(Option<Arc<[u8]>>);
+
+static SHARED: super::intern::SharedSet<[u8]> = std::sync::OnceLock::new();
 
 const W: usize = std::mem::size_of::<u32>();
 
@@ -62,17 +68,40 @@ impl Labels {
             buf.extend_from_slice(k.as_bytes());
             buf.extend_from_slice(v.as_bytes());
         }
-        Labels(buf.into_boxed_slice())
+        Labels(Some(buf.into()))
+    }
+
+    /// The packed buffer (empty for no pairs).
+    fn buf(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or(&[])
+    }
+
+    /// The shared value equal to this one (one hash and one lock; see
+    /// `model::intern::shared`): equal label sets of cached objects then
+    /// hold one buffer.
+    pub fn shared(self) -> Labels {
+        match self.0 {
+            None => self,
+            Some(b) => Labels(Some(super::intern::shared(&SHARED, b, |b| b))),
+        }
+    }
+
+    /// Whether `a` and `b` hold the same buffer (both empty counts).
+    pub fn ptr_eq(a: &Labels, b: &Labels) -> bool {
+        match (&a.0, &b.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
     }
 
     fn word(&self, i: usize) -> usize {
-        let b = &self.0[i * W..(i + 1) * W];
+        let b = &self.buf()[i * W..(i + 1) * W];
         u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
     }
 
     /// Number of pairs.
     pub fn len(&self) -> usize {
-        if self.0.is_empty() {
+        if self.0.is_none() {
             0
         } else {
             self.word(0)
@@ -81,7 +110,7 @@ impl Labels {
 
     /// Whether there are no pairs.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.is_none()
     }
 
     /// String `j` (key of pair `j / 2`, or its value when `j` is odd).
@@ -89,7 +118,7 @@ impl Labels {
         let base = W + 2 * self.len() * W;
         let start = if j == 0 { 0 } else { self.word(j) };
         let end = self.word(j + 1);
-        let bytes = &self.0[base + start..base + end];
+        let bytes = &self.buf()[base + start..base + end];
         // SAFETY: `pack` is the only constructor of a non-empty buffer; it
         // copies whole `&str`s back to back and records where each ends, so
         // `start..end` spans exactly one of them: valid UTF-8.
@@ -166,9 +195,12 @@ impl Labels {
             .collect()
     }
 
-    /// Heap bytes owned by this value (for memory accounting in benches).
+    /// Heap bytes owned by this value (for memory accounting in benches):
+    /// the buffer and its `Arc` counts (counted in full even if shared).
     pub fn heap_bytes(&self) -> usize {
-        self.0.len()
+        self.0
+            .as_ref()
+            .map_or(0, |b| 2 * std::mem::size_of::<usize>() + b.len())
     }
 }
 
@@ -318,6 +350,18 @@ mod tests {
         let mut r = serde_json::Deserializer::from_reader(&br#"{"x":"\u00e9","y":"2"}"#[..]);
         let l = Labels::deserialize(&mut r).expect("from a reader");
         assert_eq!(l.get("x"), Some("é"));
+    }
+
+    #[test]
+    fn shared_labels_are_one_interned_allocation() {
+        let a: Labels = serde_json::from_str(r#"{"app":"shared-test","t":"x"}"#).expect("labels");
+        let b: Labels = [("t", "x"), ("app", "shared-test")].into_iter().collect();
+        let (a, b) = (a.shared(), b.shared());
+        assert!(Labels::ptr_eq(&a, &b) && a == b);
+        assert_eq!(a.get("app"), Some("shared-test"));
+        assert!(Labels::new().shared().is_empty());
+        assert_eq!(std::mem::size_of::<Labels>(), 16);
+        assert_eq!(a.heap_bytes(), 16 + a.buf().len());
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub const KEPT_ANNOTATIONS: &[&str] = &[
     "service.kubernetes.io/topology-mode",
 ];
 
-/// Metadata of a cached projection (Pod, Service, Node, Namespace).
+/// Metadata of a cached projection (Service, Node, Namespace; a Pod has
+/// the smaller [`super::PodMeta`]).
 ///
 /// Memory: a name of up to 24 bytes, the resourceVersion and a canonical
 /// UID are stored inline (no allocation), the namespace is one shared

@@ -49,9 +49,9 @@ pub use meta::{
 };
 pub use namespace::Namespace;
 pub use node::{Node, ZONE_LABEL};
-pub use pod::{ContainerPort, Pod, PodHost, PodPhase, ReadyCondition};
+pub use pod::{ContainerPort, Pod, PodHost, PodIps, PodMeta, PodPhase, ReadyCondition};
 pub use service::{IntOrString, Protocol, Service, ServicePort};
-pub use time::{MicroTime, Time};
+pub use time::{MicroTime, OptTime, Time};
 pub use uid::{Uid, UidStr};
 
 /// What every API object we handle exposes, for caches, indexes and keys.
@@ -85,7 +85,8 @@ pub trait Object:
 }
 
 /// Implement [`Object`] for a type whose metadata lives in `self.metadata`
-/// (a [`TrimmedMeta`] or an [`ObjectMeta`]; both have the same accessors).
+/// (a [`TrimmedMeta`], [`PodMeta`] or [`ObjectMeta`]; all have the same
+/// accessors).
 macro_rules! impl_object {
     ($t:ty) => {
         $crate::model::impl_object!($t, {});

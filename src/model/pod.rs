@@ -6,10 +6,10 @@
 //! Must never grow fields the controllers do not read: this type dominates
 //! the daemon's memory.
 
-use super::intern::interned;
-use super::meta::{boxed, compact, compact_heap, TrimmedMeta};
+use super::intern::{interned, shared, SharedSet};
+use super::meta::{boxed, compact, compact_heap};
 use super::service::{IntOrString, Protocol, ServicePort};
-use super::{impl_object, Time};
+use super::{impl_object, Labels, OptTime, Uid, UidStr};
 use compact_str::CompactString;
 use serde::{Deserialize, Deserializer};
 use std::sync::Arc;
@@ -19,14 +19,17 @@ use std::sync::Arc;
 /// Memory (issue 13): short strings (name, resourceVersion, IPs, port
 /// names) are inline [`CompactString`]s, the uid a [`super::Uid`] (16
 /// bytes inline for a canonical UUID), the namespace and node name are
-/// interned `Arc<str>`s shared by every pod naming them, and the rarely set
-/// hostname/subdomain sit behind one optional box, so a typical pod is the
-/// `Arc` plus three allocations (labels, IPs, ports).
+/// interned `Arc<str>`s shared by every pod naming them, the labels and
+/// container ports are interned too (the pods of one ReplicaSet share
+/// them), a single pod IP is inline, timestamps are 8-byte [`OptTime`]s,
+/// and the rarely set hostname/subdomain sit behind one optional box, so a
+/// typical pod is the `Arc` alone (200 bytes inline, a 224-byte glibc
+/// chunk with the counts) and no allocation of its own.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(from = "PodWire")]
 pub struct Pod {
     /// Trimmed metadata (name, namespace, uid, rv, labels, deletionTimestamp).
-    pub metadata: TrimmedMeta,
+    pub metadata: PodMeta,
     /// `spec.nodeName` ("" if unscheduled); interned.
     pub node_name: Arc<str>,
     /// `spec.hostname` and `spec.subdomain`; `None` when both are empty.
@@ -37,14 +40,134 @@ pub struct Pod {
     /// `status.podIPs[*].ip`; when `podIPs` is absent but the legacy
     /// `status.podIP` is set, that single IP (the API server keeps
     /// `podIP == podIPs[0]`).
-    pub pod_ips: Box<[CompactString]>,
+    pub pod_ips: PodIps,
     /// The `Ready` condition, if the pod has one.
     pub ready: Option<ReadyCondition>,
     /// Named ports for `FindPort`: every `spec.containers[*].ports[*]` in
     /// order, then those of restartable init containers (sidecars,
     /// `restartPolicy: Always`), matching upstream `podutil.FindPort`'s
-    /// search order.
-    pub ports: Box<[ContainerPort]>,
+    /// search order. Interned (see [`Pod::share_ports`]).
+    pub ports: Arc<[ContainerPort]>,
+}
+
+/// A pod's metadata: what the controllers read of it. Unlike
+/// [`super::TrimmedMeta`] (Services, Nodes, Namespaces) no annotations (no
+/// kept annotation is read from a pod) and no creationTimestamp (upstream
+/// reads a pod's Ready lastTransitionTime, never its creation time).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodMeta {
+    /// `metadata.name`.
+    #[serde(deserialize_with = "compact")]
+    pub name: CompactString,
+    /// `metadata.namespace` ("" for cluster-scoped objects); interned.
+    #[serde(deserialize_with = "interned")]
+    pub namespace: Arc<str>,
+    /// `metadata.uid` (a canonical UUID as 16 bytes inline).
+    pub uid: Uid,
+    /// `metadata.resourceVersion`.
+    #[serde(deserialize_with = "compact")]
+    pub resource_version: CompactString,
+    /// `metadata.labels` (interned, see [`Labels::shared`]: the pods of
+    /// one ReplicaSet share one buffer).
+    #[serde(deserialize_with = "shared_labels")]
+    pub labels: Labels,
+    /// `metadata.deletionTimestamp` (8 bytes; `.get()` for the `Time`).
+    pub deletion_timestamp: OptTime,
+}
+
+impl PodMeta {
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// `metadata.namespace`, `None` if empty.
+    pub fn namespace(&self) -> Option<&str> {
+        (!self.namespace.is_empty()).then_some(&*self.namespace)
+    }
+    /// `metadata.resourceVersion`.
+    pub fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+    /// `metadata.uid`.
+    pub fn uid(&self) -> UidStr<'_> {
+        self.uid.as_str()
+    }
+    /// Heap bytes owned (for memory accounting). The interned namespace
+    /// and labels are shared, so not counted per pod.
+    pub fn heap_bytes(&self) -> usize {
+        compact_heap(&self.name) + self.uid.heap_bytes() + compact_heap(&self.resource_version)
+    }
+}
+
+fn shared_labels<'de, D: Deserializer<'de>>(d: D) -> Result<Labels, D::Error> {
+    Labels::deserialize(d).map(Labels::shared)
+}
+
+/// A pod's IPs (`status.podIPs`): one inline (the usual case: 24 bytes,
+/// no allocation) or a boxed slice (none, or dual-stack). Reads as a
+/// `&[CompactString]`; compares by content.
+#[derive(Clone)]
+pub enum PodIps {
+    /// Exactly one IP, inline.
+    One(CompactString),
+    /// Zero or several IPs.
+    Many(Box<[CompactString]>),
+}
+
+impl Default for PodIps {
+    fn default() -> PodIps {
+        PodIps::Many(Box::default())
+    }
+}
+
+impl std::ops::Deref for PodIps {
+    type Target = [CompactString];
+    fn deref(&self) -> &[CompactString] {
+        match self {
+            PodIps::One(ip) => std::slice::from_ref(ip),
+            PodIps::Many(ips) => ips,
+        }
+    }
+}
+
+impl PartialEq for PodIps {
+    fn eq(&self, other: &PodIps) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for PodIps {}
+
+impl std::fmt::Debug for PodIps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl From<Vec<CompactString>> for PodIps {
+    fn from(mut v: Vec<CompactString>) -> PodIps {
+        match v.pop() {
+            Some(ip) if v.is_empty() => PodIps::One(ip),
+            Some(ip) => {
+                v.push(ip);
+                PodIps::Many(v.into_boxed_slice())
+            }
+            None => PodIps::default(),
+        }
+    }
+}
+
+impl From<Box<[CompactString]>> for PodIps {
+    fn from(b: Box<[CompactString]>) -> PodIps {
+        b.into_vec().into()
+    }
+}
+
+impl FromIterator<CompactString> for PodIps {
+    fn from_iter<I: IntoIterator<Item = CompactString>>(it: I) -> PodIps {
+        it.into_iter().collect::<Vec<_>>().into()
+    }
 }
 
 /// `spec.hostname` and `spec.subdomain` (set only for pods of StatefulSets
@@ -97,12 +220,13 @@ impl PodPhase {
 pub struct ReadyCondition {
     /// `status == "True"`.
     pub is_true: bool,
-    /// `lastTransitionTime` (the trigger time of B30).
-    pub last_transition_time: Option<Time>,
+    /// `lastTransitionTime` (the trigger time of B30; `.get()` for the
+    /// `Time`).
+    pub last_transition_time: OptTime,
 }
 
 /// One container port, for resolving named `targetPort`s.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ContainerPort {
     /// `name` ("" if unnamed; at most 15 characters when valid, so inline).
     pub name: CompactString,
@@ -156,21 +280,26 @@ impl Pod {
         }
     }
 
+    /// The shared (interned) container-port list equal to `ports`.
+    pub fn share_ports(ports: Vec<ContainerPort>) -> Arc<[ContainerPort]> {
+        static PORTS: SharedSet<[ContainerPort]> = std::sync::OnceLock::new();
+        shared(&PORTS, ports, Arc::from)
+    }
+
     /// Heap bytes owned by this pod (for the cache-memory benchmark).
-    /// (The interned node name is shared, so not counted per pod.)
+    /// (The interned node name, labels and ports are shared, so not
+    /// counted per pod.)
     pub fn heap_bytes(&self) -> usize {
+        let many = match &self.pod_ips {
+            PodIps::One(_) => 0,
+            PodIps::Many(ips) => std::mem::size_of_val::<[CompactString]>(ips),
+        };
         self.metadata.heap_bytes()
             + self.host.as_ref().map_or(0, |h| {
                 std::mem::size_of::<PodHost>() + h.hostname.len() + h.subdomain.len()
             })
-            + std::mem::size_of_val::<[CompactString]>(&self.pod_ips)
+            + many
             + self.pod_ips.iter().map(compact_heap).sum::<usize>()
-            + std::mem::size_of_val::<[ContainerPort]>(&self.ports)
-            + self
-                .ports
-                .iter()
-                .map(|p| compact_heap(&p.name))
-                .sum::<usize>()
     }
 }
 
@@ -212,7 +341,7 @@ where
 #[serde(default)]
 struct PodWire {
     #[serde(deserialize_with = "null_default")]
-    metadata: TrimmedMeta,
+    metadata: PodMeta,
     #[serde(deserialize_with = "null_default")]
     spec: SpecWire,
     #[serde(deserialize_with = "null_default")]
@@ -276,7 +405,7 @@ struct ConditionWire {
     #[serde(rename = "type")]
     type_: String,
     status: String,
-    last_transition_time: Option<Time>,
+    last_transition_time: OptTime,
 }
 
 impl From<PodWire> for Pod {
@@ -286,7 +415,7 @@ impl From<PodWire> for Pod {
             .init_containers
             .into_iter()
             .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-        let ports: Box<[ContainerPort]> = w
+        let ports: Vec<ContainerPort> = w
             .spec
             .containers
             .into_iter()
@@ -322,9 +451,9 @@ impl From<PodWire> for Pod {
             node_name: w.spec.node_name,
             host: PodHost::new(w.spec.hostname, w.spec.subdomain),
             phase: PodPhase::parse(w.status.phase.as_deref().unwrap_or("")),
-            pod_ips: pod_ips.into_boxed_slice(),
+            pod_ips: pod_ips.into(),
             ready,
-            ports,
+            ports: Pod::share_ports(ports),
         }
     }
 }

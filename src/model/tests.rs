@@ -46,10 +46,6 @@ fn pod_projection_keeps_exactly_what_controllers_read() {
     assert_eq!(p.key(), "shop/web-0");
     assert_eq!((&*p.uid(), p.resource_version()), ("u-1", "42"));
     assert_eq!(p.labels().get("app"), Some("web"));
-    assert!(
-        p.metadata.annotations.is_empty(),
-        "unread annotations dropped"
-    );
     assert!(p.metadata.deletion_timestamp.is_some());
     assert_eq!(&*p.node_name, "n1");
     assert_eq!((p.hostname(), p.subdomain()), ("web-0", "web"));
@@ -57,7 +53,7 @@ fn pod_projection_keeps_exactly_what_controllers_read() {
     let ips: Vec<&str> = p.pod_ips.iter().map(|s| &**s).collect();
     assert_eq!(ips, ["10.0.0.1", "fd00::1"]);
     assert!(p.is_ready());
-    assert!(p.ready.and_then(|r| r.last_transition_time).is_some());
+    assert!(p.ready.and_then(|r| r.last_transition_time.get()).is_some());
     let ports: Vec<(&str, i32, &str)> = p
         .ports
         .iter()
@@ -71,6 +67,35 @@ fn pod_projection_keeps_exactly_what_controllers_read() {
             ("dns", 53, "UDP"),
             ("metrics", 9090, "TCP")
         ]
+    );
+}
+
+#[test]
+fn pods_share_labels_and_ports_and_keep_one_ip_inline() {
+    // Issue 13: the Arc<Pod> fits a 224-byte glibc chunk; the pods of one
+    // ReplicaSet share their labels and ports buffers.
+    assert_eq!(std::mem::size_of::<Pod>(), 200);
+    let a: Pod = serde_json::from_str(FULL_POD).expect("pod");
+    let b: Pod = serde_json::from_str(FULL_POD).expect("pod");
+    assert!(Labels::ptr_eq(&a.metadata.labels, &b.metadata.labels));
+    assert!(std::sync::Arc::ptr_eq(&a.ports, &b.ports));
+    let one: Pod =
+        serde_json::from_value(json!({"status": {"podIPs": [{"ip": "10.0.0.9"}]}})).expect("pod");
+    assert!(matches!(one.pod_ips, PodIps::One(_)) && one.pod_ips[..] == ["10.0.0.9"]);
+    assert_eq!(one.heap_bytes(), 0);
+    assert_eq!(
+        a.pod_ips,
+        PodIps::from(vec!["10.0.0.1".into(), "fd00::1".into()])
+    );
+    assert_eq!(
+        a.ready
+            .and_then(|r| r.last_transition_time.get())
+            .map(|t| t.to_string()),
+        serde_json::from_str::<serde_json::Value>(FULL_POD).expect("json")["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+            .and_then(|c| c["lastTransitionTime"].as_str())
+            .map(str::to_string)
     );
 }
 

@@ -2,6 +2,8 @@
 //! `MicroTime` (RFC 3339 with exactly 6 fractional digits, `Z`), as
 //! apimachinery's `metav1.Time` / `metav1.MicroTime` marshal them.
 //!
+//! Also [`OptTime`], an optional `Time` in 8 bytes for cached projections.
+//!
 //! Owns parsing and formatting only; never reads the clock (callers convert
 //! a `SystemTime` they got from `crate::clock`).
 
@@ -100,6 +102,71 @@ impl<'de> Deserialize<'de> for MicroTime {
     }
 }
 
+/// An optional [`Time`] in 8 bytes (`Option<Time>` is 24): whole seconds
+/// since the epoch, `i64::MIN` for none. For the timestamps of cached
+/// projections (a pod's deletionTimestamp and Ready lastTransitionTime).
+/// The API server writes `metav1.Time` at whole seconds; a fraction in the
+/// input is dropped (rounded toward the past).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OptTime(i64);
+
+impl OptTime {
+    /// No time.
+    pub const NONE: OptTime = OptTime(i64::MIN);
+    /// The time, if any.
+    pub fn get(self) -> Option<Time> {
+        (self.0 != i64::MIN).then(|| {
+            Time(jiff::Timestamp::from_second(self.0).unwrap_or(jiff::Timestamp::UNIX_EPOCH))
+        })
+    }
+    /// Whether a time is set.
+    pub fn is_some(self) -> bool {
+        self.0 != i64::MIN
+    }
+    /// Whether no time is set.
+    pub fn is_none(self) -> bool {
+        self.0 == i64::MIN
+    }
+}
+
+impl Default for OptTime {
+    fn default() -> OptTime {
+        OptTime::NONE
+    }
+}
+
+impl From<Option<Time>> for OptTime {
+    fn from(t: Option<Time>) -> OptTime {
+        // A valid jiff timestamp's seconds are far from i64::MIN.
+        t.map_or(OptTime::NONE, |t| {
+            let mut s = t.0.as_second();
+            if t.0.subsec_nanosecond() < 0 {
+                s -= 1;
+            }
+            OptTime(s)
+        })
+    }
+}
+
+impl From<Time> for OptTime {
+    fn from(t: Time) -> OptTime {
+        Some(t).into()
+    }
+}
+
+impl fmt::Debug for OptTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.get(), f)
+    }
+}
+
+impl<'de> Deserialize<'de> for OptTime {
+    /// An RFC 3339 string or null.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<OptTime, D::Error> {
+        Option::<Time>::deserialize(d).map(OptTime::from)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +202,21 @@ mod tests {
             assert_eq!(t.0.as_second(), secs, "{json}");
         }
         assert!(serde_json::from_str::<Time>(r#""yesterday""#).is_err());
+    }
+
+    #[test]
+    fn opt_time_is_8_bytes_and_keeps_whole_seconds() {
+        assert_eq!(std::mem::size_of::<OptTime>(), 8);
+        let t: OptTime = serde_json::from_str(r#""2026-01-01T00:00:00.5Z""#).expect("time");
+        assert_eq!(
+            t.get().map(|t| t.to_string()).as_deref(),
+            Some("2026-01-01T00:00:00Z")
+        );
+        let n: OptTime = serde_json::from_str("null").expect("null");
+        assert!(n.is_none() && n.get().is_none() && n == OptTime::default());
+        let old: OptTime = serde_json::from_str(r#""1969-12-31T23:59:59.5Z""#).expect("time");
+        assert_eq!(old.get().map(|t| t.0.as_second()), Some(-1));
+        let max: Time = serde_json::from_str(r#""9999-12-30T00:00:00Z""#).expect("time");
+        assert_eq!(OptTime::from(max).get(), Some(max));
     }
 }
