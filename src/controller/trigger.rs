@@ -31,42 +31,22 @@ struct ServiceState {
     last_pod_triggers: PodTriggers,
 }
 
-/// The pods' last trigger times: whole seconds (what the API serves,
-/// 16 bytes per pod) unless one has a fraction (then 24 bytes per pod).
-#[derive(Debug)]
-enum PodTriggers {
-    Secs(Box<[(u64, i64)]>),
-    Exact(Box<[(u64, Time)]>),
-}
-
-impl Default for PodTriggers {
-    fn default() -> PodTriggers {
-        PodTriggers::Secs(Box::default())
-    }
-}
+/// The pods' last trigger times as whole seconds (16 bytes per pod): a
+/// cached pod keeps its Ready lastTransitionTime at whole seconds
+/// ([`crate::model::OptTime`]), which is what the API server serves.
+#[derive(Debug, Default)]
+struct PodTriggers(Box<[(u64, i64)]>);
 
 impl PodTriggers {
     /// From `(hash, time)` pairs sorted by hash.
     fn new(v: Vec<(u64, Time)>) -> PodTriggers {
-        if v.iter().all(|(_, t)| t.0.subsec_nanosecond() == 0) {
-            PodTriggers::Secs(v.into_iter().map(|(h, t)| (h, t.0.as_second())).collect())
-        } else {
-            PodTriggers::Exact(v.into_boxed_slice())
-        }
+        PodTriggers(v.into_iter().map(|(h, t)| (h, t.0.as_second())).collect())
     }
 
     fn get(&self, h: u64) -> Option<Time> {
-        match self {
-            PodTriggers::Secs(v) => {
-                let i = v.binary_search_by_key(&h, |e| e.0).ok()?;
-                // Whole seconds of a valid timestamp: always in range.
-                jiff::Timestamp::from_second(v[i].1).ok().map(Time)
-            }
-            PodTriggers::Exact(v) => {
-                let i = v.binary_search_by_key(&h, |e| e.0).ok()?;
-                Some(v[i].1)
-            }
-        }
+        let i = self.0.binary_search_by_key(&h, |e| e.0).ok()?;
+        // Whole seconds of a valid timestamp: always in range.
+        jiff::Timestamp::from_second(self.0[i].1).ok().map(Time)
     }
 }
 
@@ -171,30 +151,6 @@ mod tests {
             last_transition_time: Some(t(s)).into(),
         });
         Arc::new(p)
-    }
-
-    /// Trigger times with a fraction of a second (not what the API
-    /// serves) are kept exactly: a move by less than a second counts.
-    #[test]
-    fn fractional_times_are_kept_exactly() {
-        let frac = |ms: i64| {
-            let mut p = Pod::default();
-            p.metadata.name = "a".into();
-            p.ready = Some(ReadyCondition {
-                is_true: true,
-                last_transition_time: Some(Time(t(5).0 + jiff::SignedDuration::from_millis(ms))),
-            });
-            Arc::new(p)
-        };
-        let tr = TriggerTimeTracker::new();
-        let k = "ns/svc";
-        assert_eq!(tr.compute(k, &svc(0), &[frac(100)]), Some(t(0)));
-        assert_eq!(tr.compute(k, &svc(0), &[frac(100)]), None);
-        let later = tr.compute(k, &svc(0), &[frac(200)]);
-        assert_eq!(later.map(|x| x.0.subsec_millisecond()), Some(200));
-        // Back to whole seconds, and on from there.
-        assert_eq!(tr.compute(k, &svc(0), &[pod("a", Some(7))]), Some(t(7)));
-        assert_eq!(tr.compute(k, &svc(0), &[pod("a", Some(7))]), None);
     }
 
     /// The scenario of upstream TestNewServiceNoPods … TestPodDeletedThenAdded,
