@@ -38,13 +38,7 @@ impl Gens {
         self.find(uid).is_ok()
     }
     fn insert(&mut self, uid: Uid, g: i64) {
-        match self.find(&uid) {
-            Ok(i) => self.0[i].1 = g,
-            Err(i) => {
-                self.0.reserve_exact(1);
-                self.0.insert(i, (uid, g));
-            }
-        }
+        *self.entry_or(uid, g) = g;
     }
     /// The entry of `uid` (inserted as `g` when absent).
     fn entry_or(&mut self, uid: Uid, g: i64) -> &mut i64 {
