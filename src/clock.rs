@@ -59,7 +59,19 @@ struct FakeState {
     base: Instant,
     wall_base: SystemTime,
     offset: Duration,
-    sleepers: usize,
+    /// When each blocked [`Clock::sleep`] is due (offsets), one entry per
+    /// sleeping thread until it has woken and left.
+    sleepers: Vec<Duration>,
+}
+
+impl FakeState {
+    /// Sleepers still waiting for time to move: one whose time has come
+    /// but that has not yet run again (a busy machine can take long) is
+    /// not counted, so a test stepping "while anyone sleeps" cannot step
+    /// past it a second time.
+    fn waiting(&self) -> usize {
+        self.sleepers.iter().filter(|&&u| u > self.offset).count()
+    }
 }
 
 impl FakeClock {
@@ -71,7 +83,7 @@ impl FakeClock {
                 base: Instant::now(),
                 wall_base: SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600),
                 offset: Duration::ZERO,
-                sleepers: 0,
+                sleepers: Vec::new(),
             }),
             moved: Condvar::new(),
         })
@@ -92,9 +104,10 @@ impl FakeClock {
         self.lock().offset
     }
 
-    /// Number of threads currently blocked in [`Clock::sleep`].
+    /// Number of threads blocked in [`Clock::sleep`] whose time has not
+    /// yet come.
     pub fn sleepers(&self) -> usize {
-        self.lock().sleepers
+        self.lock().waiting()
     }
 
     /// Wait (in real time, at most `limit`) until at least `n` threads sleep
@@ -103,7 +116,7 @@ impl FakeClock {
     pub fn wait_for_sleepers(&self, n: usize, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         let mut st = self.lock();
-        while st.sleepers < n {
+        while st.waiting() < n {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
@@ -130,12 +143,14 @@ impl Clock for FakeClock {
     fn sleep(&self, d: Duration) {
         let mut st = self.lock();
         let until = st.offset + d;
-        st.sleepers += 1;
+        st.sleepers.push(until);
         self.moved.notify_all();
         while st.offset < until {
             st = self.moved.wait(st).unwrap_or_else(|p| p.into_inner());
         }
-        st.sleepers -= 1;
+        if let Some(i) = st.sleepers.iter().position(|&u| u == until) {
+            st.sleepers.swap_remove(i);
+        }
     }
 }
 
@@ -166,6 +181,8 @@ mod tests {
         c.step(Duration::from_secs(9));
         assert_eq!(c.sleepers(), 1);
         c.step(Duration::from_secs(1));
+        // Due now: no longer counted, even before the thread has run again.
+        assert_eq!(c.sleepers(), 0);
         h.join().expect("sleeper thread");
         assert_eq!(c.sleepers(), 0);
     }
