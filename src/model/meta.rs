@@ -158,10 +158,11 @@ fn is_false(b: &bool) -> bool {
 ///
 /// Memory: 208 bytes inline, and for a typical written object only the
 /// labels, annotations and owner references on the heap (one allocation
-/// each): names, generateName and resourceVersions of up to 24 bytes and
-/// a UUID uid are inline, the namespace is interned, timestamps are whole
-/// seconds (what `metav1.Time` carries on the wire) in 8 bytes each, and
-/// `extra` costs 8 bytes when empty.
+/// each; decoded annotations are shared between equal sets, see
+/// [`Labels::shared`]): names, generateName and resourceVersions of up to
+/// 24 bytes and a UUID uid are inline, the namespace is interned,
+/// timestamps are whole seconds (what `metav1.Time` carries on the wire)
+/// in 8 bytes each, and `extra` costs 8 bytes when empty.
 ///
 /// Serialized as a JSON object in Go's field order with `omitempty`
 /// semantics, then the `extra` fields in key order; decoded by hand
@@ -350,7 +351,10 @@ impl<'de> Visitor<'de> for MetaVisitor {
                 MetaKey::CreationTimestamp => m.creation_timestamp = a.next_value()?,
                 MetaKey::DeletionTimestamp => m.deletion_timestamp = a.next_value()?,
                 MetaKey::Labels => m.labels = a.next_value()?,
-                MetaKey::Annotations => m.annotations = a.next_value()?,
+                // Shared: the Endpoints and the EndpointSlices of one
+                // Service carry the same trigger-time annotation (and
+                // Services changed together, the same time).
+                MetaKey::Annotations => m.annotations = a.next_value::<Labels>()?.shared(),
                 MetaKey::OwnerReferences => {
                     m.owner_references = a
                         .next_value::<Option<Vec<OwnerReference>>>()?
@@ -987,6 +991,15 @@ mod compact_tests {
         ] {
             assert!(serde_json::from_str::<ObjectMeta>(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn equal_annotations_share_one_buffer() {
+        let json = r#"{"annotations":{"endpoints.kubernetes.io/last-change-trigger-time":"2026-01-01T00:00:00Z"}}"#;
+        let a: ObjectMeta = serde_json::from_str(json).expect("meta");
+        let b: ObjectMeta = serde_json::from_str(json).expect("meta");
+        assert!(Labels::ptr_eq(&a.annotations, &b.annotations));
+        assert_eq!(a.annotations.len(), 1);
     }
 
     #[test]
