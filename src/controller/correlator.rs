@@ -173,8 +173,8 @@ impl Correlator {
             type_: spec.type_.as_str().to_string(),
             ..Event::default()
         };
-        e.metadata.name = format!("{}.{nanos:x}", regarding.name);
-        e.metadata.namespace = ns;
+        e.metadata.name = compact_str::format_compact!("{}.{nanos:x}", regarding.name);
+        e.metadata.namespace = ns.into();
         e
     }
 

@@ -112,15 +112,15 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let mut obj = match input.current {
         // Everything but the subsets, which are replaced below.
         Some(cur) => Endpoints {
-            api_version: cur.api_version.clone(),
-            kind: cur.kind.clone(),
+            api_version: cur.api_version,
+            kind: cur.kind,
             metadata: cur.metadata.clone(),
             subsets: Vec::new(),
         },
         None => Endpoints {
             metadata: ObjectMeta {
-                name: svc.metadata.name.to_string(),
-                namespace: svc.metadata.namespace.to_string(),
+                name: svc.metadata.name.clone(),
+                namespace: (&svc.metadata.namespace).into(),
                 ..ObjectMeta::default()
             },
             ..Endpoints::default()

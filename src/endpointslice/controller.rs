@@ -87,8 +87,8 @@ impl ApiSliceWriter {
 /// serialisation.
 fn with_metadata(sent: &EndpointSlice, written: crate::model::MetaOnly) -> EndpointSlice {
     EndpointSlice {
-        api_version: sent.api_version.clone(),
-        kind: sent.kind.clone(),
+        api_version: sent.api_version,
+        kind: sent.kind,
         metadata: written.metadata,
         address_type: sent.address_type,
         endpoints: Vec::new(),

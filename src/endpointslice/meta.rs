@@ -43,7 +43,7 @@ pub fn owned_by(slice: &EndpointSlice, svc: &Service) -> bool {
         .metadata
         .owner_references
         .iter()
-        .any(|o| svc.metadata.uid == *o.uid && o.kind == "Service" && o.api_version == "v1")
+        .any(|o| svc.metadata.uid == o.uid && o.kind == "Service" && o.api_version == "v1")
 }
 
 /// Upstream `getEndpointSlicePrefix`: `<svc>-` unless that is not a valid
@@ -65,16 +65,16 @@ pub fn new_slice(
 ) -> EndpointSlice {
     let mut s = EndpointSlice::new(address_type);
     s.metadata = ObjectMeta {
-        generate_name: generate_name(svc),
-        namespace: svc.metadata.namespace.to_string(),
-        owner_references: vec![OwnerReference {
+        generate_name: generate_name(svc).into(),
+        namespace: (&svc.metadata.namespace).into(),
+        owner_references: Box::new([OwnerReference {
             api_version: "v1".into(),
             kind: "Service".into(),
-            name: svc.metadata.name.to_string(),
-            uid: svc.metadata.uid.to_string(),
+            name: svc.metadata.name.clone(),
+            uid: svc.metadata.uid.clone(),
             controller: true,
             block_owner_deletion: true,
-        }],
+        }]),
         ..ObjectMeta::default()
     };
     s.metadata.labels = slice_labels(&Labels::new(), svc).0;

@@ -93,11 +93,11 @@ pub fn reconcile_by_port_mapping(
             let mut s = clone_without_endpoints(old);
             s.endpoints = kept;
             s.metadata.labels = labels;
-            to_update.insert(s.metadata.name.clone(), s);
+            to_update.insert(s.metadata.name.to_string(), s);
         } else if labels_changed {
             let mut s = (**old).clone();
             s.metadata.labels = labels;
-            to_update.insert(s.metadata.name.clone(), s);
+            to_update.insert(s.metadata.name.to_string(), s);
         } else {
             unchanged.insert(&old.metadata.name, Arc::clone(old));
         }
@@ -130,7 +130,7 @@ pub fn reconcile_by_port_mapping(
             Some(s) => {
                 let mut s = Arc::unwrap_or_clone(s);
                 fill(&mut s, &mut desired, max);
-                to_update.insert(s.metadata.name.clone(), s);
+                to_update.insert(s.metadata.name.to_string(), s);
             }
             None => {
                 let mut s = new_slice(svc, ports, address_type);
@@ -148,8 +148,8 @@ pub fn reconcile_by_port_mapping(
 /// cloning them first would only allocate what is dropped at once).
 fn clone_without_endpoints(s: &EndpointSlice) -> EndpointSlice {
     EndpointSlice {
-        api_version: s.api_version.clone(),
-        kind: s.kind.clone(),
+        api_version: s.api_version,
+        kind: s.kind,
         metadata: s.metadata.clone(),
         address_type: s.address_type,
         endpoints: Vec::new(),

@@ -101,8 +101,8 @@ impl SliceWriter for Fake {
         }
         let mut s = s.clone();
         *self.n.borrow_mut() += 1;
-        s.metadata.name = format!("foo-{}", self.n.borrow());
-        s.metadata.uid = s.metadata.name.clone();
+        s.metadata.name = format!("foo-{}", self.n.borrow()).into();
+        s.metadata.uid = s.metadata.name.as_str().into();
         s.metadata.generation = Some(1);
         self.log
             .borrow_mut()
@@ -371,7 +371,7 @@ fn labels_ownership_and_foreign_slices() {
         .insert(MANAGED_BY_LABEL, "someone-else");
     foreign.metadata.name = "custom".into();
     let mut dying = (*now[0]).clone();
-    dying.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+    dying.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH)).into();
     let p = plan(&s, &pods(0..3), &[Arc::new(foreign), Arc::new(dying)]);
     assert_eq!(counts(&p), (1, 0, 0));
 }

@@ -117,8 +117,8 @@ pub fn decide(
     let Some(got) = got else {
         return Decision::Create(Lease {
             metadata: ObjectMeta {
-                namespace: name.0.to_string(),
-                name: name.1.to_string(),
+                namespace: name.0.into(),
+                name: name.1.into(),
                 ..ObjectMeta::default()
             },
             spec: record(me, duration, wall, None),

@@ -56,8 +56,8 @@ const MAX_NAME: usize = 63;
 pub fn new_lease(namespace: &str, identity: &str, duration: Duration, wall: SystemTime) -> Lease {
     Lease {
         metadata: ObjectMeta {
-            name: lease_name(identity),
-            namespace: namespace.to_string(),
+            name: lease_name(identity).into(),
+            namespace: namespace.into(),
             labels: [(IDENTITY_LABEL, IDENTITY_LABEL_VALUE)]
                 .into_iter()
                 .collect(),

@@ -38,7 +38,9 @@ impl FakeApi {
     }
     fn stamp(&self, l: &Lease) -> Lease {
         let mut l = l.clone();
-        l.metadata.resource_version = (self.0.rv.fetch_add(1, Ordering::SeqCst) + 1).to_string();
+        l.metadata.resource_version = (self.0.rv.fetch_add(1, Ordering::SeqCst) + 1)
+            .to_string()
+            .into();
         l
     }
     fn lease(&self, ns: &str, name: &str) -> Option<Lease> {
@@ -50,7 +52,10 @@ impl FakeApi {
             .cloned()
     }
     fn put(&self, l: Lease) {
-        let k = (l.metadata.namespace.clone(), l.metadata.name.clone());
+        let k = (
+            l.metadata.namespace.to_string(),
+            l.metadata.name.to_string(),
+        );
         self.0.leases.lock().expect("lock").insert(k, l);
     }
 }
@@ -67,7 +72,7 @@ impl LeaseApi for FakeApi {
             return Err(status(409, "AlreadyExists"));
         }
         let mut l = self.stamp(l);
-        l.metadata.namespace = ns.to_string();
+        l.metadata.namespace = ns.into();
         self.put(l.clone());
         Ok(l)
     }

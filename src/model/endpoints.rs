@@ -13,12 +13,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Endpoints {
-    /// Always `v1`.
-    #[serde(default = "Endpoints::api_version_default")]
-    pub api_version: CompactString,
-    /// Always `Endpoints`.
-    #[serde(default = "Endpoints::kind_default")]
-    pub kind: CompactString,
+    /// Always `v1` (not stored).
+    #[serde(default)]
+    pub api_version: EndpointsApiVersion,
+    /// Always `Endpoints` (not stored).
+    #[serde(default)]
+    pub kind: EndpointsKind,
     /// Metadata.
     #[serde(default, deserialize_with = "null_default")]
     pub metadata: ObjectMeta,
@@ -31,20 +31,20 @@ pub struct Endpoints {
     pub subsets: Vec<EndpointSubset>,
 }
 
-impl Endpoints {
-    fn api_version_default() -> CompactString {
-        CompactString::const_new("v1")
-    }
-    fn kind_default() -> CompactString {
-        CompactString::const_new("Endpoints")
-    }
-}
+super::meta::fixed_str!(
+    /// An Endpoints' `apiVersion`, `v1`.
+    EndpointsApiVersion = "v1"
+);
+super::meta::fixed_str!(
+    /// An Endpoints' `kind`, `Endpoints`.
+    EndpointsKind = "Endpoints"
+);
 
 impl Default for Endpoints {
     fn default() -> Endpoints {
         Endpoints {
-            api_version: Endpoints::api_version_default(),
-            kind: Endpoints::kind_default(),
+            api_version: EndpointsApiVersion,
+            kind: EndpointsKind,
             metadata: ObjectMeta::default(),
             subsets: Vec::new(),
         }

@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EndpointSlice {
-    /// Always `discovery.k8s.io/v1`.
-    #[serde(default = "EndpointSlice::api_version_default")]
-    pub api_version: CompactString,
-    /// Always `EndpointSlice`.
-    #[serde(default = "EndpointSlice::kind_default")]
-    pub kind: CompactString,
+    /// Always `discovery.k8s.io/v1` (not stored).
+    #[serde(default)]
+    pub api_version: SliceApiVersion,
+    /// Always `EndpointSlice` (not stored).
+    #[serde(default)]
+    pub kind: SliceKind,
     /// Metadata.
     #[serde(default, deserialize_with = "null_default")]
     pub metadata: ObjectMeta,
@@ -34,18 +34,21 @@ pub struct EndpointSlice {
     pub ports: Vec<EndpointSlicePort>,
 }
 
+super::meta::fixed_str!(
+    /// An EndpointSlice's `apiVersion`, `discovery.k8s.io/v1`.
+    SliceApiVersion = "discovery.k8s.io/v1"
+);
+super::meta::fixed_str!(
+    /// An EndpointSlice's `kind`, `EndpointSlice`.
+    SliceKind = "EndpointSlice"
+);
+
 impl EndpointSlice {
-    fn api_version_default() -> CompactString {
-        CompactString::const_new("discovery.k8s.io/v1")
-    }
-    fn kind_default() -> CompactString {
-        CompactString::const_new("EndpointSlice")
-    }
     /// An empty slice of the given address type.
     pub fn new(address_type: AddressType) -> EndpointSlice {
         EndpointSlice {
-            api_version: EndpointSlice::api_version_default(),
-            kind: EndpointSlice::kind_default(),
+            api_version: SliceApiVersion,
+            kind: SliceKind,
             metadata: ObjectMeta::default(),
             address_type,
             endpoints: Vec::new(),

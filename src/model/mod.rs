@@ -35,17 +35,20 @@ mod time;
 mod uid;
 
 pub use dynamic::DynamicObject;
-pub use endpoints::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
+pub use endpoints::{
+    EndpointAddress, EndpointPort, EndpointSubset, Endpoints, EndpointsApiVersion, EndpointsKind,
+};
 pub use endpointslice::{
     AddressType, Addresses, Endpoint, EndpointConditions, EndpointHints, EndpointSlice,
-    EndpointSlicePort, ForNode, ForZone,
+    EndpointSlicePort, ForNode, ForZone, SliceApiVersion, SliceKind,
 };
 pub use event::{Event, EventSeries};
 pub use intern::{intern, IStr};
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{
-    MetaOnly, ObjectMeta, ObjectReference, OwnerReference, RefMore, TrimmedMeta, KEPT_ANNOTATIONS,
+    MetaOnly, ObjectMeta, ObjectReference, OwnerReference, RefMore, TrimmedMeta, UidText,
+    KEPT_ANNOTATIONS,
 };
 pub use namespace::Namespace;
 pub use node::{Node, ZONE_LABEL};
