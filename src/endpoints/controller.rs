@@ -127,7 +127,14 @@ impl EndpointsController {
         };
         match plan(&input) {
             Plan::Unchanged => Ok(()),
-            Plan::Create(obj) => self.writer.create(key, ns, &obj),
+            Plan::Create(obj) => {
+                let created = self.writer.create(key, ns, &obj);
+                // The create's echo may have reached the cache before its
+                // response did (then the handler saw nothing to forget).
+                let cache_rv = self.listers.endpoints.resource_version();
+                self.writer.cache_reached(key, &cache_rv);
+                created
+            }
             Plan::Update(obj) => self.writer.update(key, ns, &obj),
         }
     }
@@ -154,7 +161,9 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
 /// Endpoints changed by someone else → sync its Service too, so a foreign
 /// edit is corrected at once (upstream only notices at the Service's next
 /// sync). Our own writes are recognised by their content (see
-/// [`EndpointsWriter::is_own_content`]) and ignored.
+/// [`EndpointsWriter::is_own_content`]) and ignored. Adds and updates also
+/// tell the writer which of its creates the cache has shown
+/// ([`EndpointsWriter::cache_reached`]).
 pub struct EndpointsHandler {
     queue: RateLimitingQueue<String>,
     writer: Arc<EndpointsWriter>,
@@ -168,9 +177,15 @@ impl EndpointsHandler {
 }
 
 impl EventHandler<Endpoints> for EndpointsHandler {
-    fn on_add(&self, _obj: &Arc<Endpoints>, _initial: bool) {}
+    fn on_add(&self, obj: &Arc<Endpoints>, _initial: bool) {
+        if self.writer.awaits_echoes() {
+            self.writer
+                .cache_reached(&obj.key(), obj.resource_version());
+        }
+    }
     fn on_update(&self, old: &Arc<Endpoints>, new: &Arc<Endpoints>) {
         let key = new.key();
+        self.writer.cache_reached(&key, new.resource_version());
         let foreign = old.resource_version() != new.resource_version()
             && !self.writer.is_own_content(&key, new);
         if foreign {
