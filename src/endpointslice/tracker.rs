@@ -20,22 +20,43 @@ use std::sync::{Mutex, MutexGuard};
 /// Upstream `deletionExpected`.
 const DELETION_EXPECTED: i64 = -1;
 
-/// Slice UID → generation, sorted by UID in one exact-size block: a
-/// Service usually has one or two slices, for which a hash map of UID
-/// strings cost several hundred bytes (issue 13).
+/// Slice UID → generation, sorted by UID: a Service's usual one slice
+/// inline, more in one exact-size block. A hash map of UID strings cost
+/// several hundred bytes, and a one-element Vec its own allocation
+/// (issue 13).
 #[derive(Debug, Default)]
-struct Gens(Vec<(Uid, i64)>);
+enum Gens {
+    #[default]
+    Empty,
+    One((Uid, i64)),
+    /// Two or more (a box, not a Vec: 32 bytes in all, not 40).
+    Many(Box<[(Uid, i64)]>),
+}
 
 impl Gens {
+    fn as_slice(&self) -> &[(Uid, i64)] {
+        match self {
+            Gens::Empty => &[],
+            Gens::One(e) => std::slice::from_ref(e),
+            Gens::Many(v) => v,
+        }
+    }
+    fn as_mut_slice(&mut self) -> &mut [(Uid, i64)] {
+        match self {
+            Gens::Empty => &mut [],
+            Gens::One(e) => std::slice::from_mut(e),
+            Gens::Many(v) => v,
+        }
+    }
     fn find(&self, uid: &Uid) -> Result<usize, usize> {
-        self.0.binary_search_by(|e| e.0.cmp(uid))
+        self.as_slice().binary_search_by(|e| e.0.cmp(uid))
     }
     fn get(&self, uid: &Uid) -> Option<i64> {
-        self.find(uid).ok().map(|i| self.0[i].1)
+        self.find(uid).ok().map(|i| self.as_slice()[i].1)
     }
     fn get_mut(&mut self, uid: &Uid) -> Option<&mut i64> {
         let i = self.find(uid).ok()?;
-        Some(&mut self.0[i].1)
+        Some(&mut self.as_mut_slice()[i].1)
     }
     fn contains(&self, uid: &Uid) -> bool {
         self.find(uid).is_ok()
@@ -48,26 +69,53 @@ impl Gens {
         let i = match self.find(&uid) {
             Ok(i) => i,
             Err(i) => {
-                self.0.reserve_exact(1);
-                self.0.insert(i, (uid, g));
+                *self = match std::mem::take(self) {
+                    Gens::Empty => Gens::One((uid, g)),
+                    Gens::One(e) => {
+                        let mut v = Vec::with_capacity(2);
+                        v.push(e);
+                        v.insert(i, (uid, g));
+                        Gens::Many(v.into_boxed_slice())
+                    }
+                    Gens::Many(v) => {
+                        let mut v = v.into_vec();
+                        v.reserve_exact(1);
+                        v.insert(i, (uid, g));
+                        Gens::Many(v.into_boxed_slice())
+                    }
+                };
                 i
             }
         };
-        &mut self.0[i].1
+        &mut self.as_mut_slice()[i].1
     }
     fn remove(&mut self, uid: &Uid) -> Option<i64> {
         let i = self.find(uid).ok()?;
-        let g = self.0.remove(i).1;
-        if self.0.is_empty() {
-            self.0 = Vec::new();
-        }
+        let (rest, g) = match std::mem::take(self) {
+            Gens::Many(v) => {
+                let mut v = v.into_vec();
+                let g = v.remove(i).1;
+                let rest = match (v.pop(), v.is_empty()) {
+                    (Some(last), true) => Gens::One(last),
+                    (Some(last), false) => {
+                        v.push(last);
+                        Gens::Many(v.into_boxed_slice())
+                    }
+                    (None, _) => Gens::Empty,
+                };
+                (rest, g)
+            }
+            Gens::One(e) => (Gens::Empty, e.1),
+            Gens::Empty => return None,
+        };
+        *self = rest;
         Some(g)
     }
     fn clear(&mut self) {
-        self.0 = Vec::new();
+        *self = Gens::Empty;
     }
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_slice().is_empty()
     }
 }
 
@@ -431,7 +479,7 @@ impl EndpointSliceTracker {
                 seen.insert(uid);
             }
             st.generations
-                .0
+                .as_slice()
                 .iter()
                 .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid))
         })
@@ -512,9 +560,11 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_is_a_pointer_and_a_state_80_bytes() {
+    fn a_slot_is_a_pointer_and_a_state_88_bytes() {
         assert_eq!(std::mem::size_of::<Slot>(), 8);
-        assert_eq!(std::mem::size_of::<ServiceState>(), 80);
+        assert_eq!(std::mem::size_of::<Gens>(), 32);
+        // 88 + 8 rounds up to the same 96-byte glibc chunk as 80 did.
+        assert_eq!(std::mem::size_of::<ServiceState>(), 88);
         let t = EndpointSliceTracker::default();
         t.set_service_uid(&svc("u1"));
         t.update(&slice("a", 1));
@@ -523,6 +573,42 @@ mod tests {
         let st = all.get("ns/svc").expect("tracked");
         assert_eq!(st.0.key, "ns/svc");
         assert!(st.0.generations.contains(&Uid::new("a")));
+    }
+
+    /// Inserts, updates and removals keep the UIDs sorted, one slice
+    /// inline and more in a block.
+    #[test]
+    fn gens_table() {
+        let u = |s: &str| Uid::new(s);
+        let mut g = Gens::default();
+        assert_eq!(g.remove(&u("a")), None);
+        g.insert(u("b"), 2);
+        assert!(matches!(g, Gens::One(_)));
+        *g.entry_or(u("b"), 0) += 1;
+        assert_eq!(g.get(&u("b")), Some(3));
+        g.insert(u("c"), 4);
+        g.insert(u("a"), 1);
+        let uids: Vec<String> = g
+            .as_slice()
+            .iter()
+            .map(|e| e.0.as_str().to_string())
+            .collect();
+        assert_eq!(uids, ["a", "b", "c"]);
+        assert_eq!(*g.entry_or(u("c"), 9), 4, "present: kept");
+        if let Some(x) = g.get_mut(&u("a")) {
+            *x = -1;
+        }
+        assert_eq!(g.get(&u("a")), Some(-1));
+        assert_eq!(g.remove(&u("b")), Some(3));
+        assert!(matches!(g, Gens::Many(_)));
+        assert_eq!(g.remove(&u("a")), Some(-1));
+        assert!(matches!(g, Gens::One(_)), "back inline");
+        assert!(g.contains(&u("c")) && !g.contains(&u("a")));
+        assert_eq!(g.remove(&u("c")), Some(4));
+        assert!(g.is_empty() && matches!(g, Gens::Empty));
+        g.insert(u("z"), 1);
+        g.clear();
+        assert!(g.is_empty());
     }
 
     /// The echo of our own update, seen before the update's response, does
