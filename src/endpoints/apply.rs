@@ -7,8 +7,9 @@
 //! has seen them, so a sync racing its own create fails as stale instead of
 //! POSTing again into a 409 and a spurious `FailedToCreateEndpoint` event.
 //! Such an entry is dropped as soon as the cache has passed the create's
-//! resourceVersion (told by [`EndpointsWriter::cache_reached`]), not only
-//! at the key's next sync, which may never come.
+//! resourceVersion (told by [`EndpointsWriter::cache_reached`] and
+//! [`EndpointsWriter::cache_shows`]), not only at the key's next sync,
+//! which may never come; so is a replaced version the cache has passed.
 //!
 //! Must never decide what to write (the plan does) and never write when the
 //! fence is closed.
@@ -220,10 +221,19 @@ impl EndpointsWriter {
         }
     }
 
-    /// Whether a create of ours awaits its echo (for the handler, which
-    /// then names the key; `false` almost always outside a cold start).
+    /// The cache has just shown `key`'s Endpoints at version `rv` (an add
+    /// or update event): forget a create of `key` the cache has passed
+    /// ([`EndpointsWriter::cache_reached`]) and a replaced version it has
+    /// passed ([`StaleTracker::passed`]).
+    pub fn cache_shows(&self, key: &str, rv: &str) {
+        self.cache_reached(key, rv);
+        self.stale.passed(key, rv);
+    }
+
+    /// Whether a write of ours awaits its echo (for the handler, which
+    /// then names the key; `false` almost always between writes).
     pub fn awaits_echoes(&self) -> bool {
-        !self.created().is_empty()
+        !self.created().is_empty() || !self.stale.is_empty()
     }
 
     /// Whether the cached state of `key` is older than our own last write

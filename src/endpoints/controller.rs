@@ -135,7 +135,15 @@ impl EndpointsController {
                 self.writer.cache_reached(key, &cache_rv);
                 created
             }
-            Plan::Update(obj) => self.writer.update(key, ns, &obj),
+            Plan::Update(obj) => {
+                let updated = self.writer.update(key, ns, &obj);
+                // The update's echo may have reached the cache before its
+                // response did (then the handler saw nothing to forget).
+                if let Some(cur) = self.listers.endpoints.get(key) {
+                    self.writer.cache_shows(key, cur.resource_version());
+                }
+                updated
+            }
         }
     }
 }
@@ -162,8 +170,8 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
 /// edit is corrected at once (upstream only notices at the Service's next
 /// sync). Our own writes are recognised by their content (see
 /// [`EndpointsWriter::is_own_content`]) and ignored. Adds and updates also
-/// tell the writer which of its creates the cache has shown
-/// ([`EndpointsWriter::cache_reached`]).
+/// tell the writer which of its writes the cache has shown
+/// ([`EndpointsWriter::cache_shows`]).
 pub struct EndpointsHandler {
     queue: RateLimitingQueue<String>,
     writer: Arc<EndpointsWriter>,
@@ -179,13 +187,12 @@ impl EndpointsHandler {
 impl EventHandler<Endpoints> for EndpointsHandler {
     fn on_add(&self, obj: &Arc<Endpoints>, _initial: bool) {
         if self.writer.awaits_echoes() {
-            self.writer
-                .cache_reached(&obj.key(), obj.resource_version());
+            self.writer.cache_shows(&obj.key(), obj.resource_version());
         }
     }
     fn on_update(&self, old: &Arc<Endpoints>, new: &Arc<Endpoints>) {
         let key = new.key();
-        self.writer.cache_reached(&key, new.resource_version());
+        self.writer.cache_shows(&key, new.resource_version());
         let foreign = old.resource_version() != new.resource_version()
             && !self.writer.is_own_content(&key, new);
         if foreign {
