@@ -14,47 +14,161 @@
 //! Owns that state; never reads the clock or a cache.
 
 use crate::model::{Pod, Service, Time};
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Arc, Mutex};
 
-#[derive(Debug, Default)]
-struct ServiceState {
-    last_service_trigger: Option<Time>,
-    /// Each pod's last trigger time, keyed by a 64-bit hash of its name
-    /// (upstream keys by the name itself) and sorted by it: 16 bytes per
-    /// pod in one exact-size block instead of a hash map of cloned name
-    /// strings, and lookups compare integers, not strings. Two names of
-    /// one Service's pods colliding (p ≈ n²/2⁶⁵: ~3·10⁻¹² for 10,000 pods,
-    /// with a per-process random key) could at worst make one computation
-    /// miss a pod's move and report an earlier or no trigger time.
-    last_pod_triggers: PodTriggers,
+/// One Service's state, its key included, in one exact-size block under
+/// a 16-byte table slot: 148 bytes for a 10-pod Service, where a 56-byte
+/// slot, the key's own allocation and a block of 16-byte pod entries took
+/// ~250 (issue 13):
+///
+/// ```text
+/// key length (u32 LE) | key | flags (u8) | [Service trigger: seconds i64, nanoseconds i32]
+/// | pods, sorted by name hash: (hash u64, seconds u32 or i64)…
+/// ```
+///
+/// The Service trigger is there when [`HAS_SERVICE`] is set; a pod's
+/// seconds are an i64 when [`WIDE`] is set (some pod time outside
+/// 1970–2106), a u32 otherwise. All little-endian.
+///
+/// Pods are keyed by a 64-bit hash of their name (upstream keys by the
+/// name itself): lookups compare integers, not strings. Two names of one
+/// Service's pods colliding (p ≈ n²/2⁶⁵: ~3·10⁻¹² for 10,000 pods, with a
+/// per-process random key) could at worst make one computation miss a
+/// pod's move and report an earlier or no trigger time. Pod times are
+/// whole seconds: a cached pod keeps its Ready lastTransitionTime at whole
+/// seconds ([`crate::model::OptTime`]), which is what the API server
+/// serves.
+#[derive(Debug)]
+struct Entry(Box<[u8]>);
+
+/// [`Entry`] flag: the Service trigger is stored.
+const HAS_SERVICE: u8 = 1;
+/// [`Entry`] flag: pod seconds are i64, not u32.
+const WIDE: u8 = 2;
+
+fn read<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0; N];
+    if let Some(s) = b.get(at..at + N) {
+        out.copy_from_slice(s);
+    }
+    out
 }
 
-/// The pods' last trigger times as whole seconds (16 bytes per pod): a
-/// cached pod keeps its Ready lastTransitionTime at whole seconds
-/// ([`crate::model::OptTime`]), which is what the API server serves.
-#[derive(Debug, Default)]
-struct PodTriggers(Box<[(u64, i64)]>);
-
-impl PodTriggers {
-    /// From `(hash, time)` pairs sorted by hash.
-    fn new(v: Vec<(u64, Time)>) -> PodTriggers {
-        PodTriggers(v.into_iter().map(|(h, t)| (h, t.0.as_second())).collect())
+impl Entry {
+    /// The state after a computation: `pods` are (name hash, seconds)
+    /// sorted by hash.
+    fn new(key: &str, service: Option<Time>, pods: &[(u64, i64)]) -> Entry {
+        let wide = pods.iter().any(|p| u32::try_from(p.1).is_err());
+        let stride = if wide { 16 } else { 12 };
+        let len = 4 + key.len() + 1 + if service.is_some() { 12 } else { 0 } + stride * pods.len();
+        let mut b = Vec::with_capacity(len);
+        // Keys are `ns/name` (at most 317 bytes).
+        b.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_le_bytes());
+        b.extend_from_slice(key.as_bytes());
+        let flags = if service.is_some() { HAS_SERVICE } else { 0 } | if wide { WIDE } else { 0 };
+        b.push(flags);
+        if let Some(t) = service {
+            b.extend_from_slice(&t.0.as_second().to_le_bytes());
+            b.extend_from_slice(&t.0.subsec_nanosecond().to_le_bytes());
+        }
+        for &(h, secs) in pods {
+            b.extend_from_slice(&h.to_le_bytes());
+            match u32::try_from(secs) {
+                Ok(narrow) if !wide => b.extend_from_slice(&narrow.to_le_bytes()),
+                _ => b.extend_from_slice(&secs.to_le_bytes()),
+            }
+        }
+        Entry(b.into_boxed_slice())
     }
 
-    fn get(&self, h: u64) -> Option<Time> {
-        let i = self.0.binary_search_by_key(&h, |e| e.0).ok()?;
-        // Whole seconds of a valid timestamp: always in range.
-        jiff::Timestamp::from_second(self.0[i].1).ok().map(Time)
+    fn key_len(&self) -> usize {
+        u32::from_le_bytes(read(&self.0, 0)) as usize
+    }
+
+    fn key(&self) -> &[u8] {
+        self.0.get(4..4 + self.key_len()).unwrap_or_default()
+    }
+
+    fn flags(&self) -> u8 {
+        self.0.get(4 + self.key_len()).copied().unwrap_or(0)
+    }
+
+    /// Where the pods start, and each one's size.
+    fn pods_at(&self) -> (usize, usize) {
+        let f = self.flags();
+        let service = if f & HAS_SERVICE != 0 { 12 } else { 0 };
+        let stride = if f & WIDE != 0 { 16 } else { 12 };
+        (4 + self.key_len() + 1 + service, stride)
+    }
+
+    /// The Service trigger of the last computation.
+    fn service(&self) -> Option<Time> {
+        if self.flags() & HAS_SERVICE == 0 {
+            return None;
+        }
+        let at = 4 + self.key_len() + 1;
+        let secs = i64::from_le_bytes(read(&self.0, at));
+        let nanos = i32::from_le_bytes(read(&self.0, at + 8));
+        // Stored from a valid timestamp: always in range.
+        jiff::Timestamp::new(secs, nanos).ok().map(Time)
+    }
+
+    /// The last trigger time of the pod whose name hashes to `h`.
+    fn pod(&self, h: u64) -> Option<Time> {
+        let (at, stride) = self.pods_at();
+        let n = self.0.len().saturating_sub(at) / stride;
+        let hash = |i: usize| u64::from_le_bytes(read(&self.0, at + i * stride));
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match hash(mid).cmp(&h) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    let t = at + mid * stride + 8;
+                    let secs = if stride == 16 {
+                        i64::from_le_bytes(read(&self.0, t))
+                    } else {
+                        i64::from(u32::from_le_bytes(read(&self.0, t)))
+                    };
+                    // Whole seconds of a valid timestamp: always in range.
+                    return jiff::Timestamp::from_second(secs).ok().map(Time);
+                }
+            }
+        }
+        None
     }
 }
+
+impl Borrow<[u8]> for Entry {
+    fn borrow(&self) -> &[u8] {
+        self.key()
+    }
+}
+
+impl Hash for Entry {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Entry {}
 
 /// Thread-safe; two workers never compute for the same Service at once
-/// (the work queue guarantees it), so one lock around the map suffices.
+/// (the work queue guarantees it), so one lock around the table suffices.
 #[derive(Debug, Default)]
 pub struct TriggerTimeTracker {
-    states: Mutex<HashMap<Box<str>, ServiceState>>,
+    /// Per Service, keyed by its `ns/name` (see [`Entry`]).
+    states: Mutex<HashSet<Entry>>,
     /// Keys the pod-name hashes (random per process).
     hasher: RandomState,
 }
@@ -73,35 +187,29 @@ impl TriggerTimeTracker {
     /// `key` (`ns/name`) and the pods its selector matches.
     pub fn compute(&self, key: &str, svc: &Service, pods: &[Arc<Pod>]) -> Option<Time> {
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
-        let known = states.contains_key(key);
-        if !known {
-            states.insert(key.into(), ServiceState::default());
-        }
-        let Some(state) = states.get_mut(key) else {
-            return svc.metadata.creation_timestamp;
-        };
+        let last = states.get(key.as_bytes());
         let mut min_changed: Option<Time> = None;
-        let mut pod_triggers: Vec<(u64, Time)> = Vec::with_capacity(pods.len());
+        let mut pod_triggers: Vec<(u64, i64)> = Vec::with_capacity(pods.len());
         for pod in pods {
             let Some(t) = pod.ready.and_then(|r| r.last_transition_time.get()) else {
                 continue;
             };
             let h = self.hasher.hash_one(pod.metadata.name.as_str());
-            let last = state.last_pod_triggers.get(h);
-            if last.is_none_or(|l| t > l) {
+            let was = last.and_then(|e| e.pod(h));
+            if was.is_none_or(|l| t > l) {
                 min_changed = min_time(min_changed, t);
             }
-            pod_triggers.push((h, t));
+            pod_triggers.push((h, t.0.as_second()));
         }
         pod_triggers.sort_unstable_by_key(|e| e.0);
         let svc_trigger = svc.metadata.creation_timestamp;
         if let Some(t) = svc_trigger {
-            if state.last_service_trigger.is_none_or(|l| t > l) {
+            if last.and_then(Entry::service).is_none_or(|l| t > l) {
                 min_changed = min_time(min_changed, t);
             }
         }
-        state.last_pod_triggers = PodTriggers::new(pod_triggers);
-        state.last_service_trigger = svc_trigger;
+        let known = last.is_some();
+        states.replace(Entry::new(key, svc_trigger, &pod_triggers));
         if !known {
             return svc.metadata.creation_timestamp;
         }
@@ -113,7 +221,7 @@ impl TriggerTimeTracker {
         self.states
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
+            .remove(key.as_bytes());
     }
 
     /// Number of Services tracked (for tests and memory accounting).
@@ -151,6 +259,53 @@ mod tests {
             last_transition_time: Some(t(s)).into(),
         });
         Arc::new(p)
+    }
+
+    /// An entry reads back what it was built from: narrow and wide pod
+    /// times, with and without a Service trigger (sub-second included),
+    /// pods found by hash only.
+    #[test]
+    fn entry_round_trip() {
+        assert_eq!(std::mem::size_of::<Entry>(), 16, "one table slot");
+        let svc_t = Time(jiff::Timestamp::new(1_767_225_600, 123_456_789).expect("time"));
+        let before_1970 = -86_400;
+        let after_2106 = i64::from(u32::MAX) + 1;
+        for (service, pods, len) in [
+            (None, vec![], 4 + 8 + 1),
+            (Some(svc_t), vec![], 4 + 8 + 1 + 12),
+            (
+                Some(svc_t),
+                vec![(3, 0), (7, i64::from(u32::MAX))],
+                4 + 8 + 1 + 12 + 2 * 12,
+            ),
+            (None, vec![(1, before_1970), (2, 5)], 4 + 8 + 1 + 2 * 16),
+            (
+                Some(svc_t),
+                vec![(1, 5), (u64::MAX, after_2106)],
+                4 + 8 + 1 + 12 + 2 * 16,
+            ),
+        ] {
+            let e = Entry::new("ns/svc-a", service, &pods);
+            assert_eq!(e.0.len(), len, "{pods:?}");
+            let b: &[u8] = e.borrow();
+            assert_eq!(b, b"ns/svc-a");
+            assert_eq!(e.service(), service);
+            for &(h, secs) in &pods {
+                assert_eq!(
+                    e.pod(h),
+                    Some(Time(jiff::Timestamp::from_second(secs).expect("t")))
+                );
+            }
+            for absent in [0, 4, 6, 8, u64::MAX - 1] {
+                assert_eq!(e.pod(absent), None, "{absent} in {pods:?}");
+            }
+        }
+        let bench = Entry::new(
+            "bench/s-123",
+            Some(t(0)),
+            &(0..10).map(|i| (i, 1_767_225_600)).collect::<Vec<_>>(),
+        );
+        assert_eq!(bench.0.len(), 148, "a 10-pod Service of the benchmark");
     }
 
     /// The scenario of upstream TestNewServiceNoPods … TestPodDeletedThenAdded,

@@ -6,6 +6,10 @@
 //! replaced), it also remembers the objects we *created* until the cache
 //! has seen them, so a sync racing its own create fails as stale instead of
 //! POSTing again into a 409 and a spurious `FailedToCreateEndpoint` event.
+//! Such an entry is dropped as soon as the cache has passed the create's
+//! resourceVersion (told by [`EndpointsWriter::cache_reached`] and
+//! [`EndpointsWriter::cache_shows`]), not only at the key's next sync,
+//! which may never come; so is a replaced version the cache has passed.
 //!
 //! Must never decide what to write (the plan does) and never write when the
 //! fence is closed.
@@ -18,7 +22,38 @@ use crate::controller::worker::SyncError;
 use crate::kube::{self, Client, ENDPOINTS};
 use crate::model::{Endpoints, Object, ObjectReference};
 use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::sync::{Arc, Mutex};
+
+/// The hasher of a table whose keys are already hashes: the key is the
+/// hash.
+#[derive(Default)]
+struct PreHashed(u64);
+
+impl Hasher for PreHashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// Key hash → fingerprint of our last write.
+type Sent = HashMap<u64, u64, BuildHasherDefault<PreHashed>>;
+
+/// Replace an emptied `map` holding a table by an unallocated one: a cold
+/// start's burst of creates must not keep its table for good.
+fn release_if_empty<K, V, S: Default>(map: &mut HashMap<K, V, S>) {
+    if map.is_empty() && map.capacity() > 0 {
+        *map = HashMap::default();
+    }
+}
 
 /// Writes Endpoints for the controller.
 pub struct EndpointsWriter {
@@ -27,15 +62,27 @@ pub struct EndpointsWriter {
     recorder: Arc<dyn Record>,
     stale: StaleTracker,
     /// Keys we created that the cache has not shown yet, with the
-    /// resourceVersion the create returned.
-    created: Mutex<HashMap<String, String>>,
+    /// resourceVersion the create returned (only an integer one is kept:
+    /// any other counts as reached at once, see [`rv_reached`]). Empty
+    /// once the creates' echoes are in.
+    created: Mutex<HashMap<String, u64>>,
     /// A fingerprint of the content (labels, annotations, subsets) of our
     /// last write per key, recorded *before* the request, so that handlers
     /// can tell our own writes from a foreign writer's even when the watch
     /// event overtakes the write's response (a resourceVersion recorded
     /// after the response cannot: that race made the handler take our own
     /// write for a foreign one and sync again at once).
-    sent: Mutex<HashMap<String, u64>>,
+    ///
+    /// Keyed by a 64-bit hash of the key (random per process; 17 bytes a
+    /// Service instead of ~60 with the key's own String): two keys
+    /// colliding (p ≈ n²/2⁶⁵: ~3·10⁻¹⁴ for 1,000 Services) share one
+    /// fingerprint, which is harmless — our own write taken for a foreign
+    /// one syncs the key once more for nothing (the plan is unchanged), and
+    /// a foreign edit taken for ours (its fingerprint equal to the other
+    /// key's, another 2⁻⁶⁴) waits for the key's next sync, as upstream.
+    sent: Mutex<Sent>,
+    /// Keys the `sent` hashes.
+    key_hasher: RandomState,
     /// Since when each key's cache has looked older than our writes.
     stale_since: Mutex<HashMap<String, std::time::Instant>>,
     clock: crate::clock::SharedClock,
@@ -74,11 +121,10 @@ fn reference(obj: &Endpoints, ns: &str) -> ObjectReference {
 /// produced `written`. resourceVersions are opaque; every API server we know
 /// (etcd-backed, kube-sim) uses increasing integers, and anything else is
 /// treated as reached (never stale), which is the safe side for liveness.
-fn rv_reached(cache: &str, written: &str) -> bool {
-    match (cache.parse::<u64>(), written.parse::<u64>()) {
-        (Ok(c), Ok(w)) => c >= w,
-        _ => true,
-    }
+/// (A `written` that is not an integer is never remembered, see
+/// [`EndpointsWriter::create`].)
+fn rv_reached(cache: &str, written: u64) -> bool {
+    cache.parse::<u64>().map_or(true, |c| c >= written)
 }
 
 fn failed(what: &str, key: &str, e: &kube::Error) -> SyncError {
@@ -95,6 +141,7 @@ impl EndpointsWriter {
             stale: StaleTracker::default(),
             created: Mutex::default(),
             sent: Mutex::default(),
+            key_hasher: RandomState::new(),
             stale_since: Mutex::default(),
             clock: crate::clock::RealClock::shared(),
         }
@@ -132,24 +179,61 @@ impl EndpointsWriter {
             limit.as_secs()
         );
         self.stale.delete(key);
-        self.created().remove(key);
+        self.forget_created(key);
         false
     }
 
     /// Whether `obj` (as the cache now shows it) has the content of our
     /// last write of `key`: then nothing needs correcting, whoever wrote it.
     pub fn is_own_content(&self, key: &str, obj: &Endpoints) -> bool {
+        let h = self.key_hasher.hash_one(key);
         let s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        s.get(key).is_some_and(|own| *own == fingerprint(obj))
+        s.get(&h).is_some_and(|own| *own == fingerprint(obj))
     }
 
     fn sending(&self, key: &str, obj: &Endpoints) {
+        let h = self.key_hasher.hash_one(key);
         let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        s.insert(key.to_string(), fingerprint(obj));
+        s.insert(h, fingerprint(obj));
     }
 
-    fn created(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+    fn created(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
         self.created.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn forget_created(&self, key: &str) {
+        let mut created = self.created();
+        created.remove(key);
+        release_if_empty(&mut created);
+    }
+
+    /// The cache of Endpoints is at resourceVersion `cache_rv` (or has just
+    /// shown `key`'s object at that version): forget a create of `key` the
+    /// cache has passed. From then on [`EndpointsWriter::is_stale`]
+    /// would drop that entry anyway (the object cached: always; absent:
+    /// once the cache has reached the create, which it has — a cache's
+    /// resourceVersion only grows), so only memory changes.
+    pub fn cache_reached(&self, key: &str, cache_rv: &str) {
+        let mut created = self.created();
+        if created.get(key).is_some_and(|w| rv_reached(cache_rv, *w)) {
+            created.remove(key);
+            release_if_empty(&mut created);
+        }
+    }
+
+    /// The cache has just shown `key`'s Endpoints at version `rv` (an add
+    /// or update event): forget a create of `key` the cache has passed
+    /// ([`EndpointsWriter::cache_reached`]) and a replaced version it has
+    /// passed ([`StaleTracker::passed`]).
+    pub fn cache_shows(&self, key: &str, rv: &str) {
+        self.cache_reached(key, rv);
+        self.stale.passed(key, rv);
+    }
+
+    /// Whether a write of ours awaits its echo (for the handler, which
+    /// then names the key; `false` almost always between writes).
+    pub fn awaits_echoes(&self) -> bool {
+        !self.created().is_empty() || !self.stale.is_empty()
     }
 
     /// Whether the cached state of `key` is older than our own last write
@@ -163,12 +247,14 @@ impl EndpointsWriter {
         match current {
             Some(cur) => {
                 created.remove(key);
+                release_if_empty(&mut created);
                 self.stale.is_stale(key, cur.resource_version())
             }
             None => match created.get(key) {
                 None => false,
-                Some(rv) if rv_reached(cache_rv, rv) => {
+                Some(&rv) if rv_reached(cache_rv, rv) => {
                     created.remove(key);
+                    release_if_empty(&mut created);
                     false
                 }
                 Some(_) => true,
@@ -184,8 +270,11 @@ impl EndpointsWriter {
         self.sending(key, obj);
         match self.client.create_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
-                let rv = written.resource_version().to_string();
-                self.created().insert(key.to_string(), rv);
+                // A resourceVersion that is not an integer would count as
+                // reached at once (rv_reached): nothing to remember.
+                if let Ok(rv) = written.resource_version().parse::<u64>() {
+                    self.created().insert(key.to_string(), rv);
+                }
                 Ok(())
             }
             Err(e) if e.is_forbidden() && e.has_cause("NamespaceTerminating") => {
@@ -238,11 +327,12 @@ impl EndpointsWriter {
             Err(e) => return Err(failed("deleting", key, &e)),
         }
         self.stale.delete(key);
-        self.created().remove(key);
+        self.forget_created(key);
+        let h = self.key_hasher.hash_one(key);
         self.sent
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
+            .remove(&h);
         Ok(())
     }
 
@@ -254,8 +344,60 @@ impl EndpointsWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::fingerprint;
-    use crate::model::Endpoints;
+    use super::*;
+    use crate::controller::recorder::Discard;
+    use crate::kube::ClientConfig;
+
+    /// A writer whose client is never used by these tests.
+    fn writer() -> EndpointsWriter {
+        let client = Client::new(
+            ClientConfig::new("http://127.0.0.1:9"),
+            crate::clock::RealClock::shared(),
+            None,
+        )
+        .expect("client");
+        EndpointsWriter::new(client, Fence::open(), Arc::new(Discard))
+    }
+
+    /// A create is remembered until the cache has passed its
+    /// resourceVersion, then forgotten (and the table released) whether or
+    /// not the key is synced again.
+    #[test]
+    fn a_create_is_forgotten_once_the_cache_has_passed_it() {
+        let w = writer();
+        assert!(!w.awaits_echoes());
+        w.created().insert("ns/a".into(), 100);
+        w.created().insert("ns/b".into(), 101);
+        assert!(w.awaits_echoes());
+        assert!(w.is_stale("ns/a", None, "99"), "the cache has not seen it");
+        w.cache_reached("ns/a", "99");
+        assert!(w.is_stale("ns/a", None, "99"), "still not seen");
+        w.cache_reached("ns/a", "100");
+        assert!(!w.is_stale("ns/a", None, "99"), "forgotten");
+        assert!(w.is_stale("ns/b", None, "100"), "per key");
+        w.cache_reached("ns/b", "not-a-number");
+        assert!(!w.awaits_echoes(), "an opaque version counts as reached");
+        assert_eq!(w.created().capacity(), 0, "the table is released");
+        w.cache_reached("ns/c", "5");
+        assert!(!w.is_stale("ns/c", None, "1"), "never created");
+    }
+
+    /// Our last write's content is recognised per key.
+    #[test]
+    fn own_content_per_key() {
+        let w = writer();
+        let a = ep("", "10.0.0.1");
+        let b = ep("", "10.0.0.2");
+        assert!(!w.is_own_content("ns/a", &a), "nothing sent");
+        w.sending("ns/a", &a);
+        w.sending("ns/b", &b);
+        assert!(w.is_own_content("ns/a", &ep("7", "10.0.0.1")));
+        assert!(!w.is_own_content("ns/a", &b), "someone else's content");
+        assert!(w.is_own_content("ns/b", &b));
+        w.sending("ns/a", &b);
+        assert!(w.is_own_content("ns/a", &b), "the last write counts");
+        assert!(!w.is_own_content("ns/a", &a));
+    }
 
     fn ep(rv: &str, ip: &str) -> Endpoints {
         serde_json::from_value(serde_json::json!({

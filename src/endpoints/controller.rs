@@ -127,8 +127,23 @@ impl EndpointsController {
         };
         match plan(&input) {
             Plan::Unchanged => Ok(()),
-            Plan::Create(obj) => self.writer.create(key, ns, &obj),
-            Plan::Update(obj) => self.writer.update(key, ns, &obj),
+            Plan::Create(obj) => {
+                let created = self.writer.create(key, ns, &obj);
+                // The create's echo may have reached the cache before its
+                // response did (then the handler saw nothing to forget).
+                let cache_rv = self.listers.endpoints.resource_version();
+                self.writer.cache_reached(key, &cache_rv);
+                created
+            }
+            Plan::Update(obj) => {
+                let updated = self.writer.update(key, ns, &obj);
+                // The update's echo may have reached the cache before its
+                // response did (then the handler saw nothing to forget).
+                if let Some(cur) = self.listers.endpoints.get(key) {
+                    self.writer.cache_shows(key, cur.resource_version());
+                }
+                updated
+            }
         }
     }
 }
@@ -154,7 +169,9 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
 /// Endpoints changed by someone else → sync its Service too, so a foreign
 /// edit is corrected at once (upstream only notices at the Service's next
 /// sync). Our own writes are recognised by their content (see
-/// [`EndpointsWriter::is_own_content`]) and ignored.
+/// [`EndpointsWriter::is_own_content`]) and ignored. Adds and updates also
+/// tell the writer which of its writes the cache has shown
+/// ([`EndpointsWriter::cache_shows`]).
 pub struct EndpointsHandler {
     queue: RateLimitingQueue<String>,
     writer: Arc<EndpointsWriter>,
@@ -168,9 +185,14 @@ impl EndpointsHandler {
 }
 
 impl EventHandler<Endpoints> for EndpointsHandler {
-    fn on_add(&self, _obj: &Arc<Endpoints>, _initial: bool) {}
+    fn on_add(&self, obj: &Arc<Endpoints>, _initial: bool) {
+        if self.writer.awaits_echoes() {
+            self.writer.cache_shows(&obj.key(), obj.resource_version());
+        }
+    }
     fn on_update(&self, old: &Arc<Endpoints>, new: &Arc<Endpoints>) {
         let key = new.key();
+        self.writer.cache_shows(&key, new.resource_version());
         let foreign = old.resource_version() != new.resource_version()
             && !self.writer.is_own_content(&key, new);
         if foreign {

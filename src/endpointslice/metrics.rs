@@ -17,12 +17,23 @@ use std::sync::{Arc, Mutex};
 /// The metric subsystem.
 const P: &str = "endpoint_slice_controller_";
 
-#[derive(Clone, Debug, Default)]
+/// One Service's entry: 16 bytes (a table slot with its `Box<str>` key
+/// is 32), where usizes and an owned trafficDistribution string took 48
+/// (issue 13). Counts are saturated at `u32::MAX` (never reached: a
+/// Service's endpoints are pods); the running sums add and subtract the
+/// stored values, so they stay exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PerService {
-    endpoints: usize,
-    slices: usize,
-    desired_slices: usize,
-    traffic_distribution: Option<String>,
+    endpoints: u32,
+    slices: u32,
+    desired_slices: u32,
+    /// 1 + the index of its trafficDistribution value in
+    /// [`Cache::by_td`]; 0: none.
+    td: u32,
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// The families and the per-Service cache.
@@ -46,50 +57,81 @@ pub struct SliceMetrics {
 /// Service).
 #[derive(Debug, Default)]
 struct Cache {
-    services: HashMap<String, PerService>,
+    services: HashMap<Box<str>, PerService>,
     endpoints: usize,
     slices: usize,
     desired_slices: usize,
-    /// Services per trafficDistribution value (entries may reach 0).
-    by_td: HashMap<String, usize>,
+    /// Each trafficDistribution value seen, with the number of Services
+    /// using it (counts may reach 0; values are never dropped). A handful
+    /// of values in practice, so a list searched in order.
+    by_td: Vec<(Box<str>, usize)>,
 }
 
 impl Cache {
+    /// The [`PerService::td`] of `td`, added to [`Cache::by_td`] when new.
+    fn td_slot(&mut self, td: Option<&str>) -> u32 {
+        let Some(td) = td else { return 0 };
+        let i = match self.by_td.iter().position(|(v, _)| &**v == td) {
+            Some(i) => i,
+            None => {
+                self.by_td.push((td.into(), 0));
+                self.by_td.len() - 1
+            }
+        };
+        count(i + 1)
+    }
+
     /// Replace (`new: Some`) or remove (`None`) the entry of `key`; the
-    /// trafficDistribution values whose count changed.
-    fn set(&mut self, key: &str, new: Option<PerService>) -> Vec<String> {
-        let old = match &new {
-            // The key is cloned only the first time a Service is seen.
+    /// [`PerService::td`] slots whose count changed.
+    fn set(&mut self, key: &str, new: Option<PerService>) -> Vec<u32> {
+        let old = match new {
+            // The key is copied only the first time a Service is seen.
             Some(n) => match self.services.get_mut(key) {
-                Some(e) => Some(std::mem::replace(e, n.clone())),
-                None => self.services.insert(key.to_string(), n.clone()),
+                Some(e) => Some(std::mem::replace(e, n)),
+                None => self.services.insert(key.into(), n),
             },
             None => self.services.remove(key),
         };
         let mut touched = Vec::new();
         if let Some(o) = old {
-            self.endpoints -= o.endpoints;
-            self.slices -= o.slices;
-            self.desired_slices -= o.desired_slices;
-            if let Some(td) = o.traffic_distribution {
-                if let Some(n) = self.by_td.get_mut(&td) {
+            self.endpoints -= o.endpoints as usize;
+            self.slices -= o.slices as usize;
+            self.desired_slices -= o.desired_slices as usize;
+            if o.td != 0 {
+                if let Some((_, n)) = self.by_td.get_mut(o.td as usize - 1) {
                     *n = n.saturating_sub(1);
                 }
-                touched.push(td);
+                touched.push(o.td);
             }
         }
         if let Some(n) = new {
-            self.endpoints += n.endpoints;
-            self.slices += n.slices;
-            self.desired_slices += n.desired_slices;
-            if let Some(td) = n.traffic_distribution {
-                *self.by_td.entry(td.clone()).or_default() += 1;
-                if !touched.contains(&td) {
-                    touched.push(td);
+            self.endpoints += n.endpoints as usize;
+            self.slices += n.slices as usize;
+            self.desired_slices += n.desired_slices as usize;
+            if n.td != 0 {
+                if let Some((_, c)) = self.by_td.get_mut(n.td as usize - 1) {
+                    *c += 1;
+                }
+                if !touched.contains(&n.td) {
+                    touched.push(n.td);
                 }
             }
         }
         touched
+    }
+
+    /// The trafficDistribution value of a [`PerService::td`] slot.
+    fn td_value(&self, slot: u32) -> Option<&str> {
+        let i = (slot as usize).checked_sub(1)?;
+        self.by_td.get(i).map(|(v, _)| &**v)
+    }
+
+    /// The number of Services using `td`.
+    fn td_count(&self, td: &str) -> usize {
+        self.by_td
+            .iter()
+            .find(|(v, _)| &**v == td)
+            .map_or(0, |(_, n)| *n)
     }
 }
 
@@ -182,13 +224,13 @@ impl SliceMetrics {
         self.changed_per_sync
             .with(&[plan.topology.as_str(), traffic_distribution.unwrap_or("")])
             .observe(changed);
-        let entry = PerService {
-            endpoints: plan.metrics.desired_endpoints,
-            slices: plan.metrics.slices,
-            desired_slices: plan.metrics.desired_slices.max(1),
-            traffic_distribution: traffic_distribution.map(str::to_string),
-        };
         let mut c = self.lock();
+        let entry = PerService {
+            endpoints: count(plan.metrics.desired_endpoints),
+            slices: count(plan.metrics.slices),
+            desired_slices: count(plan.metrics.desired_slices.max(1)),
+            td: c.td_slot(traffic_distribution),
+        };
         let touched = c.set(key, Some(entry));
         self.refresh(&c, &touched);
     }
@@ -213,18 +255,79 @@ impl SliceMetrics {
 
     /// Set the gauges from the running sums; of the per-trafficDistribution
     /// gauge, the three known values (always present) and `touched`.
-    fn refresh(&self, c: &Cache, touched: &[String]) {
+    fn refresh(&self, c: &Cache, touched: &[u32]) {
         self.endpoints_desired.with(&[]).set(c.endpoints as f64);
         self.num_slices.with(&[]).set(c.slices as f64);
         self.desired_slices.with(&[]).set(c.desired_slices as f64);
         let known = ["PreferClose", "PreferSameZone", "PreferSameNode"];
         let extra = touched
             .iter()
-            .map(String::as_str)
+            .filter_map(|&slot| c.td_value(slot))
             .filter(|t| !known.contains(t));
         for td in known.into_iter().chain(extra) {
-            let n = c.by_td.get(td).copied().unwrap_or(0);
+            let n = c.td_count(td);
             self.by_traffic_distribution.with(&[td]).set(n as f64);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(c: &mut Cache, endpoints: usize, slices: usize, td: Option<&str>) -> PerService {
+        PerService {
+            endpoints: count(endpoints),
+            slices: count(slices),
+            desired_slices: count(slices),
+            td: c.td_slot(td),
+        }
+    }
+
+    #[test]
+    fn an_entry_is_16_bytes() {
+        assert_eq!(std::mem::size_of::<PerService>(), 16);
+        assert_eq!(count(usize::MAX), u32::MAX, "saturated, never wrapped");
+    }
+
+    /// The running sums and per-trafficDistribution counts follow inserts,
+    /// replacements and removals; the touched values are the ones whose
+    /// count changed.
+    #[test]
+    fn running_sums_and_traffic_distribution_counts() {
+        let mut c = Cache::default();
+        let a = entry(&mut c, 10, 1, Some("PreferClose"));
+        let touched = c.set("ns/a", Some(a));
+        assert_eq!(touched.len(), 1);
+        assert_eq!(c.td_value(touched[0]), Some("PreferClose"));
+        let b = entry(&mut c, 250, 3, None);
+        assert!(c.set("ns/b", Some(b)).is_empty());
+        assert_eq!((c.endpoints, c.slices, c.desired_slices), (260, 4, 4));
+        assert_eq!(c.td_count("PreferClose"), 1);
+
+        // a changes its trafficDistribution: both values touched.
+        let a2 = entry(&mut c, 4, 1, Some("Custom"));
+        let touched: Vec<_> = c
+            .set("ns/a", Some(a2))
+            .into_iter()
+            .filter_map(|t| c.td_value(t).map(str::to_string))
+            .collect();
+        assert_eq!(touched, ["PreferClose", "Custom"]);
+        assert_eq!((c.endpoints, c.slices), (254, 4));
+        assert_eq!(c.td_count("PreferClose"), 0, "kept at zero");
+        assert_eq!(c.td_count("Custom"), 1);
+        assert_eq!(c.td_count("PreferSameNode"), 0, "never seen");
+
+        // Same value again: one slot, counted once per Service.
+        let b2 = entry(&mut c, 250, 3, Some("Custom"));
+        assert_eq!(c.set("ns/b", Some(b2)).len(), 1);
+        assert_eq!(c.td_count("Custom"), 2);
+        assert_eq!(c.by_td.len(), 2);
+
+        assert_eq!(c.set("ns/a", None).len(), 1);
+        assert!(c.set("ns/gone", None).is_empty());
+        assert_eq!((c.endpoints, c.slices, c.desired_slices), (250, 3, 3));
+        assert_eq!(c.td_count("Custom"), 1);
+        assert_eq!(c.services.len(), 1);
     }
 }

@@ -11,28 +11,52 @@
 
 use super::service_key;
 use crate::model::{EndpointSlice, Service, Uid};
-use std::collections::HashMap;
+use compact_str::CompactString;
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard};
 
 /// Upstream `deletionExpected`.
 const DELETION_EXPECTED: i64 = -1;
 
-/// Slice UID → generation, sorted by UID in one exact-size block: a
-/// Service usually has one or two slices, for which a hash map of UID
-/// strings cost several hundred bytes (issue 13).
+/// Slice UID → generation, sorted by UID: a Service's usual one slice
+/// inline, more in one exact-size block. A hash map of UID strings cost
+/// several hundred bytes, and a one-element Vec its own allocation
+/// (issue 13).
 #[derive(Debug, Default)]
-struct Gens(Vec<(Uid, i64)>);
+enum Gens {
+    #[default]
+    Empty,
+    One((Uid, i64)),
+    /// Two or more (a box, not a Vec: 32 bytes in all, not 40).
+    Many(Box<[(Uid, i64)]>),
+}
 
 impl Gens {
+    fn as_slice(&self) -> &[(Uid, i64)] {
+        match self {
+            Gens::Empty => &[],
+            Gens::One(e) => std::slice::from_ref(e),
+            Gens::Many(v) => v,
+        }
+    }
+    fn as_mut_slice(&mut self) -> &mut [(Uid, i64)] {
+        match self {
+            Gens::Empty => &mut [],
+            Gens::One(e) => std::slice::from_mut(e),
+            Gens::Many(v) => v,
+        }
+    }
     fn find(&self, uid: &Uid) -> Result<usize, usize> {
-        self.0.binary_search_by(|e| e.0.cmp(uid))
+        self.as_slice().binary_search_by(|e| e.0.cmp(uid))
     }
     fn get(&self, uid: &Uid) -> Option<i64> {
-        self.find(uid).ok().map(|i| self.0[i].1)
+        self.find(uid).ok().map(|i| self.as_slice()[i].1)
     }
     fn get_mut(&mut self, uid: &Uid) -> Option<&mut i64> {
         let i = self.find(uid).ok()?;
-        Some(&mut self.0[i].1)
+        Some(&mut self.as_mut_slice()[i].1)
     }
     fn contains(&self, uid: &Uid) -> bool {
         self.find(uid).is_ok()
@@ -45,31 +69,60 @@ impl Gens {
         let i = match self.find(&uid) {
             Ok(i) => i,
             Err(i) => {
-                self.0.reserve_exact(1);
-                self.0.insert(i, (uid, g));
+                *self = match std::mem::take(self) {
+                    Gens::Empty => Gens::One((uid, g)),
+                    Gens::One(e) => {
+                        let mut v = Vec::with_capacity(2);
+                        v.push(e);
+                        v.insert(i, (uid, g));
+                        Gens::Many(v.into_boxed_slice())
+                    }
+                    Gens::Many(v) => {
+                        let mut v = v.into_vec();
+                        v.reserve_exact(1);
+                        v.insert(i, (uid, g));
+                        Gens::Many(v.into_boxed_slice())
+                    }
+                };
                 i
             }
         };
-        &mut self.0[i].1
+        &mut self.as_mut_slice()[i].1
     }
     fn remove(&mut self, uid: &Uid) -> Option<i64> {
         let i = self.find(uid).ok()?;
-        let g = self.0.remove(i).1;
-        if self.0.is_empty() {
-            self.0 = Vec::new();
-        }
+        let (rest, g) = match std::mem::take(self) {
+            Gens::Many(v) => {
+                let mut v = v.into_vec();
+                let g = v.remove(i).1;
+                let rest = match (v.pop(), v.is_empty()) {
+                    (Some(last), true) => Gens::One(last),
+                    (Some(last), false) => {
+                        v.push(last);
+                        Gens::Many(v.into_boxed_slice())
+                    }
+                    (None, _) => Gens::Empty,
+                };
+                (rest, g)
+            }
+            Gens::One(e) => (Gens::Empty, e.1),
+            Gens::Empty => return None,
+        };
+        *self = rest;
         Some(g)
     }
     fn clear(&mut self) {
-        self.0 = Vec::new();
+        *self = Gens::Empty;
     }
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_slice().is_empty()
     }
 }
 
 #[derive(Debug, Default)]
 struct ServiceState {
+    /// The Service's `ns/name` (inline up to 24 bytes).
+    key: CompactString,
     /// The Service UID the generations belong to (B6's UID reset).
     service_uid: Uid,
     generations: Gens,
@@ -110,6 +163,36 @@ impl ServiceState {
     }
 }
 
+/// A table slot: one Service's state in its own block, found by its key.
+/// 8 bytes a slot (the table has up to twice as many slots as Services)
+/// where a `Box<str>` key beside the state inline took 72, plus the key's
+/// own allocation (issue 13).
+#[derive(Debug)]
+struct Slot(Box<ServiceState>);
+
+impl Borrow<str> for Slot {
+    fn borrow(&self) -> &str {
+        &self.0.key
+    }
+}
+
+impl Hash for Slot {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.key.as_str().hash(state);
+    }
+}
+
+impl PartialEq for Slot {
+    fn eq(&self, other: &Slot) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for Slot {}
+
+/// The per-Service states (a set: a state holds its key).
+type States = HashSet<Slot>;
+
 /// How long the cache may look older than our own writes before the
 /// bookkeeping is taken for wrong and dropped. Watch lag is milliseconds;
 /// what outlasts this is an API server restored from an etcd backup
@@ -139,16 +222,17 @@ impl InFlight<'_> {
         };
         // One lock: an echo arriving between ending the hold and recording
         // our generation would otherwise sync the Service for nothing.
-        let mut st = self.tracker.lock();
-        let entry = st.entry(k.into_boxed_str()).or_default();
-        let held = entry
-            .busy
-            .as_mut()
-            .and_then(|b| b.in_flight.remove(&self.uid))
-            .unwrap_or(0);
-        entry.tidy();
-        entry.generations.insert(Uid::new(&written.metadata.uid), g);
-        held > g
+        let uid = &self.uid;
+        self.tracker.upsert(&k, |entry| {
+            let held = entry
+                .busy
+                .as_mut()
+                .and_then(|b| b.in_flight.remove(uid))
+                .unwrap_or(0);
+            entry.tidy();
+            entry.generations.insert(Uid::new(&written.metadata.uid), g);
+            held > g
+        })
     }
 }
 
@@ -172,26 +256,25 @@ impl Creating<'_> {
             return false;
         };
         let uid = Uid::new(&created.metadata.uid);
-        let mut st = self.tracker.lock();
-        let entry = st.entry(k.into_boxed_str()).or_default();
-        let busy = entry.busy();
-        busy.creating = busy.creating.saturating_sub(1);
-        let mut again = busy.held_new.remove(&uid).is_some_and(|held| held > g);
-        if busy.creating == 0 && !busy.held_new.is_empty() {
-            busy.held_new.clear();
-            again = true;
-        }
-        entry.tidy();
-        entry.generations.insert(uid, g);
-        again
+        self.tracker.upsert(&k, |entry| {
+            let busy = entry.busy();
+            busy.creating = busy.creating.saturating_sub(1);
+            let mut again = busy.held_new.remove(&uid).is_some_and(|held| held > g);
+            if busy.creating == 0 && !busy.held_new.is_empty() {
+                busy.held_new.clear();
+                again = true;
+            }
+            entry.tidy();
+            entry.generations.insert(uid, g);
+            again
+        })
     }
 }
 
 impl Drop for Creating<'_> {
     fn drop(&mut self) {
         if let Some(k) = self.key.take() {
-            let mut st = self.tracker.lock();
-            if let Some(entry) = st.get_mut(k.as_str()) {
+            self.tracker.update_existing(&k, |entry| {
                 let busy = entry.busy();
                 busy.creating = busy.creating.saturating_sub(1);
                 if busy.creating == 0 {
@@ -200,7 +283,7 @@ impl Drop for Creating<'_> {
                     busy.held_new.clear();
                 }
                 entry.tidy();
-            }
+            });
         }
     }
 }
@@ -216,7 +299,7 @@ impl Drop for InFlight<'_> {
 /// Keyed by `ns/service` from the slice's service-name label.
 #[derive(Debug, Default)]
 pub struct EndpointSliceTracker {
-    state: Mutex<HashMap<Box<str>, ServiceState>>,
+    state: Mutex<States>,
 }
 
 fn generation(s: &EndpointSlice) -> i64 {
@@ -224,17 +307,40 @@ fn generation(s: &EndpointSlice) -> i64 {
 }
 
 impl EndpointSliceTracker {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Box<str>, ServiceState>> {
+    fn lock(&self) -> MutexGuard<'_, States> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `f` on the state of `key` (a new one when untracked), under the
+    /// lock. (A set has no mutable lookup: the state is taken out and put
+    /// back, its key unchanged.)
+    fn upsert<R>(&self, key: &str, f: impl FnOnce(&mut ServiceState) -> R) -> R {
+        let mut all = self.lock();
+        let mut slot = all.take(key).unwrap_or_else(|| {
+            Slot(Box::new(ServiceState {
+                key: key.into(),
+                ..ServiceState::default()
+            }))
+        });
+        let r = f(&mut slot.0);
+        all.insert(slot);
+        r
+    }
+
+    /// `f` on the state of `key` if tracked, under the lock.
+    fn update_existing<R>(&self, key: &str, f: impl FnOnce(&mut ServiceState) -> R) -> Option<R> {
+        let mut all = self.lock();
+        let mut slot = all.take(key)?;
+        let r = f(&mut slot.0);
+        all.insert(slot);
+        Some(r)
     }
 
     fn set(&self, s: &EndpointSlice, g: i64) {
         let Some(k) = service_key(s) else { return };
-        self.lock()
-            .entry(k.into_boxed_str())
-            .or_default()
-            .generations
-            .insert(Uid::new(&s.metadata.uid), g);
+        self.upsert(&k, |st| {
+            st.generations.insert(Uid::new(&s.metadata.uid), g);
+        });
     }
 
     /// We wrote `s` (as returned by the API): remember its generation.
@@ -252,12 +358,7 @@ impl EndpointSliceTracker {
         let key = service_key(s);
         let uid = Uid::new(&s.metadata.uid);
         if let Some(k) = &key {
-            self.lock()
-                .entry(k.as_str().into())
-                .or_default()
-                .busy()
-                .in_flight
-                .insert(uid.clone(), 0);
+            self.upsert(k, |st| st.busy().in_flight.insert(uid.clone(), 0));
         }
         InFlight {
             tracker: self,
@@ -277,22 +378,19 @@ impl EndpointSliceTracker {
     pub fn begin_create(&self, s: &EndpointSlice) -> Creating<'_> {
         let key = service_key(s);
         if let Some(k) = &key {
-            self.lock()
-                .entry(k.as_str().into())
-                .or_default()
-                .busy()
-                .creating += 1;
+            self.upsert(k, |st| st.busy().creating += 1);
         }
         Creating { tracker: self, key }
     }
 
     /// Stop holding events of a slice; the highest generation held.
     fn end_update(&self, key: &str, uid: &Uid) -> i64 {
-        let mut all = self.lock();
-        let Some(st) = all.get_mut(key) else { return 0 };
-        let held = st.busy.as_mut().and_then(|b| b.in_flight.remove(uid));
-        st.tidy();
-        held.unwrap_or(0)
+        self.update_existing(key, |st| {
+            let held = st.busy.as_mut().and_then(|b| b.in_flight.remove(uid));
+            st.tidy();
+            held.unwrap_or(0)
+        })
+        .unwrap_or(0)
     }
 
     /// We deleted `s`.
@@ -308,7 +406,7 @@ impl EndpointSliceTracker {
         let uid = Uid::new(&s.metadata.uid);
         self.lock()
             .get(k.as_str())
-            .is_some_and(|st| st.generations.contains(&uid))
+            .is_some_and(|st| st.0.generations.contains(&uid))
     }
 
     /// Whether an event about `s` should sync its Service: untracked
@@ -316,35 +414,33 @@ impl EndpointSliceTracker {
     pub fn should_sync(&self, s: &EndpointSlice) -> bool {
         let Some(k) = service_key(s) else { return true };
         let uid = Uid::new(&s.metadata.uid);
-        let mut st = self.lock();
-        let Some(x) = st.get_mut(k.as_str()) else {
-            return true;
-        };
-        if let Some(held) = x.busy.as_mut().and_then(|b| b.in_flight.get_mut(&uid)) {
-            *held = (*held).max(generation(s));
-            return false;
-        }
-        match x.generations.get(&uid) {
-            None => match x.busy.as_mut().filter(|b| b.creating > 0) {
-                Some(b) => {
-                    let held = b.held_new.entry_or(uid, 0);
-                    *held = (*held).max(generation(s));
-                    false
-                }
-                None => true,
-            },
-            Some(g) => generation(s) > g,
-        }
+        self.update_existing(&k, |x| {
+            if let Some(held) = x.busy.as_mut().and_then(|b| b.in_flight.get_mut(&uid)) {
+                *held = (*held).max(generation(s));
+                return false;
+            }
+            match x.generations.get(&uid) {
+                None => match x.busy.as_mut().filter(|b| b.creating > 0) {
+                    Some(b) => {
+                        let held = b.held_new.entry_or(uid, 0);
+                        *held = (*held).max(generation(s));
+                        false
+                    }
+                    None => true,
+                },
+                Some(g) => generation(s) > g,
+            }
+        })
+        .unwrap_or(true)
     }
 
     /// `s` was deleted: forget it; false when the deletion was not ours.
     pub fn handle_deletion(&self, s: &EndpointSlice) -> bool {
         let Some(k) = service_key(s) else { return true };
-        let mut st = self.lock();
         let uid = Uid::new(&s.metadata.uid);
-        match st
-            .get_mut(k.as_str())
-            .and_then(|x| x.generations.remove(&uid))
+        match self
+            .update_existing(&k, |x| x.generations.remove(&uid))
+            .flatten()
         {
             Some(g) => g == DELETION_EXPECTED,
             None => true,
@@ -364,31 +460,30 @@ impl EndpointSliceTracker {
         slices: impl IntoIterator<Item = &'a EndpointSlice>,
     ) -> bool {
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
-        let mut all = self.lock();
-        let Some(st) = all.get_mut(key.as_str()) else {
-            return false;
-        };
-        if st.service_uid.is_empty() {
-            st.service_uid = svc.metadata.uid.clone();
-        } else if svc.metadata.uid != st.service_uid {
-            st.service_uid = svc.metadata.uid.clone();
-            st.generations.clear();
-            return false;
-        }
-        let mut seen = std::collections::HashSet::new();
-        for s in slices {
-            let uid = Uid::new(&s.metadata.uid);
-            if let Some(g) = st.generations.get(&uid) {
-                if g == DELETION_EXPECTED || g > generation(s) {
-                    return true;
-                }
+        self.update_existing(&key, |st| {
+            if st.service_uid.is_empty() {
+                st.service_uid = svc.metadata.uid.clone();
+            } else if svc.metadata.uid != st.service_uid {
+                st.service_uid = svc.metadata.uid.clone();
+                st.generations.clear();
+                return false;
             }
-            seen.insert(uid);
-        }
-        st.generations
-            .0
-            .iter()
-            .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid))
+            let mut seen = HashSet::new();
+            for s in slices {
+                let uid = Uid::new(&s.metadata.uid);
+                if let Some(g) = st.generations.get(&uid) {
+                    if g == DELETION_EXPECTED || g > generation(s) {
+                        return true;
+                    }
+                }
+                seen.insert(uid);
+            }
+            st.generations
+                .as_slice()
+                .iter()
+                .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid))
+        })
+        .unwrap_or(false)
     }
 
     /// [`EndpointSliceTracker::stale_slices`] with a bound: a Service whose
@@ -402,41 +497,40 @@ impl EndpointSliceTracker {
     ) -> bool {
         let stale = self.stale_slices(svc, slices);
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
-        let mut all = self.lock();
-        let Some(st) = all.get_mut(key.as_str()) else {
-            return stale;
-        };
-        if !stale {
-            if let Some(b) = st.busy.as_mut() {
-                b.stale_since = None;
+        self.update_existing(&key, |st| {
+            if !stale {
+                if let Some(b) = st.busy.as_mut() {
+                    b.stale_since = None;
+                }
+                st.tidy();
+                return false;
             }
+            let since = *st.busy().stale_since.get_or_insert(now);
+            if now.saturating_duration_since(since) < STALE_GIVE_UP {
+                return true;
+            }
+            log::warn!(
+                "EndpointSlice cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
+                STALE_GIVE_UP.as_secs()
+            );
+            st.generations.clear();
+            st.busy().stale_since = None;
             st.tidy();
-            return false;
-        }
-        let since = *st.busy().stale_since.get_or_insert(now);
-        if now.saturating_duration_since(since) < STALE_GIVE_UP {
-            return true;
-        }
-        log::warn!(
-            "EndpointSlice cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
-            STALE_GIVE_UP.as_secs()
-        );
-        st.generations.clear();
-        st.busy().stale_since = None;
-        st.tidy();
-        false
+            false
+        })
+        .unwrap_or(stale)
     }
 
     /// Remember which Service UID the tracked generations belong to (called
     /// before a sync writes).
     pub fn set_service_uid(&self, svc: &Service) {
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
-        let mut all = self.lock();
-        let st = all.entry(key.into_boxed_str()).or_default();
-        if svc.metadata.uid != st.service_uid {
-            st.service_uid = svc.metadata.uid.clone();
-            st.generations.clear();
-        }
+        self.upsert(&key, |st| {
+            if svc.metadata.uid != st.service_uid {
+                st.service_uid = svc.metadata.uid.clone();
+                st.generations.clear();
+            }
+        });
     }
 }
 
@@ -463,6 +557,58 @@ mod tests {
         s.metadata.name = "svc".into();
         s.metadata.uid = uid.into();
         s
+    }
+
+    #[test]
+    fn a_slot_is_a_pointer_and_a_state_88_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 8);
+        assert_eq!(std::mem::size_of::<Gens>(), 32);
+        // 88 + 8 rounds up to the same 96-byte glibc chunk as 80 did.
+        assert_eq!(std::mem::size_of::<ServiceState>(), 88);
+        let t = EndpointSliceTracker::default();
+        t.set_service_uid(&svc("u1"));
+        t.update(&slice("a", 1));
+        let all = t.lock();
+        assert_eq!(all.len(), 1, "one state per Service, found by its key");
+        let st = all.get("ns/svc").expect("tracked");
+        assert_eq!(st.0.key, "ns/svc");
+        assert!(st.0.generations.contains(&Uid::new("a")));
+    }
+
+    /// Inserts, updates and removals keep the UIDs sorted, one slice
+    /// inline and more in a block.
+    #[test]
+    fn gens_table() {
+        let u = |s: &str| Uid::new(s);
+        let mut g = Gens::default();
+        assert_eq!(g.remove(&u("a")), None);
+        g.insert(u("b"), 2);
+        assert!(matches!(g, Gens::One(_)));
+        *g.entry_or(u("b"), 0) += 1;
+        assert_eq!(g.get(&u("b")), Some(3));
+        g.insert(u("c"), 4);
+        g.insert(u("a"), 1);
+        let uids: Vec<String> = g
+            .as_slice()
+            .iter()
+            .map(|e| e.0.as_str().to_string())
+            .collect();
+        assert_eq!(uids, ["a", "b", "c"]);
+        assert_eq!(*g.entry_or(u("c"), 9), 4, "present: kept");
+        if let Some(x) = g.get_mut(&u("a")) {
+            *x = -1;
+        }
+        assert_eq!(g.get(&u("a")), Some(-1));
+        assert_eq!(g.remove(&u("b")), Some(3));
+        assert!(matches!(g, Gens::Many(_)));
+        assert_eq!(g.remove(&u("a")), Some(-1));
+        assert!(matches!(g, Gens::One(_)), "back inline");
+        assert!(g.contains(&u("c")) && !g.contains(&u("a")));
+        assert_eq!(g.remove(&u("c")), Some(4));
+        assert!(g.is_empty() && matches!(g, Gens::Empty));
+        g.insert(u("z"), 1);
+        g.clear();
+        assert!(g.is_empty());
     }
 
     /// The echo of our own update, seen before the update's response, does
