@@ -335,25 +335,28 @@ fn decode_page<T: DeserializeOwned, R: Read>(
     // item caps.
     let kept = LIST_PAGE.with(|c| c.borrow_mut().take());
     let mut page = kept.or_else(|| crate::memory::PageBuf::new(page_max));
-    let res = match &mut page {
+    let whole = match &mut page {
         Some(page) => {
             page.clear();
-            match page.fill(&mut capped) {
-                Err(e) => Err(serde_json::Error::io(e)),
-                Ok(true) => {
-                    let mut de = serde_json::Deserializer::from_slice(page.as_slice());
-                    seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l))
-                }
-                Ok(false) => {
-                    let rest = std::io::Cursor::new(page.as_slice()).chain(&mut capped);
-                    let reader = BufReader::with_capacity(64 * 1024, rest);
-                    let mut de = serde_json::Deserializer::from_reader(reader);
-                    seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l))
-                }
-            }
+            page.fill(&mut capped)
         }
-        None => {
-            let reader = BufReader::with_capacity(64 * 1024, capped);
+        // No mapping: stream it all.
+        None => Ok(false),
+    };
+    // One streaming instantiation of every item type's decoder (the
+    // sliced one is shared with the watches): the binary and its resident
+    // text stay as they were.
+    let res = match whole {
+        Err(e) => Err(serde_json::Error::io(e)),
+        Ok(true) => {
+            let bytes = page.as_ref().map_or(&[][..], |p| p.as_slice());
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l))
+        }
+        Ok(false) => {
+            let head = page.as_ref().map_or(&[][..], |p| p.as_slice());
+            let rest = std::io::Cursor::new(head).chain(&mut capped);
+            let reader = BufReader::with_capacity(64 * 1024, rest);
             let mut de = serde_json::Deserializer::from_reader(reader);
             seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l))
         }
