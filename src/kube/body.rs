@@ -8,8 +8,13 @@
 //! memory of the machine. A body cut off mid-read (early EOF, read timeout,
 //! reset) is a retryable transport error, not a decode error.
 //!
+//! A small body (up to 256 KiB) is read whole into a per-thread buffer and
+//! a LIST page (up to 8 MiB) into its own mapping (`memory::PageBuf`), both
+//! then parsed from the slice; anything larger is decoded while the rest
+//! streams in, so no body is ever buffered beyond those sizes.
+//!
 //! Owns only the reading and the error classification; must never buffer a
-//! whole body (it decodes while the bytes stream in) and never retry.
+//! body past those sizes and never retry.
 
 use super::error::Error;
 use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -297,20 +302,70 @@ pub fn decode_list<T: DeserializeOwned, R: Read>(
     limits: &BodyLimits,
     pool: &AtomicU64,
 ) -> Result<ListBody<T>, Error> {
+    decode_page(body, what, server, limits, pool, WHOLE_PAGE_MAX)
+}
+
+/// [`decode_list`] with pages up to `page_max` bytes read whole.
+fn decode_page<T: DeserializeOwned, R: Read>(
+    body: R,
+    what: &str,
+    server: &str,
+    limits: &BodyLimits,
+    pool: &AtomicU64,
+    page_max: usize,
+) -> Result<ListBody<T>, Error> {
     let charge = Charge::new(pool, limits.max_bytes);
-    let reader = BufReader::with_capacity(
-        64 * 1024,
-        CappedReader::new(body, limits.max_bytes, &charge),
-    );
+    let mut capped = CappedReader::new(body, limits.max_bytes, &charge);
     let overflow = Overflow::default();
-    let mut de = serde_json::Deserializer::from_reader(reader);
     let seed = ListSeed::<T> {
         max_items: limits.max_items,
         overflow: &overflow,
         charge: &charge,
         _t: PhantomData,
     };
-    let res = seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l));
+    // A page up to `page_max` is read whole and parsed from the slice:
+    // strings are then scanned in place instead of being copied byte by
+    // byte through a reader (the pods' LIST is on the cold-start critical
+    // path; measured in the commit that made it so). The buffer is its own
+    // mapping (see `memory::PageBuf`), kept by this thread while the LIST
+    // goes on (the next page then writes over pages already resident
+    // instead of faulting in fresh ones) and unmapped after its last page
+    // or a failure. A larger page goes on streaming after what was read,
+    // as before, so a hostile endless body still stops at the byte and
+    // item caps.
+    let kept = LIST_PAGE.with(|c| c.borrow_mut().take());
+    let mut page = kept.or_else(|| crate::memory::PageBuf::new(page_max));
+    let whole = match &mut page {
+        Some(page) => {
+            page.clear();
+            page.fill(&mut capped)
+        }
+        // No mapping: stream it all.
+        None => Ok(false),
+    };
+    // One streaming instantiation of every item type's decoder (the
+    // sliced one is shared with the watches): the binary and its resident
+    // text stay as they were.
+    let res = match whole {
+        Err(e) => Err(serde_json::Error::io(e)),
+        Ok(true) => {
+            let bytes = page.as_ref().map_or(&[][..], |p| p.as_slice());
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l))
+        }
+        Ok(false) => {
+            let head = page.as_ref().map_or(&[][..], |p| p.as_slice());
+            let rest = std::io::Cursor::new(head).chain(&mut capped);
+            let reader = BufReader::with_capacity(64 * 1024, rest);
+            let mut de = serde_json::Deserializer::from_reader(reader);
+            seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l))
+        }
+    };
+    let more = res.as_ref().is_ok_and(|l| l.continue_token.is_some());
+    let whole = page.as_ref().is_some_and(|p| p.as_slice().len() < page_max);
+    if more && whole {
+        LIST_PAGE.with(|c| *c.borrow_mut() = page);
+    }
     res.map_err(|e| {
         classify(
             e,
@@ -322,6 +377,19 @@ pub fn decode_list<T: DeserializeOwned, R: Read>(
         )
     })
 }
+
+thread_local! {
+    /// The LIST page buffer of this thread, between the pages of one LIST
+    /// (see [`decode_list`]).
+    static LIST_PAGE: std::cell::RefCell<Option<crate::memory::PageBuf>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// LIST pages up to this size are read whole before parsing (address
+/// space only until written: see [`crate::memory::PageBuf`]); larger ones
+/// are parsed as they stream. 500 real pods with managed fields are a few
+/// MiB.
+const WHOLE_PAGE_MAX: usize = 8 << 20;
 
 struct ListSeed<'a, T> {
     max_items: usize,

@@ -2,10 +2,11 @@
 //! patch/delete over any [`Resource`], sharing one transport (agents, token
 //! bucket, metrics) between all clones.
 //!
-//! LIST bodies are deserialised straight from the socket (capped in bytes
-//! and items, no intermediate `Value`); watches are handed out as [`WatchStream`]s. Must
-//! never retry a watch (the informer owns that policy) and never buffer a
-//! response it can stream.
+//! LIST bodies are deserialised straight into typed items (capped in bytes
+//! and items, no intermediate `Value`; `body` reads a page of up to 8 MiB
+//! whole first, and streams anything larger); watches are handed out as
+//! [`WatchStream`]s. Must never retry a watch (the informer owns that
+//! policy) and never buffer a response beyond `body`'s sizes.
 
 use super::body;
 use super::config::ClientConfig;
@@ -139,7 +140,7 @@ impl Client {
         })
     }
 
-    /// LIST one page, decoded while it streams in.
+    /// LIST one page (read whole up to 8 MiB, streamed beyond).
     pub fn list<T: Object>(
         &self,
         r: &Resource,

@@ -31,38 +31,50 @@ enum Repr {
 /// Byte offsets of the dashes in a canonical UUID's text.
 const DASHES: [usize; 4] = [8, 13, 18, 23];
 
-/// Byte offsets of the 32 hex digits in a canonical UUID's text.
-const DIGITS: [usize; 32] = {
-    let mut d = [0; 32];
-    let (mut i, mut k) = (0, 0);
-    while i < 36 {
-        if i != 8 && i != 13 && i != 18 && i != 23 {
-            d[k] = i;
-            k += 1;
-        }
+/// Offsets of each byte's two hex digits in a canonical UUID's text
+/// (8-4-4-4-12 digits between the [`DASHES`]). Both hot loops run over it
+/// with a constant trip count, which the compiler unrolls with the
+/// offsets folded in (no bounds checks).
+const PAIRS: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+/// Each byte's hex digit value, or 0xFF for anything but `0-9a-f`.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0xFF; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
         i += 1;
     }
-    d
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
 };
 
-fn hex(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    }
-}
-
+/// A canonical UUID text's 16 bytes. Hot (every `targetRef.uid` of every
+/// Endpoints and slice watch event): one table look-up per digit and a
+/// single validity test at the end.
 fn parse_uuid(s: &str) -> Option<[u8; 16]> {
-    let b = s.as_bytes();
-    if b.len() != 36 || DASHES.iter().any(|&i| b[i] != b'-') {
+    let b: &[u8; 36] = s.as_bytes().try_into().ok()?;
+    if DASHES.iter().any(|&i| b[i] != b'-') {
         return None;
     }
     let mut out = [0u8; 16];
-    for (o, d) in out.iter_mut().zip(DIGITS.chunks_exact(2)) {
-        *o = (hex(b[d[0]])? << 4) | hex(b[d[1]])?;
+    let mut bad = 0u8;
+    let mut k = 0;
+    while k < 16 {
+        let p = PAIRS[k];
+        let (hi, lo) = (
+            HEX_VALUE[usize::from(b[p])],
+            HEX_VALUE[usize::from(b[p + 1])],
+        );
+        bad |= hi | lo;
+        out[k] = (hi << 4) | (lo & 15);
+        k += 1;
     }
-    Some(out)
+    (bad & 0xF0 == 0).then_some(out)
 }
 
 /// A UID's text, formatted on the stack when it is stored as bytes.
@@ -116,9 +128,12 @@ impl Uid {
             Repr::Uuid(b) => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 let mut buf = [b'-'; 36];
-                for (byte, d) in b.iter().zip(DIGITS.chunks_exact(2)) {
-                    buf[d[0]] = HEX[usize::from(byte >> 4)];
-                    buf[d[1]] = HEX[usize::from(byte & 15)];
+                let mut k = 0;
+                while k < 16 {
+                    let p = PAIRS[k];
+                    buf[p] = HEX[usize::from(b[k] >> 4)];
+                    buf[p + 1] = HEX[usize::from(b[k] & 15)];
+                    k += 1;
                 }
                 UidStr(UidStrRepr::Buf(buf))
             }
@@ -293,6 +308,40 @@ mod tests {
         assert!(serde_json::from_str::<Uid>("3").is_err());
         assert!(Uid::new(U) != "6F1C2A7E-3B4D-4C5E-9F60-0123456789AB");
         assert!(Uid::new("x") != U);
+    }
+
+    #[test]
+    fn parse_uuid_takes_exactly_lowercase_hex_and_dashes() {
+        assert_eq!(
+            parse_uuid(U),
+            Some([
+                0x6f, 0x1c, 0x2a, 0x7e, 0x3b, 0x4d, 0x4c, 0x5e, 0x9f, 0x60, 0x01, 0x23, 0x45, 0x67,
+                0x89, 0xab
+            ])
+        );
+        // PAIRS: the 32 digits, two by two, around the dashes.
+        let mut digits: Vec<usize> = PAIRS.iter().flat_map(|&p| [p, p + 1]).collect();
+        digits.extend(DASHES);
+        digits.sort_unstable();
+        assert_eq!(digits, (0..36).collect::<Vec<_>>());
+        // Every byte value at every position: only 0-9a-f (or the dash in
+        // a dash's place) keep it canonical.
+        for pos in 0..36 {
+            for c in 0..=255u8 {
+                let mut t = U.as_bytes().to_vec();
+                t[pos] = c;
+                let Ok(t) = String::from_utf8(t) else {
+                    continue;
+                };
+                let ok = if DASHES.contains(&pos) {
+                    c == b'-'
+                } else {
+                    c.is_ascii_digit() || (b'a'..=b'f').contains(&c)
+                };
+                assert_eq!(parse_uuid(&t).is_some(), ok, "{t:?}");
+                assert_eq!(&*Uid::new(&t).as_str(), t.as_str());
+            }
+        }
     }
 
     #[test]

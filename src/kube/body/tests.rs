@@ -269,3 +269,95 @@ fn small_bodies_are_read_whole_and_large_ones_streamed_alike() {
         assert!(matches!(e, Error::TooLarge { .. }), "pad {pad}: {e:?}");
     }
 }
+
+/// `n` small pods as a LIST page, with a continue token or without.
+fn pod_page(n: usize, cont: Option<&str>) -> Vec<u8> {
+    let items: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"metadata":{{"name":"p{i}","namespace":"x"}}}}"#))
+        .collect();
+    let cont = cont.map_or(String::new(), |c| format!(r#","continue":"{c}""#));
+    format!(
+        r#"{{"kind":"PodList","metadata":{{"resourceVersion":"9"{cont}}},"items":[{}]}}"#,
+        items.join(",")
+    )
+    .into_bytes()
+}
+
+fn kept_page() -> bool {
+    LIST_PAGE.with(|c| c.borrow().is_some())
+}
+
+#[test]
+fn pages_read_whole_or_streamed_past_the_page_size_decode_alike() {
+    let body = pod_page(200, Some("c"));
+    for page_max in [1, 100, body.len() - 1, body.len(), body.len() + 1, 1 << 20] {
+        let l = decode_page::<Pod, _>(
+            Cursor::new(&body),
+            "list pods",
+            "s",
+            &BodyLimits::default(),
+            &AtomicU64::new(0),
+            page_max,
+        )
+        .expect("decodes");
+        assert_eq!(l.items.len(), 200, "{page_max}");
+        assert_eq!(l.items[199].metadata.name.as_str(), "p199");
+        assert_eq!(l.resource_version, "9");
+        assert_eq!(l.continue_token.as_deref(), Some("c"));
+        // Kept for the next page only if the page fitted.
+        assert_eq!(kept_page(), page_max > body.len(), "{page_max}");
+        LIST_PAGE.with(|c| *c.borrow_mut() = None);
+        // The caps hold on both paths.
+        let e = decode_page::<Pod, _>(
+            Cursor::new(&body),
+            "list pods",
+            "s",
+            &limits(body.len() as u64 - 1, 1000),
+            &AtomicU64::new(0),
+            page_max,
+        )
+        .expect_err("over the byte cap");
+        assert!(matches!(e, Error::TooLarge { .. }), "{page_max}: {e:?}");
+        let e = decode_page::<Pod, _>(
+            Cursor::new(&body),
+            "list pods",
+            "s",
+            &limits(1 << 30, 199),
+            &AtomicU64::new(0),
+            page_max,
+        )
+        .expect_err("over the item cap");
+        assert!(e.to_string().contains("199 items"), "{page_max}: {e}");
+        assert!(!kept_page(), "released after a failure");
+    }
+}
+
+#[test]
+fn the_page_buffer_is_kept_between_pages_and_released_after_the_last() {
+    let pool = AtomicU64::new(0);
+    let one = |body: Vec<u8>| {
+        decode_list::<Pod, _>(
+            Cursor::new(body),
+            "list pods",
+            "s",
+            &BodyLimits::default(),
+            &pool,
+        )
+    };
+    assert!(!kept_page());
+    let first = one(pod_page(300, Some("c1"))).expect("first");
+    assert_eq!(first.items.len(), 300);
+    assert!(kept_page(), "more pages follow");
+    // A shorter page over the kept buffer: nothing of the longer one left.
+    let second = one(pod_page(2, Some("c2"))).expect("second");
+    assert_eq!(second.items.len(), 2);
+    assert!(kept_page());
+    assert!(one(b"{not json".to_vec()).is_err());
+    assert!(!kept_page(), "released after a failure");
+    one(pod_page(1, Some("c3"))).expect("again");
+    let last = one(pod_page(3, None)).expect("last");
+    assert_eq!(last.items.len(), 3);
+    assert_eq!(last.continue_token, None);
+    assert!(!kept_page(), "released after the last page");
+    assert_eq!(pool.load(Ordering::SeqCst), 0);
+}
