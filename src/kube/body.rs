@@ -201,6 +201,35 @@ pub fn decode<T: DeserializeOwned, R: Read>(
     limits: &BodyLimits,
     pool: &AtomicU64,
 ) -> Result<T, Error> {
+    decode_part(body, Part::Whole, what, server, limits, pool)
+}
+
+/// What of a response body to decode into `T`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The whole object.
+    Whole,
+    /// Only its top-level `metadata` (for `T` = `model::MetaOnly`): in a
+    /// small body the `metadata` value is found by [`metadata_span`] and
+    /// only it is parsed; what follows it (a write's echoed endpoints,
+    /// about 44 k instructions per 2.5 KB slice through serde's skipping)
+    /// is not read. Anything unexpected before it, or a span serde refuses,
+    /// falls back to decoding the whole body (its error then is the one
+    /// reported), so a body this accepts that [`Part::Whole`] would refuse
+    /// can only be one whose flaw lies after a well-formed `metadata`
+    /// (or repeats the key: the first is taken).
+    Metadata,
+}
+
+/// [`decode`], decoding `part` of the body.
+pub fn decode_part<T: DeserializeOwned, R: Read>(
+    body: R,
+    part: Part,
+    what: &str,
+    server: &str,
+    limits: &BodyLimits,
+    pool: &AtomicU64,
+) -> Result<T, Error> {
     let charge = Charge::new(pool, limits.max_bytes);
     let mut capped = CappedReader::new(body, limits.max_bytes, &charge);
     // A small body (every write response) is read whole and parsed from
@@ -220,7 +249,13 @@ pub fn decode<T: DeserializeOwned, R: Read>(
             .map_err(serde_json::Error::io);
         match read {
             Err(e) => Err(e),
-            Ok(n) if n < WHOLE_BODY_MAX => serde_json::from_slice(buf),
+            Ok(n) if n < WHOLE_BODY_MAX => match part {
+                Part::Metadata => match metadata_only(buf) {
+                    Some(t) => Ok(t),
+                    None => serde_json::from_slice(buf),
+                },
+                Part::Whole => serde_json::from_slice(buf),
+            },
             Ok(_) => {
                 let rest = std::io::Cursor::new(std::mem::take(buf)).chain(&mut capped);
                 serde_json::from_reader(BufReader::with_capacity(64 * 1024, rest))
@@ -228,6 +263,124 @@ pub fn decode<T: DeserializeOwned, R: Read>(
         }
     });
     res.map_err(|e| classify(e, what, server, limits, charge.is_over(), false))
+}
+
+/// `T` decoded from `{"metadata":<the body's metadata value>}`, or
+/// `None` (decode the whole body instead) when the span is not found or
+/// does not decode.
+fn metadata_only<T: DeserializeOwned>(body: &[u8]) -> Option<T> {
+    let span = metadata_span(body)?;
+    let mut wrapped = Vec::with_capacity(span.len() + 13);
+    wrapped.extend_from_slice(b"{\"metadata\":");
+    wrapped.extend_from_slice(span);
+    wrapped.push(b'}');
+    serde_json::from_slice(&wrapped).ok()
+}
+
+/// The bytes of the top-level `"metadata"` value of the JSON object in
+/// `body`, found by skipping the members before it without parsing them
+/// (the API server writes `kind`, `apiVersion`, then `metadata`) and not
+/// looking at anything after it. `None` when unsure: not an object, a key
+/// with an escape, no `metadata`, nesting deeper than serde_json allows,
+/// or anything else unexpected.
+pub(crate) fn metadata_span(body: &[u8]) -> Option<&[u8]> {
+    let mut i = skip_ws(body, 0);
+    if body.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(body, i);
+        if body.get(i) != Some(&b'"') {
+            return None;
+        }
+        let start = i + 1;
+        let end = start
+            + body
+                .get(start..)?
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\')?;
+        if body[end] == b'\\' {
+            return None;
+        }
+        let key = &body[start..end];
+        i = skip_ws(body, end + 1);
+        if body.get(i) != Some(&b':') {
+            return None;
+        }
+        let value = skip_ws(body, i + 1);
+        let after = skip_value(body, value)?;
+        if key == b"metadata" {
+            return Some(&body[value..after]);
+        }
+        i = skip_ws(body, after);
+        if body.get(i) != Some(&b',') {
+            return None;
+        }
+        i += 1;
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// serde_json's own nesting limit.
+const MAX_DEPTH: usize = 128;
+
+/// The index just past the JSON value starting at `i`, skipped by its
+/// delimiters only (strings with their escapes, brackets by depth).
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => skip_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match *b.get(j)? {
+                    b'"' => {
+                        j = skip_string(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => {
+                        depth += 1;
+                        if depth > MAX_DEPTH {
+                            return None;
+                        }
+                    }
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let n = b[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))?;
+            (n > 0).then_some(i + n)
+        }
+    }
+}
+
+/// The index just past the string starting (with its quote) at `i`.
+fn skip_string(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        match *b.get(j)? {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
 }
 
 thread_local! {

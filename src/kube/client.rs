@@ -111,11 +111,17 @@ impl Client {
     }
 
     fn run<T: DeserializeOwned>(&self, req: Req<'_>) -> Result<T, Error> {
+        self.run_as(req, body::Part::Whole)
+    }
+
+    /// [`Client::run`], decoding `part` of the response body.
+    fn run_as<T: DeserializeOwned>(&self, req: Req<'_>, part: body::Part) -> Result<T, Error> {
         let what = format!("{} {}", req.verb.as_str(), req.resource.label());
         let resp = self.t.execute(&req)?;
         let body = resp.into_body().into_reader();
-        body::decode(
+        body::decode_part(
             body,
+            part,
             &what,
             &self.t.server,
             &self.t.body_limits,
@@ -214,8 +220,10 @@ impl Client {
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn write<T: Object, B: Serialize + ?Sized>(
         &self,
+        part: body::Part,
         verb: Verb,
         method: &'static str,
         path: String,
@@ -228,16 +236,19 @@ impl Client {
                 what: format!("{} {} request body", verb.as_str(), r.label()),
                 detail: e.to_string(),
             })?;
-            self.run(Req {
-                verb,
-                resource: r,
-                method,
-                path_and_query: path,
-                payload: Some(Payload {
-                    content_type,
-                    bytes,
-                }),
-            })
+            self.run_as(
+                Req {
+                    verb,
+                    resource: r,
+                    method,
+                    path_and_query: path,
+                    payload: Some(Payload {
+                        content_type,
+                        bytes,
+                    }),
+                },
+                part,
+            )
         })
     }
 
@@ -250,7 +261,15 @@ impl Client {
         obj: &T,
     ) -> Result<T, Error> {
         let path = r.path(namespace.or(obj.namespace()), None, None);
-        self.write(Verb::Create, "POST", path, r, "application/json", obj)
+        self.write(
+            body::Part::Whole,
+            Verb::Create,
+            "POST",
+            path,
+            r,
+            "application/json",
+            obj,
+        )
     }
 
     /// PUT an object (optimistic concurrency through its resourceVersion).
@@ -273,7 +292,15 @@ impl Client {
         obj: &T,
     ) -> Result<MetaOnly, Error> {
         let path = r.path(namespace.or(obj.namespace()), None, None);
-        self.write(Verb::Create, "POST", path, r, "application/json", obj)
+        self.write(
+            body::Part::Metadata,
+            Verb::Create,
+            "POST",
+            path,
+            r,
+            "application/json",
+            obj,
+        )
     }
 
     /// PUT like [`Client::update`], decoding only the metadata of what the
@@ -286,7 +313,15 @@ impl Client {
     ) -> Result<MetaOnly, Error> {
         let ns = namespace.or(obj.namespace());
         let path = r.path(ns, Some(named(r, obj.name())?), None);
-        self.write(Verb::Update, "PUT", path, r, "application/json", obj)
+        self.write(
+            body::Part::Metadata,
+            Verb::Update,
+            "PUT",
+            path,
+            r,
+            "application/json",
+            obj,
+        )
     }
 
     /// PUT the `status` subresource.
@@ -309,7 +344,15 @@ impl Client {
     ) -> Result<T, Error> {
         let ns = namespace.or(obj.namespace());
         let path = r.path(ns, Some(named(r, obj.name())?), subresource);
-        self.write(Verb::Update, "PUT", path, r, "application/json", obj)
+        self.write(
+            body::Part::Whole,
+            Verb::Update,
+            "PUT",
+            path,
+            r,
+            "application/json",
+            obj,
+        )
     }
 
     /// PATCH an object with a merge, JSON or strategic-merge patch.
@@ -322,7 +365,15 @@ impl Client {
         patch: &B,
     ) -> Result<T, Error> {
         let path = r.path(namespace, Some(named(r, name)?), None);
-        self.write(Verb::Patch, "PATCH", path, r, kind.content_type(), patch)
+        self.write(
+            body::Part::Whole,
+            Verb::Patch,
+            "PATCH",
+            path,
+            r,
+            kind.content_type(),
+            patch,
+        )
     }
 
     /// DELETE an object, optionally only if its UID / resourceVersion still

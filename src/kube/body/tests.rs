@@ -361,3 +361,97 @@ fn the_page_buffer_is_kept_between_pages_and_released_after_the_last() {
     assert!(!kept_page(), "released after the last page");
     assert_eq!(pool.load(Ordering::SeqCst), 0);
 }
+
+#[test]
+fn metadata_span_finds_the_top_level_metadata_or_says_unsure() {
+    let cases: &[(&str, Option<&str>)] = &[
+        (
+            r#"{"kind":"Endpoints","apiVersion":"v1","metadata":{"name":"a"},"subsets":[]}"#,
+            Some(r#"{"name":"a"}"#),
+        ),
+        (
+            " {\n \"metadata\" :\t{\"name\":\"}{\\\"\"} , \"x\":1}",
+            Some(r#"{"name":"}{\""}"#),
+        ),
+        (
+            r#"{"a":{"metadata":{"x":1}},"b":["metadata",{"c":[1,{"d":"]"}]}],"n":-1.5e3,"t":true,"z":null,"metadata":{"uid":"u"}}"#,
+            Some(r#"{"uid":"u"}"#),
+        ),
+        (r#"{"metadata":null}"#, Some("null")),
+        (r#"{"kind":"Status","code":200}"#, None),
+        (r#"{}"#, None),
+        (r#"[{"metadata":{}}]"#, None),
+        (r#"{"meta\u0064ata":{"name":"a"}}"#, None),
+        (r#"{"kind":"x" "metadata":{}}"#, None),
+        (r#"{"kind":,"metadata":{}}"#, None),
+        (r#"{"kind":"unterminated"#, None),
+        (r#"{"metadata":{"name":"a""#, None),
+        ("", None),
+    ];
+    for (body, want) in cases {
+        let got = metadata_span(body.as_bytes()).map(|s| std::str::from_utf8(s).expect("utf-8"));
+        assert_eq!(got, *want, "{body}");
+    }
+    let deep = format!(
+        r#"{{"a":{}{},"metadata":{{}}}}"#,
+        "[".repeat(129),
+        "]".repeat(129)
+    );
+    assert_eq!(
+        metadata_span(deep.as_bytes()),
+        None,
+        "deeper than serde_json allows"
+    );
+    let ok = format!(
+        r#"{{"a":{}{},"metadata":{{}}}}"#,
+        "[".repeat(128),
+        "]".repeat(128)
+    );
+    assert_eq!(metadata_span(ok.as_bytes()), Some(&b"{}"[..]));
+}
+
+#[test]
+fn a_metadata_only_decode_equals_the_whole_decode_and_falls_back_when_unsure() {
+    use crate::model::MetaOnly;
+    let pool = AtomicU64::new(0);
+    let l = limits(1 << 20, 100);
+    let dec = |body: &str, part: Part| {
+        decode_part::<MetaOnly, _>(
+            Cursor::new(body.as_bytes().to_vec()),
+            part,
+            "PUT x",
+            "s",
+            &l,
+            &pool,
+        )
+    };
+    for body in [
+        r#"{"kind":"EndpointSlice","apiVersion":"discovery.k8s.io/v1","metadata":{"name":"s","namespace":"ns","uid":"6b1f7f4e-9d7c-4d0e-8a40-0f9d3c0c9a11","resourceVersion":"42","generation":3,"creationTimestamp":"2026-01-01T00:00:00Z","labels":{"a":"b"},"annotations":{"x":"y"},"ownerReferences":[{"apiVersion":"v1","kind":"Service","name":"s","uid":"u","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"m"}],"finalizers":["f"]},"addressType":"IPv4","endpoints":[{"addresses":["10.0.0.1"]}],"ports":[]}"#,
+        r#"{"apiVersion":"v1","kind":"Endpoints","subsets":[{"addresses":[{"ip":"10.0.0.1"}]}],"metadata":{"name":"e","resourceVersion":"7"}}"#,
+        r#"{"metadata":null,"subsets":[]}"#,
+        r#"{"kind":"Endpoints"}"#,
+        r#"{"meta\u0064ata":{"name":"escaped","resourceVersion":"9"}}"#,
+    ] {
+        let fast = dec(body, Part::Metadata).expect(body);
+        let whole = dec(body, Part::Whole).expect(body);
+        assert_eq!(fast, whole, "{body}");
+    }
+    // A metadata value serde refuses: the whole body is decoded and its
+    // error reported, as before.
+    let bad = r#"{"metadata":{"name":1},"subsets":[]}"#;
+    let (fast, whole) = (dec(bad, Part::Metadata), dec(bad, Part::Whole));
+    assert_eq!(
+        fast.expect_err("bad name").to_string(),
+        whole.expect_err("bad name").to_string()
+    );
+    // A flaw after a good metadata is not read.
+    let tail = r#"{"metadata":{"name":"a","resourceVersion":"5"},"subsets":[oops"#;
+    assert!(dec(tail, Part::Whole).is_err());
+    assert_eq!(
+        dec(tail, Part::Metadata)
+            .expect("metadata only")
+            .metadata
+            .resource_version(),
+        "5"
+    );
+}
