@@ -164,7 +164,7 @@ pub const MAX_EVENT_LINE: usize = 16 * 1024 * 1024;
 
 /// Decode one event line (without or with its trailing newline).
 pub fn decode_event<T: DeserializeOwned>(line: &[u8]) -> Result<WatchEvent<T>, Error> {
-    serde_json::from_slice::<Wire<T>>(line)
+    super::body::from_json_bytes::<Wire<T>>(line)
         .map(|w| w.0)
         .map_err(|e| Error::Decode {
             what: "watch event".into(),

@@ -455,3 +455,30 @@ fn a_metadata_only_decode_equals_the_whole_decode_and_falls_back_when_unsure() {
         "5"
     );
 }
+
+#[test]
+fn json_text_checks_utf8_once_and_keeps_a_cut_body_an_end_of_input() {
+    use serde_json::error::Category;
+    assert_eq!(
+        json_text("{\"a\":\"é\"}".as_bytes()).expect("valid"),
+        "{\"a\":\"é\"}"
+    );
+    let bad = b"{\"a\":\"\xff\"}";
+    let e = json_text(bad).expect_err("invalid");
+    assert!(e.to_string().contains("invalid UTF-8 at byte 6"), "{e}");
+    assert!(
+        serde_json::from_slice::<serde_json::Value>(bad).is_err(),
+        "serde refuses it too"
+    );
+    // Cut inside the two-byte "é": the complete prefix, which ends early.
+    let cut = &"{\"a\":\"é\"}".as_bytes()[..7];
+    assert_eq!(json_text(cut).expect("prefix"), "{\"a\":\"");
+    let e = from_json_bytes::<serde_json::Value>(cut).expect_err("cut");
+    assert_eq!(e.classify(), Category::Eof);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(cut)
+            .expect_err("cut")
+            .classify(),
+        Category::Eof
+    );
+}
