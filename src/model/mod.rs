@@ -41,6 +41,7 @@ pub use endpointslice::{
     EndpointSlicePort, ForNode, ForZone,
 };
 pub use event::{Event, EventSeries};
+pub use intern::ThinSlice;
 pub use intern::{intern, IStr};
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};
