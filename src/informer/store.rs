@@ -6,7 +6,10 @@
 //! `HashTable`s of `Arc<T>` hashed and compared on the object's own
 //! namespace and name, so no `ns/name` String is kept per object and an
 //! entry is one pointer (8 bytes) instead of a key and a value; a bucket
-//! holding a single object keeps it inline, without a table.
+//! holding a single object keeps it inline, without a table. The map is
+//! one table per namespace, which is the namespace index too: a pod
+//! costs one table slot, not two (for 10,000 pods in one namespace a
+//! second 16,384-slot table, ~147 KB).
 //!
 //! CPU (issue 13): an object's index values are composed in one reused
 //! buffer to find its buckets, so a write allocates only for a bucket it
@@ -260,7 +263,13 @@ struct Index<T> {
 #[derive(Debug)]
 struct Inner<T> {
     keyed: Keyed,
-    items: Table<T>,
+    /// The objects, one table per namespace ("" for cluster-scoped
+    /// objects); a namespace's table is dropped with its last object.
+    /// Doubles as the [`IndexKey::Namespace`] index.
+    spaces: HashMap<Box<str>, Table<T>>,
+    /// Number of objects (over every namespace).
+    len: usize,
+    /// The indexes other than [`IndexKey::Namespace`].
     indexes: Vec<Index<T>>,
     /// resourceVersion of the last list, event or bookmark applied.
     resource_version: String,
@@ -269,12 +278,23 @@ struct Inner<T> {
 }
 
 impl<T: Cacheable> Inner<T> {
-    fn empty(keys: &[IndexKey], keyed: Keyed, capacity: usize) -> Inner<T> {
+    /// An empty store; `sizes`: how many objects each namespace will get
+    /// (its table is made at that capacity, so a relist does not rehash).
+    fn empty<'a>(
+        keys: &[IndexKey],
+        keyed: Keyed,
+        sizes: impl IntoIterator<Item = (&'a str, usize)>,
+    ) -> Inner<T> {
         Inner {
             keyed,
-            items: HashTable::with_capacity(capacity),
+            spaces: sizes
+                .into_iter()
+                .map(|(ns, n)| (Box::from(ns), HashTable::with_capacity(n)))
+                .collect(),
+            len: 0,
             indexes: keys
                 .iter()
+                .filter(|&&by| by != IndexKey::Namespace)
                 .map(|&by| Index {
                     by,
                     buckets: HashMap::new(),
@@ -321,9 +341,42 @@ impl<T: Cacheable> Inner<T> {
         self.scratch = buf;
     }
 
+    /// Put `obj` in its namespace's table, returning the object it
+    /// replaced (same key), if any.
+    fn insert(&mut self, obj: Arc<T>) -> Option<Arc<T>> {
+        let table = match self.spaces.get_mut(obj.namespace()) {
+            Some(t) => t,
+            None => self
+                .spaces
+                .entry(Box::from(obj.namespace()))
+                .or_insert_with(HashTable::new),
+        };
+        let old = self.keyed.insert(table, obj);
+        if old.is_none() {
+            self.len += 1;
+        }
+        old
+    }
+
+    /// Take the object with `obj`'s key out of its namespace's table.
+    fn remove(&mut self, obj: &T) -> Option<Arc<T>> {
+        let table = self.spaces.get_mut(obj.namespace())?;
+        let old = self.keyed.remove(table, obj)?;
+        if table.is_empty() {
+            self.spaces.remove(obj.namespace());
+        }
+        self.len -= 1;
+        Some(old)
+    }
+
+    /// Every object (namespace by namespace, in no particular order).
+    fn iter(&self) -> impl Iterator<Item = &Arc<T>> {
+        self.spaces.values().flat_map(|t| t.iter())
+    }
+
     fn upsert(&mut self, obj: T) -> Notification<T> {
         let new = Arc::new(obj);
-        match self.keyed.insert(&mut self.items, Arc::clone(&new)) {
+        match self.insert(Arc::clone(&new)) {
             Some(old) => {
                 self.index_add(&new);
                 self.index_remove(&old, Some(&new));
@@ -340,13 +393,13 @@ impl<T: Cacheable> Inner<T> {
     }
 
     fn delete(&mut self, obj: T) -> Option<Notification<T>> {
-        let old = self.keyed.remove(&mut self.items, &obj)?;
+        let old = self.remove(&obj)?;
         self.index_remove(&old, None);
         Some(Notification::Delete(DeletedObject::Known(Arc::new(obj))))
     }
 
     fn get(&self, ns: &str, name: &str) -> Option<&Arc<T>> {
-        self.keyed.find(&self.items, ns, name)
+        self.keyed.find(self.spaces.get(ns)?, ns, name)
     }
 }
 
@@ -376,7 +429,7 @@ impl<T: Cacheable> Store<T> {
         Store {
             shared: Arc::new(Shared {
                 index_keys: index_keys.to_vec(),
-                inner: RwLock::new(Inner::empty(index_keys, Keyed::default(), 0)),
+                inner: RwLock::new(Inner::empty(index_keys, Keyed::default(), [])),
             }),
         }
     }
@@ -398,19 +451,19 @@ impl<T: Cacheable> Store<T> {
 
     /// Every cached object (in no particular order).
     pub fn list(&self) -> Vec<Arc<T>> {
-        self.read().items.iter().cloned().collect()
+        self.read().iter().cloned().collect()
     }
 
     /// Every cached key, sorted.
     pub fn keys(&self) -> Vec<String> {
-        let mut k: Vec<String> = self.read().items.iter().map(|o| o.key()).collect();
+        let mut k: Vec<String> = self.read().iter().map(|o| o.key()).collect();
         k.sort();
         k
     }
 
     /// Number of cached objects.
     pub fn len(&self) -> usize {
-        self.read().items.len()
+        self.read().len
     }
 
     /// Whether the cache is empty.
@@ -427,6 +480,13 @@ impl<T: Cacheable> Store<T> {
     /// when the store was built without that index (still correct).
     pub fn by_index(&self, by: IndexKey, value: &str) -> Vec<Arc<T>> {
         let inner = self.read();
+        if by == IndexKey::Namespace {
+            // Cluster-scoped objects are not indexed.
+            return match inner.spaces.get(value).filter(|_| !value.is_empty()) {
+                Some(t) => t.iter().cloned().collect(),
+                None => Vec::new(),
+            };
+        }
         match inner.indexes.iter().find(|ix| ix.by == by) {
             Some(ix) => ix
                 .buckets
@@ -440,7 +500,6 @@ impl<T: Cacheable> Store<T> {
             None => {
                 let mut buf = String::new();
                 inner
-                    .items
                     .iter()
                     .filter(|o| {
                         let mut hit = false;
@@ -458,6 +517,12 @@ impl<T: Cacheable> Store<T> {
     /// value); `None` when the store was built without that index.
     pub fn by_index_any(&self, by: IndexKey, values: &[String]) -> Option<Vec<Arc<T>>> {
         let inner = self.read();
+        if by == IndexKey::Namespace {
+            self.namespace_indexed()?;
+            let tables = values.iter().filter(|v| !v.is_empty());
+            let tables = tables.filter_map(|v| inner.spaces.get(v.as_str()));
+            return Some(tables.flat_map(|t| t.iter().cloned()).collect());
+        }
         let ix = inner.indexes.iter().find(|ix| ix.by == by)?;
         let mut out = Vec::new();
         for b in values.iter().filter_map(|v| ix.buckets.get(v.as_str())) {
@@ -470,8 +535,23 @@ impl<T: Cacheable> Store<T> {
     /// without that index).
     pub fn index_count(&self, by: IndexKey, value: &str) -> Option<usize> {
         let inner = self.read();
+        if by == IndexKey::Namespace {
+            self.namespace_indexed()?;
+            let t = inner.spaces.get(value).filter(|_| !value.is_empty());
+            return Some(t.map_or(0, |t| t.len()));
+        }
         let ix = inner.indexes.iter().find(|ix| ix.by == by)?;
         Some(ix.buckets.get(value).map_or(0, |b| b.len()))
+    }
+
+    /// `Some` when the store was built with [`IndexKey::Namespace`] (its
+    /// tables answer for it either way; this keeps the `Option` answers of
+    /// a store built without it as they were).
+    fn namespace_indexed(&self) -> Option<()> {
+        self.shared
+            .index_keys
+            .contains(&IndexKey::Namespace)
+            .then_some(())
     }
 
     /// Objects in namespace `ns`.
@@ -547,7 +627,11 @@ fn rebuild<T: Cacheable>(
     rv: &str,
     initial: bool,
 ) -> (Inner<T>, Vec<Notification<T>>) {
-    let mut next: Inner<T> = Inner::empty(index_keys, current.keyed.clone(), items.len());
+    let mut sizes: HashMap<&str, usize> = HashMap::new();
+    for o in &items {
+        *sizes.entry(o.namespace()).or_default() += 1;
+    }
+    let mut next: Inner<T> = Inner::empty(index_keys, current.keyed.clone(), sizes);
     next.resource_version = rv.to_string();
     let mut out = Vec::new();
     for obj in items {
@@ -566,13 +650,12 @@ fn rebuild<T: Cacheable>(
             Some(_) => {}
         }
         // A list never repeats a key; if one does, the last copy wins.
-        if let Some(dup) = next.keyed.insert(&mut next.items, Arc::clone(&new)) {
+        if let Some(dup) = next.insert(Arc::clone(&new)) {
             next.index_remove(&dup, None);
         }
         next.index_add(&new);
     }
     let mut gone: Vec<(String, &Arc<T>)> = current
-        .items
         .iter()
         .filter(|o| next.get(o.namespace(), o.name()).is_none())
         .map(|o| (o.key(), o))

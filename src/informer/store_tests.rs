@@ -256,6 +256,35 @@ fn keys_are_namespace_and_name() {
     );
 }
 
+/// The namespace index is the per-namespace tables: the same answers with
+/// and without [`IndexKey::Namespace`] (but the `Option`s of a store built
+/// without it), and a namespace's table goes with its last object.
+#[test]
+fn namespace_tables_answer_the_namespace_index() {
+    const NS: IndexKey = IndexKey::Namespace;
+    for keys in [&[NS][..], &[]] {
+        let s: Store<Obj> = Store::new(keys);
+        for (ns, name) in [("a", "x"), ("a", "y"), ("b", "x"), ("", "n")] {
+            s.apply(WatchEvent::Added(obj(ns, name, "1")));
+        }
+        assert_eq!(s.list_namespace("a").len(), 2);
+        assert_eq!(s.by_index(NS, "b").len(), 1);
+        assert!(s.list_namespace("").is_empty() && s.list_namespace("c").is_empty());
+        let indexed = !keys.is_empty();
+        assert_eq!(s.index_count(NS, "a"), indexed.then_some(2));
+        assert_eq!(s.index_count(NS, ""), indexed.then_some(0));
+        let values: Vec<String> = ["a", "b", "", "c"].map(String::from).to_vec();
+        let any = s.by_index_any(NS, &values).map(|v| v.len());
+        assert_eq!(any, indexed.then_some(3));
+        s.apply(WatchEvent::Deleted(obj("b", "x", "2")));
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.read().spaces.len(), 2, "b's table is gone");
+        s.replace(vec![obj("c", "z", "3"), obj("c", "z", "4")], "5", false);
+        assert_eq!((s.len(), s.read().spaces.len()), (1, 1));
+        assert_eq!(s.get("c/z").map(|o| o.rv.clone()).as_deref(), Some("4"));
+    }
+}
+
 /// Readers running during repeated relists always see one complete list.
 #[test]
 fn relist_swap_never_shows_a_partial_cache() {
