@@ -285,6 +285,52 @@ fn namespace_tables_answer_the_namespace_index() {
     }
 }
 
+/// A bucket holds one object inline, up to `FEW` in an array, more in a
+/// table: every size on the way up and down answers the same, always with
+/// the object the store holds now.
+#[test]
+fn buckets_of_every_size_hold_the_current_objects() {
+    assert_eq!(std::mem::size_of::<Bucket<Obj>>(), 16);
+    let s: Store<Obj> = Store::new(&[SVC]);
+    let o = |i: usize, rv: &str| obj("a", &format!("p{i:02}"), rv).label(SERVICE_NAME_LABEL, "web");
+    let check = |live: &[usize]| {
+        let mut got: Vec<String> = s.by_index(SVC, "web").iter().map(|o| o.key()).collect();
+        got.sort();
+        let want: Vec<String> = live.iter().map(|i| format!("a/p{i:02}")).collect();
+        assert_eq!(got, want);
+        assert_eq!(s.index_count(SVC, "web"), Some(live.len()));
+        for p in s.by_index(SVC, "web") {
+            let held = s.get(&p.key()).expect("held");
+            assert!(Arc::ptr_eq(&p, &held), "{}", p.key());
+        }
+    };
+    let mut live = Vec::new();
+    for i in 0..FEW + 3 {
+        s.apply(WatchEvent::Added(o(i, "1")));
+        live.push(i);
+        check(&live);
+        // An update replaces the entry in place, whatever the layout.
+        s.apply(WatchEvent::Modified(o(i / 2, "2")));
+        check(&live);
+    }
+    // Down again: from the middle, the front and the back.
+    while !live.is_empty() {
+        let i = live.remove(live.len() / 2);
+        s.apply(WatchEvent::Deleted(o(i, "3")));
+        check(&live);
+    }
+    // A table bucket is left for a fresh one when it empties; the small
+    // layouts go back down to one inline object.
+    for i in 0..3 {
+        s.apply(WatchEvent::Added(o(i, "4")));
+    }
+    for (i, left) in [(0, vec![1, 2]), (2, vec![1]), (1, vec![])] {
+        s.apply(WatchEvent::Deleted(o(i, "5")));
+        check(&left);
+    }
+    assert!(s.read().indexes[0].buckets.is_empty());
+}
+
 /// Readers running during repeated relists always see one complete list.
 #[test]
 fn relist_swap_never_shows_a_partial_cache() {

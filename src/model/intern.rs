@@ -273,6 +273,10 @@ impl<T> ThinSlice<T> {
             items.into_iter(),
         ))
     }
+    /// A new (unshared) slice of the items `it` yields (one allocation).
+    pub fn from_exact<I: ExactSizeIterator<Item = T>>(it: I) -> ThinSlice<T> {
+        ThinSlice(triomphe::ThinArc::from_header_and_iter((), it))
+    }
     /// A new (unshared) slice holding a copy of `items`.
     pub fn copied(items: &[T]) -> ThinSlice<T>
     where
@@ -476,6 +480,7 @@ mod tests {
         assert_eq!(&*a, &[1, 2, 3]);
         assert_eq!(a, ThinSlice::new(vec![1, 2, 3]));
         assert_eq!(a, ThinSlice::copied(&[1, 2, 3]));
+        assert_eq!(a, ThinSlice::from_exact(1..4));
         assert_ne!(a, shared_thin(&SET, vec![1, 2], ThinSlice::new));
         assert_eq!(format!("{a:?}"), "[1, 2, 3]");
         assert!(ThinSlice::<u32>::new(Vec::new()).is_empty());
