@@ -6,16 +6,19 @@
 //! `HashTable`s of `Arc<T>` hashed and compared on the object's own
 //! namespace and name, so no `ns/name` String is kept per object and an
 //! entry is one pointer (8 bytes) instead of a key and a value; a bucket
-//! holding a single object keeps it inline, without a table. The map is
-//! one table per namespace, which is the namespace index too: a pod
-//! costs one table slot, not two (for 10,000 pods in one namespace a
-//! second 16,384-slot table, ~147 KB).
+//! holding a single object keeps it inline, one of up to 16 objects is
+//! one exact-size array, and only a bigger one is a table. The map is one
+//! table per namespace, which is the namespace index too: a pod costs one
+//! table slot, not two (for 10,000 pods in one namespace a second
+//! 16,384-slot table, ~147 KB).
 //!
 //! CPU (issue 13): an object's index values are composed in one reused
 //! buffer to find its buckets, so a write allocates only for a bucket it
 //! creates; an update files the new object first and then removes the old
 //! one only from the buckets the new one is not in, so an update that
-//! leaves its labels alone neither empties nor recreates a bucket.
+//! leaves its labels alone neither empties nor recreates a bucket (an
+//! array bucket is copied with the new object in place: a few `Arc`
+//! clones).
 //!
 //! Invariants:
 //! - every index entry is the very `Arc` held in `items` for that key, and
