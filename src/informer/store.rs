@@ -395,10 +395,7 @@ impl<T: Cacheable> Inner<T> {
     fn insert(&mut self, obj: Arc<T>) -> Option<Arc<T>> {
         let table = match self.spaces.get_mut(obj.namespace()) {
             Some(t) => t,
-            None => self
-                .spaces
-                .entry(Box::from(obj.namespace()))
-                .or_insert_with(HashTable::new),
+            None => self.spaces.entry(Box::from(obj.namespace())).or_default(),
         };
         let old = self.keyed.insert(table, obj);
         if old.is_none() {
