@@ -12,7 +12,7 @@ use crate::model::{ObjectReference, Pod, Service};
 pub fn pod_reference(pod: &Pod) -> ObjectReference {
     ObjectReference {
         kind: "Pod".into(),
-        namespace: (&pod.metadata.namespace).into(),
+        namespace: pod.metadata.namespace.clone(),
         name: (*pod.metadata.name).into(),
         uid: pod.metadata.uid.clone(),
         ..ObjectReference::default()
@@ -46,7 +46,7 @@ pub fn should_pod_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool 
 /// it is set and its `spec.subdomain` names this Service in the same
 /// namespace.
 pub fn hostname_for<'a>(pod: &'a Pod, svc: &Service) -> Option<&'a str> {
-    let same_ns = pod.metadata.namespace == svc.metadata.namespace;
+    let same_ns = *pod.metadata.namespace == *svc.metadata.namespace;
     (!pod.hostname().is_empty() && pod.subdomain() == svc.metadata.name && same_ns)
         .then_some(pod.hostname())
 }

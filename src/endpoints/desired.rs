@@ -35,7 +35,7 @@ pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
     Some(EndpointAddress {
         ip: (**ip).into(),
         hostname: hostname_for(pod, svc).unwrap_or("").into(),
-        node_name: Some((&pod.node_name).into()),
+        node_name: Some(pod.node_name.clone()),
         target_ref: Some(pod_reference(pod)),
     })
 }

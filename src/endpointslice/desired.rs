@@ -130,7 +130,7 @@ pub fn pod_to_endpoint(
         },
         hostname: hostname_for(pod, svc).map(Into::into),
         target_ref: Some(pod_reference(pod)),
-        node_name: (!pod.node_name.is_empty()).then(|| (&pod.node_name).into()),
+        node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.clone()),
         zone: node
             .and_then(|n| n.metadata.labels.get(ZONE_LABEL))
             .filter(|z| !z.is_empty())

@@ -537,7 +537,7 @@ pub fn analyze(inputs: &Inputs<'_>) -> Report {
         true => inputs
             .pods
             .iter()
-            .filter(|p| p.metadata.namespace == svc.metadata.namespace && selects(svc, p))
+            .filter(|p| *p.metadata.namespace == *svc.metadata.namespace && selects(svc, p))
             .cloned()
             .collect(),
         false => Vec::new(),
@@ -573,7 +573,7 @@ pub fn analyze(inputs: &Inputs<'_>) -> Report {
         true => inputs
             .pods
             .iter()
-            .filter(|p| p.metadata.namespace == svc.metadata.namespace && !selects(svc, p))
+            .filter(|p| *p.metadata.namespace == *svc.metadata.namespace && !selects(svc, p))
             .filter_map(|p| near_miss(svc, p))
             .collect(),
         false => Vec::new(),

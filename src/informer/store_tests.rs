@@ -256,6 +256,81 @@ fn keys_are_namespace_and_name() {
     );
 }
 
+/// The namespace index is the per-namespace tables: the same answers with
+/// and without [`IndexKey::Namespace`] (but the `Option`s of a store built
+/// without it), and a namespace's table goes with its last object.
+#[test]
+fn namespace_tables_answer_the_namespace_index() {
+    const NS: IndexKey = IndexKey::Namespace;
+    for keys in [&[NS][..], &[]] {
+        let s: Store<Obj> = Store::new(keys);
+        for (ns, name) in [("a", "x"), ("a", "y"), ("b", "x"), ("", "n")] {
+            s.apply(WatchEvent::Added(obj(ns, name, "1")));
+        }
+        assert_eq!(s.list_namespace("a").len(), 2);
+        assert_eq!(s.by_index(NS, "b").len(), 1);
+        assert!(s.list_namespace("").is_empty() && s.list_namespace("c").is_empty());
+        let indexed = !keys.is_empty();
+        assert_eq!(s.index_count(NS, "a"), indexed.then_some(2));
+        assert_eq!(s.index_count(NS, ""), indexed.then_some(0));
+        let values: Vec<String> = ["a", "b", "", "c"].map(String::from).to_vec();
+        let any = s.by_index_any(NS, &values).map(|v| v.len());
+        assert_eq!(any, indexed.then_some(3));
+        s.apply(WatchEvent::Deleted(obj("b", "x", "2")));
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.read().spaces.len(), 2, "b's table is gone");
+        s.replace(vec![obj("c", "z", "3"), obj("c", "z", "4")], "5", false);
+        assert_eq!((s.len(), s.read().spaces.len()), (1, 1));
+        assert_eq!(s.get("c/z").map(|o| o.rv.clone()).as_deref(), Some("4"));
+    }
+}
+
+/// A bucket holds one object inline, up to `FEW` in an array, more in a
+/// table: every size on the way up and down answers the same, always with
+/// the object the store holds now.
+#[test]
+fn buckets_of_every_size_hold_the_current_objects() {
+    assert_eq!(std::mem::size_of::<Bucket<Obj>>(), 16);
+    let s: Store<Obj> = Store::new(&[SVC]);
+    let o = |i: usize, rv: &str| obj("a", &format!("p{i:02}"), rv).label(SERVICE_NAME_LABEL, "web");
+    let check = |live: &[usize]| {
+        let mut got: Vec<String> = s.by_index(SVC, "web").iter().map(|o| o.key()).collect();
+        got.sort();
+        let want: Vec<String> = live.iter().map(|i| format!("a/p{i:02}")).collect();
+        assert_eq!(got, want);
+        assert_eq!(s.index_count(SVC, "web"), Some(live.len()));
+        for p in s.by_index(SVC, "web") {
+            let held = s.get(&p.key()).expect("held");
+            assert!(Arc::ptr_eq(&p, &held), "{}", p.key());
+        }
+    };
+    let mut live = Vec::new();
+    for i in 0..FEW + 3 {
+        s.apply(WatchEvent::Added(o(i, "1")));
+        live.push(i);
+        check(&live);
+        // An update replaces the entry in place, whatever the layout.
+        s.apply(WatchEvent::Modified(o(i / 2, "2")));
+        check(&live);
+    }
+    // Down again: from the middle, the front and the back.
+    while !live.is_empty() {
+        let i = live.remove(live.len() / 2);
+        s.apply(WatchEvent::Deleted(o(i, "3")));
+        check(&live);
+    }
+    // A table bucket is left for a fresh one when it empties; the small
+    // layouts go back down to one inline object.
+    for i in 0..3 {
+        s.apply(WatchEvent::Added(o(i, "4")));
+    }
+    for (i, left) in [(0, vec![1, 2]), (2, vec![1]), (1, vec![])] {
+        s.apply(WatchEvent::Deleted(o(i, "5")));
+        check(&left);
+    }
+    assert!(s.read().indexes[0].buckets.is_empty());
+}
+
 /// Readers running during repeated relists always see one complete list.
 #[test]
 fn relist_swap_never_shows_a_partial_cache() {

@@ -3,8 +3,9 @@
 //! an allocation) per pod; [`IStr`] is the same for the cached Endpoints
 //! and EndpointSlices in a thin pointer (8 bytes).
 //!
-//! [`shared`] does the same for other values pods of one ReplicaSet repeat
-//! (a pod's labels, its container ports).
+//! [`shared`] does the same for other values pods of one ReplicaSet repeat,
+//! and [`shared_thin`] for slices of them behind one thin pointer,
+//! [`ThinSlice`] (a pod's labels buffer, its container ports).
 //!
 //! Owns process-wide sets of the distinct values seen (one per
 //! representation or type). Must never grow without bound under churn of distinct
@@ -229,10 +230,12 @@ pub fn intern(s: &str) -> Arc<str> {
 }
 
 /// A process-wide set of shared values of one type (see [`shared`]).
+#[allow(dead_code)] // the pod's labels and ports moved to `shared_thin`
 pub(crate) type SharedSet<T> = OnceLock<Mutex<Interner<Arc<T>>>>;
 
 /// The shared `Arc` in `set` equal to `v`, added (as `make(v)`) if new;
 /// pruned like the string sets. One hash and one uncontended lock.
+#[allow(dead_code)] // the pod's labels and ports moved to `shared_thin`
 pub(crate) fn shared<T: ?Sized + Hash + Eq, V: Borrow<T>>(
     set: &SharedSet<T>,
     v: V,
@@ -247,6 +250,121 @@ pub(crate) fn shared<T: ?Sized + Hash + Eq, V: Borrow<T>>(
     }
     if i.set.len() >= 2 * i.pruned_at.max(64) {
         i.set.retain(|a| Arc::strong_count(a) > 1);
+        i.pruned_at = i.set.len();
+    }
+    let a = make(v);
+    i.set.insert(a.clone());
+    a
+}
+
+/// A shared immutable slice behind one thin pointer (8 bytes;
+/// `Option<ThinSlice<T>>` too): the length sits in the allocation, next to the
+/// count, so a cached object pays 8 bytes, not a 16-byte fat `Arc<[T]>`,
+/// for its shared labels buffer or container ports (M2, issue 13). The
+/// allocation is the same as an `Arc<[T]>`'s (a 16-byte count and length,
+/// then the items). Compares, hashes and prints as its slice.
+pub struct ThinSlice<T>(triomphe::ThinArc<(), T>);
+
+impl<T> ThinSlice<T> {
+    /// A new (unshared) slice holding `items`.
+    pub fn new(items: Vec<T>) -> ThinSlice<T> {
+        ThinSlice(triomphe::ThinArc::from_header_and_iter(
+            (),
+            items.into_iter(),
+        ))
+    }
+    /// A new (unshared) slice of the items `it` yields (one allocation).
+    pub fn from_exact<I: ExactSizeIterator<Item = T>>(it: I) -> ThinSlice<T> {
+        ThinSlice(triomphe::ThinArc::from_header_and_iter((), it))
+    }
+    /// A new (unshared) slice holding a copy of `items`.
+    pub fn copied(items: &[T]) -> ThinSlice<T>
+    where
+        T: Copy,
+    {
+        ThinSlice(triomphe::ThinArc::from_header_and_slice((), items))
+    }
+    /// Whether anyone but an interning set holds it.
+    fn held(&self) -> bool {
+        triomphe::ThinArc::strong_count(&self.0) > 1
+    }
+    /// Whether `a` and `b` are the same allocation.
+    pub fn ptr_eq(a: &ThinSlice<T>, b: &ThinSlice<T>) -> bool {
+        std::ptr::eq(a.0.ptr(), b.0.ptr())
+    }
+}
+
+impl<T> Clone for ThinSlice<T> {
+    fn clone(&self) -> ThinSlice<T> {
+        ThinSlice(self.0.clone())
+    }
+}
+
+impl<T> Default for ThinSlice<T> {
+    /// Empty (its own allocation: shared values come from [`shared_thin`]).
+    fn default() -> ThinSlice<T> {
+        ThinSlice::new(Vec::new())
+    }
+}
+
+impl<T> From<Vec<T>> for ThinSlice<T> {
+    fn from(v: Vec<T>) -> ThinSlice<T> {
+        ThinSlice::new(v)
+    }
+}
+
+impl<T> std::ops::Deref for ThinSlice<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0.slice
+    }
+}
+
+impl<T> Borrow<[T]> for ThinSlice<T> {
+    fn borrow(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: PartialEq> PartialEq for ThinSlice<T> {
+    fn eq(&self, other: &ThinSlice<T>) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Eq> Eq for ThinSlice<T> {}
+
+impl<T: Hash> Hash for ThinSlice<T> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (**self).hash(h)
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for ThinSlice<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// A process-wide set of shared [`ThinSlice`] slices of one item type.
+pub(crate) type ThinSet<T> = OnceLock<Mutex<Interner<ThinSlice<T>>>>;
+
+/// The shared [`ThinSlice`] in `set` equal to `v`, added if new; pruned like
+/// the other sets. One hash and one uncontended lock.
+pub(crate) fn shared_thin<T: Hash + Eq, V: Borrow<[T]>>(
+    set: &ThinSet<T>,
+    v: V,
+    make: impl FnOnce(V) -> ThinSlice<T>,
+) -> ThinSlice<T> {
+    let mut i = set
+        .get_or_init(Interner::new)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(a) = i.set.get(v.borrow()) {
+        return a.clone();
+    }
+    if i.set.len() >= 2 * i.pruned_at.max(64) {
+        i.set.retain(ThinSlice::held);
         i.pruned_at = i.set.len();
     }
     let a = make(v);
@@ -349,5 +467,33 @@ mod tests {
             drop(IStr::new(&format!("istr-dropped-{i}")));
         }
         assert!(Arc::ptr_eq(&a.0, &IStr::new("istr-test-node").0));
+    }
+
+    #[test]
+    fn thin_is_one_pointer_shared_by_equal_slices_and_pruned() {
+        assert_eq!(std::mem::size_of::<ThinSlice<u8>>(), 8);
+        assert_eq!(std::mem::size_of::<Option<ThinSlice<u8>>>(), 8);
+        static SET: ThinSet<u32> = OnceLock::new();
+        let a = shared_thin(&SET, vec![1, 2, 3], ThinSlice::new);
+        let b = shared_thin(&SET, vec![1, 2, 3], ThinSlice::new);
+        assert!(ThinSlice::ptr_eq(&a, &b));
+        assert_eq!(&*a, &[1, 2, 3]);
+        assert_eq!(a, ThinSlice::new(vec![1, 2, 3]));
+        assert_eq!(a, ThinSlice::copied(&[1, 2, 3]));
+        assert_eq!(a, ThinSlice::from_exact(1..4));
+        assert_ne!(a, shared_thin(&SET, vec![1, 2], ThinSlice::new));
+        assert_eq!(format!("{a:?}"), "[1, 2, 3]");
+        assert!(ThinSlice::<u32>::new(Vec::new()).is_empty());
+        for i in 0..2000 {
+            drop(shared_thin(&SET, vec![i + 10], ThinSlice::new));
+        }
+        let len = SET
+            .get()
+            .map_or(0, |s| s.lock().map(|i| i.set.len()).unwrap_or(0));
+        assert!(len < 2000, "unused slices are pruned ({len} kept)");
+        assert!(ThinSlice::ptr_eq(
+            &a,
+            &shared_thin(&SET, vec![1, 2, 3], ThinSlice::new)
+        ));
     }
 }

@@ -1,11 +1,12 @@
 //! A small, immutable-by-default string map for labels, selectors and the few
 //! annotations we keep: sorted `(key, value)` pairs packed into one buffer.
 //!
-//! Owns the memory layout — 16 bytes inline and, when not empty, a single
+//! Owns the memory layout — one thin pointer (8 bytes) inline and, when not empty, a single
 //! (shareable) allocation: the pair count, the end offset of every key and value, then
 //! their bytes (a pod's five labels cost one ~115-byte block instead of a
 //! 160-byte pair table plus ten string allocations) — and its serde mapping
-//! (a JSON object; `null` → empty). The buffer is an `Arc` so that equal
+//! (a JSON object; `null` → empty). The buffer is a shared
+//! [`super::intern::ThinSlice`] (an `Arc` that keeps its length inside) so that equal
 //! label sets can share it ([`Labels::shared`]: a cached pod's, since the
 //! pods of one ReplicaSet carry the same labels) and a clone is a count.
 //! Must never keep duplicate keys or lose the sort order (lookups are
@@ -13,13 +14,13 @@
 //! hold an offset that is not a char boundary of the text it was built
 //! from (the accessors rely on it).
 
+use super::intern::{shared_thin, ThinSet, ThinSlice};
 use serde::de::{DeserializeSeed, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Sorted `(key, value)` pairs with unique keys.
 ///
@@ -29,9 +30,9 @@ use std::sync::Arc;
 /// concatenated, each a whole `&str`. `None` for no pairs (no allocation);
 /// never `Some` of an empty buffer.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Option<Arc<[u8]>>);
+pub struct Labels(Option<ThinSlice<u8>>);
 
-static SHARED: super::intern::SharedSet<[u8]> = std::sync::OnceLock::new();
+static SHARED: ThinSet<u8> = std::sync::OnceLock::new();
 
 const W: usize = std::mem::size_of::<u32>();
 
@@ -68,7 +69,7 @@ impl Labels {
             buf.extend_from_slice(k.as_bytes());
             buf.extend_from_slice(v.as_bytes());
         }
-        Labels(Some(buf.into()))
+        Labels(Some(ThinSlice::copied(&buf)))
     }
 
     /// The packed buffer (empty for no pairs).
@@ -82,14 +83,14 @@ impl Labels {
     pub fn shared(self) -> Labels {
         match self.0 {
             None => self,
-            Some(b) => Labels(Some(super::intern::shared(&SHARED, b, |b| b))),
+            Some(b) => Labels(Some(shared_thin(&SHARED, b, |b| b))),
         }
     }
 
     /// Whether `a` and `b` hold the same buffer (both empty counts).
     pub fn ptr_eq(a: &Labels, b: &Labels) -> bool {
         match (&a.0, &b.0) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (Some(a), Some(b)) => ThinSlice::ptr_eq(a, b),
             (a, b) => a.is_none() && b.is_none(),
         }
     }
@@ -196,7 +197,7 @@ impl Labels {
     }
 
     /// Heap bytes owned by this value (for memory accounting in benches):
-    /// the buffer and its `Arc` counts (counted in full even if shared).
+    /// the buffer and its count and length (counted in full even if shared).
     pub fn heap_bytes(&self) -> usize {
         self.0
             .as_ref()
@@ -360,7 +361,7 @@ mod tests {
         assert!(Labels::ptr_eq(&a, &b) && a == b);
         assert_eq!(a.get("app"), Some("shared-test"));
         assert!(Labels::new().shared().is_empty());
-        assert_eq!(std::mem::size_of::<Labels>(), 16);
+        assert_eq!(std::mem::size_of::<Labels>(), 8);
         assert_eq!(a.heap_bytes(), 16 + a.buf().len());
     }
 

@@ -43,6 +43,7 @@ pub use endpointslice::{
     EndpointSlicePort, ForNode, ForZone, SliceApiVersion, SliceKind,
 };
 pub use event::{Event, EventSeries};
+pub use intern::ThinSlice;
 pub use intern::{intern, IStr};
 pub use labels::Labels;
 pub use lease::{Lease, LeaseSpec};

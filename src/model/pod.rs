@@ -6,32 +6,32 @@
 //! Must never grow fields the controllers do not read: this type dominates
 //! the daemon's memory.
 
-use super::intern::{interned, shared, SharedSet};
+use super::intern::{shared_thin, IStr, ThinSet, ThinSlice};
 use super::meta::{boxed, compact, compact_heap};
 use super::service::{IntOrString, Protocol, ServicePort};
 use super::{impl_object, Labels, OptTime, Uid, UidStr};
 use compact_str::CompactString;
 use serde::{Deserialize, Deserializer};
-use std::sync::Arc;
 
 /// A cached Pod.
 ///
 /// Memory (issue 13): short strings (name, resourceVersion, IPs, port
 /// names) are inline [`CompactString`]s, the uid a [`super::Uid`] (16
 /// bytes inline for a canonical UUID), the namespace and node name are
-/// interned `Arc<str>`s shared by every pod naming them, the labels and
-/// container ports are interned too (the pods of one ReplicaSet share
-/// them), a single pod IP is inline, timestamps are 8-byte [`OptTime`]s,
-/// and the rarely set hostname/subdomain sit behind one optional box, so a
-/// typical pod is the `Arc` alone (200 bytes inline, a 224-byte glibc
-/// chunk with the counts) and no allocation of its own.
+/// interned [`IStr`]s (one thin pointer each) shared by every pod naming
+/// them, the labels and container ports are interned too behind thin
+/// pointers (the pods of one ReplicaSet share them), a single pod IP is
+/// inline, timestamps are 8-byte [`OptTime`]s, and the rarely set
+/// hostname/subdomain sit behind one optional box, so a typical pod is the
+/// `Arc` alone (168 bytes inline: a 184-byte request with the counts, a
+/// 192-byte glibc chunk) and no allocation of its own.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(from = "PodWire")]
 pub struct Pod {
     /// Trimmed metadata (name, namespace, uid, rv, labels, deletionTimestamp).
     pub metadata: PodMeta,
     /// `spec.nodeName` ("" if unscheduled); interned.
-    pub node_name: Arc<str>,
+    pub node_name: IStr,
     /// `spec.hostname` and `spec.subdomain`; `None` when both are empty.
     /// Read them with [`Pod::hostname`] and [`Pod::subdomain`].
     pub host: Option<Box<PodHost>>,
@@ -47,7 +47,7 @@ pub struct Pod {
     /// order, then those of restartable init containers (sidecars,
     /// `restartPolicy: Always`), matching upstream `podutil.FindPort`'s
     /// search order. Interned (see [`Pod::share_ports`]).
-    pub ports: Arc<[ContainerPort]>,
+    pub ports: ThinSlice<ContainerPort>,
 }
 
 /// A pod's metadata: what the controllers read of it. Unlike
@@ -61,8 +61,7 @@ pub struct PodMeta {
     #[serde(deserialize_with = "compact")]
     pub name: CompactString,
     /// `metadata.namespace` ("" for cluster-scoped objects); interned.
-    #[serde(deserialize_with = "interned")]
-    pub namespace: Arc<str>,
+    pub namespace: IStr,
     /// `metadata.uid` (a canonical UUID as 16 bytes inline).
     pub uid: Uid,
     /// `metadata.resourceVersion`.
@@ -281,9 +280,9 @@ impl Pod {
     }
 
     /// The shared (interned) container-port list equal to `ports`.
-    pub fn share_ports(ports: Vec<ContainerPort>) -> Arc<[ContainerPort]> {
-        static PORTS: SharedSet<[ContainerPort]> = std::sync::OnceLock::new();
-        shared(&PORTS, ports, Arc::from)
+    pub fn share_ports(ports: Vec<ContainerPort>) -> ThinSlice<ContainerPort> {
+        static PORTS: ThinSet<ContainerPort> = std::sync::OnceLock::new();
+        shared_thin(&PORTS, ports, ThinSlice::new)
     }
 
     /// Heap bytes owned by this pod (for the cache-memory benchmark).
@@ -351,8 +350,7 @@ struct PodWire {
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct SpecWire {
-    #[serde(deserialize_with = "interned")]
-    node_name: Arc<str>,
+    node_name: IStr,
     #[serde(deserialize_with = "boxed")]
     hostname: Box<str>,
     #[serde(deserialize_with = "boxed")]

@@ -72,13 +72,21 @@ fn pod_projection_keeps_exactly_what_controllers_read() {
 
 #[test]
 fn pods_share_labels_and_ports_and_keep_one_ip_inline() {
-    // Issue 13: the Arc<Pod> fits a 224-byte glibc chunk; the pods of one
-    // ReplicaSet share their labels and ports buffers.
-    assert_eq!(std::mem::size_of::<Pod>(), 200);
+    // Issue 13: the Arc<Pod> fits a 192-byte glibc chunk (168 bytes + 16
+    // of counts + 8 of chunk header); the pods of one ReplicaSet share
+    // their labels and ports buffers, and every pod of a namespace or node
+    // its interned name.
+    assert_eq!(std::mem::size_of::<Pod>(), 168);
+    assert_eq!(std::mem::size_of::<crate::model::PodMeta>(), 96);
     let a: Pod = serde_json::from_str(FULL_POD).expect("pod");
     let b: Pod = serde_json::from_str(FULL_POD).expect("pod");
     assert!(Labels::ptr_eq(&a.metadata.labels, &b.metadata.labels));
-    assert!(std::sync::Arc::ptr_eq(&a.ports, &b.ports));
+    assert!(crate::model::intern::ThinSlice::ptr_eq(&a.ports, &b.ports));
+    assert!(std::ptr::eq(
+        a.metadata.namespace.as_str(),
+        b.metadata.namespace.as_str()
+    ));
+    assert!(std::ptr::eq(a.node_name.as_str(), b.node_name.as_str()));
     let one: Pod =
         serde_json::from_value(json!({"status": {"podIPs": [{"ip": "10.0.0.9"}]}})).expect("pod");
     assert!(matches!(one.pod_ips, PodIps::One(_)) && one.pod_ips[..] == ["10.0.0.9"]);
