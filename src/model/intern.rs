@@ -1,11 +1,10 @@
 //! Interned strings for values that thousands of cached objects repeat: a
-//! namespace or a node name is one shared `Arc<str>` instead of a copy (and
-//! an allocation) per pod; [`IStr`] is the same for the cached Endpoints
-//! and EndpointSlices in a thin pointer (8 bytes).
+//! namespace or a node name is one shared string instead of a copy (and an
+//! allocation) per object; [`IStr`] holds it in a thin pointer (8 bytes).
 //!
-//! [`shared`] does the same for other values pods of one ReplicaSet repeat,
-//! and [`shared_thin`] for slices of them behind one thin pointer,
-//! [`ThinSlice`] (a pod's labels buffer, its container ports).
+//! [`shared_thin`] does the same for slices that pods of one ReplicaSet
+//! repeat, behind one thin pointer, [`ThinSlice`] (a labels buffer, a
+//! pod's container ports).
 //!
 //! Owns process-wide sets of the distinct values seen (one per
 //! representation or type). Must never grow without bound under churn of distinct
@@ -229,38 +228,10 @@ pub fn intern(s: &str) -> Arc<str> {
     lookup(interner(), s)
 }
 
-/// A process-wide set of shared values of one type (see [`shared`]).
-#[allow(dead_code)] // the pod's labels and ports moved to `shared_thin`
-pub(crate) type SharedSet<T> = OnceLock<Mutex<Interner<Arc<T>>>>;
-
-/// The shared `Arc` in `set` equal to `v`, added (as `make(v)`) if new;
-/// pruned like the string sets. One hash and one uncontended lock.
-#[allow(dead_code)] // the pod's labels and ports moved to `shared_thin`
-pub(crate) fn shared<T: ?Sized + Hash + Eq, V: Borrow<T>>(
-    set: &SharedSet<T>,
-    v: V,
-    make: impl FnOnce(V) -> Arc<T>,
-) -> Arc<T> {
-    let mut i = set
-        .get_or_init(Interner::new)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(a) = i.set.get(v.borrow()) {
-        return a.clone();
-    }
-    if i.set.len() >= 2 * i.pruned_at.max(64) {
-        i.set.retain(|a| Arc::strong_count(a) > 1);
-        i.pruned_at = i.set.len();
-    }
-    let a = make(v);
-    i.set.insert(a.clone());
-    a
-}
-
 /// A shared immutable slice behind one thin pointer (8 bytes;
 /// `Option<ThinSlice<T>>` too): the length sits in the allocation, next to the
 /// count, so a cached object pays 8 bytes, not a 16-byte fat `Arc<[T]>`,
-/// for its shared labels buffer or container ports (M2, issue 13). The
+/// for its shared labels buffer or container ports. The
 /// allocation is the same as an `Arc<[T]>`'s (a 16-byte count and length,
 /// then the items). Compares, hashes and prints as its slice.
 pub struct ThinSlice<T>(triomphe::ThinArc<(), T>);

@@ -78,7 +78,7 @@ impl Labels {
     }
 
     /// The shared value equal to this one (one hash and one lock; see
-    /// `model::intern::shared`): equal label sets of cached objects then
+    /// `model::intern::shared_thin`): equal label sets of cached objects then
     /// hold one buffer.
     pub fn shared(self) -> Labels {
         match self.0 {
