@@ -156,7 +156,7 @@ fn is_false(b: &bool) -> bool {
 /// the API server keeps an object's managedFields when an update omits
 /// them.
 ///
-/// Memory: 208 bytes inline, and for a typical written object only the
+/// Memory: 192 bytes inline, and for a typical written object only the
 /// labels, annotations and owner references on the heap (one allocation
 /// each; decoded annotations are shared between equal sets, see
 /// [`Labels::shared`]): names, generateName and resourceVersions of up to
@@ -1005,7 +1005,7 @@ mod compact_tests {
     #[test]
     fn compact_sizes() {
         use std::mem::size_of;
-        assert_eq!(size_of::<ObjectMeta>(), 208);
+        assert_eq!(size_of::<ObjectMeta>(), 192); // Labels are 8-byte thin pointers
         assert_eq!(size_of::<OwnerReference>(), 72);
         assert_eq!(size_of::<UidText>(), 40);
         assert_eq!(size_of::<SliceApiVersion>() + size_of::<SliceKind>(), 0);
