@@ -16,7 +16,11 @@
 use crate::model::{Pod, Service, Time};
 use std::borrow::Borrow;
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, Hash, Hasher};
+
+/// Pod-name hashes and the table: foldhash, seeded per process (std's
+/// SipHash cost more than the rest of `compute`).
+type RandomState = foldhash::fast::RandomState;
 use std::sync::{Arc, Mutex};
 
 /// One Service's state, its key included, in one exact-size block under
@@ -168,7 +172,7 @@ impl Eq for Entry {}
 #[derive(Debug, Default)]
 pub struct TriggerTimeTracker {
     /// Per Service, keyed by its `ns/name` (see [`Entry`]).
-    states: Mutex<HashSet<Entry>>,
+    states: Mutex<HashSet<Entry, RandomState>>,
     /// Keys the pod-name hashes (random per process).
     hasher: RandomState,
 }

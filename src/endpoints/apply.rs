@@ -22,7 +22,10 @@ use crate::controller::worker::SyncError;
 use crate::kube::{self, Client, ENDPOINTS};
 use crate::model::{Endpoints, Object, ObjectReference};
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+
+/// Key and content hashes: foldhash, seeded per process.
+type RandomState = foldhash::fast::RandomState;
 use std::sync::{Arc, Mutex};
 
 /// The hasher of a table whose keys are already hashes: the key is the
@@ -91,8 +94,10 @@ pub struct EndpointsWriter {
 /// What a write decides about an Endpoints: its labels, annotations and
 /// subsets (everything else is server-set or identity), hashed.
 pub fn fingerprint(obj: &Endpoints) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    use std::hash::Hash;
+    // One seed for the process: fingerprints are compared with each other.
+    static SEED: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+    let mut h = SEED.get_or_init(RandomState::default).build_hasher();
     // The written content hashed field by field (it used to be serialised
     // to JSON first, twice per write: on sending and on the echo).
     obj.metadata.labels.hash(&mut h);
@@ -141,7 +146,7 @@ impl EndpointsWriter {
             stale: StaleTracker::default(),
             created: Mutex::default(),
             sent: Mutex::default(),
-            key_hasher: RandomState::new(),
+            key_hasher: RandomState::default(),
             stale_since: Mutex::default(),
             clock: crate::clock::RealClock::shared(),
         }

@@ -41,8 +41,12 @@
 //! are rare, so a single lock is not the bottleneck, and sharding would
 //! break the atomic relist swap.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher, RandomState};
+use std::hash::{BuildHasher, Hasher};
+
+/// Tables and maps hash with foldhash (per-process random seed): std's
+/// SipHash was the store's largest cost on every lookup and write.
+type RandomState = foldhash::fast::RandomState;
+type HashMap<K, V> = std::collections::HashMap<K, V, RandomState>;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use hashbrown::hash_table::Entry;
@@ -346,7 +350,7 @@ impl<T: Cacheable> Inner<T> {
                 .filter(|&&by| by != IndexKey::Namespace)
                 .map(|&by| Index {
                     by,
-                    buckets: HashMap::new(),
+                    buckets: HashMap::default(),
                 })
                 .collect(),
             resource_version: String::new(),
@@ -673,7 +677,7 @@ fn rebuild<T: Cacheable>(
     rv: &str,
     initial: bool,
 ) -> (Inner<T>, Vec<Notification<T>>) {
-    let mut sizes: HashMap<&str, usize> = HashMap::new();
+    let mut sizes: HashMap<&str, usize> = HashMap::default();
     for o in &items {
         *sizes.entry(o.namespace()).or_default() += 1;
     }
