@@ -134,7 +134,9 @@ impl PageBuf {
             let all = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.cap) };
             match r.read(&mut all[self.len..]) {
                 Ok(0) => return Ok(true),
-                Ok(n) => self.len += n,
+                // A reader claiming more than it was given is a bug; never
+                // let it move `len` past the mapping.
+                Ok(n) => self.len += n.min(self.cap - self.len),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }

@@ -16,11 +16,13 @@
 use crate::model::{Pod, Service, Time};
 use std::borrow::Borrow;
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 
-/// Pod-name hashes and the table: foldhash, seeded per process (std's
-/// SipHash cost more than the rest of `compute`).
-type RandomState = foldhash::fast::RandomState;
+/// The table of Services hashes with foldhash, seeded per process (a
+/// collision there costs a comparison). The pod-name hashes stand for the
+/// names, so they keep std's keyed SipHash: a crafted colliding name
+/// cannot be prepared without the key.
+type Fast = foldhash::fast::RandomState;
 use std::sync::{Arc, Mutex};
 
 /// One Service's state, its key included, in one exact-size block under
@@ -172,7 +174,7 @@ impl Eq for Entry {}
 #[derive(Debug, Default)]
 pub struct TriggerTimeTracker {
     /// Per Service, keyed by its `ns/name` (see [`Entry`]).
-    states: Mutex<HashSet<Entry, RandomState>>,
+    states: Mutex<HashSet<Entry, Fast>>,
     /// Keys the pod-name hashes (random per process).
     hasher: RandomState,
 }

@@ -280,26 +280,18 @@ fn metadata_only<T: DeserializeOwned>(body: &[u8]) -> Option<T> {
 /// The UTF-8 text of a whole JSON body, checked once: serde_json's slice
 /// reader checks every string on its own (867,000 `from_utf8` calls, 8 %
 /// of a full-size cold start's instructions), its `str` reader trusts the
-/// text. Invalid UTF-8 is a data error naming its offset; a body cut off
-/// inside a character yields its complete prefix, so parsing it ends in
-/// the same end-of-input error as before.
-pub(crate) fn json_text(bytes: &[u8]) -> Result<&str, serde_json::Error> {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => Ok(s),
-        Err(e) if e.error_len().is_none() => {
-            // The prefix up to `valid_up_to` is valid UTF-8: this cannot fail.
-            Ok(std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default())
-        }
-        Err(e) => Err(serde::de::Error::custom(format_args!(
-            "invalid UTF-8 at byte {}",
-            e.valid_up_to()
-        ))),
-    }
+/// text. Invalid UTF-8 becomes U+FFFD, as Go's `encoding/json` decodes
+/// it: a byte the API server would never send (it writes valid UTF-8) in
+/// a field endpointd does not read must not fail a whole LIST page, and
+/// serde_json's slice reader skipped unread strings unchecked. A body cut
+/// off inside a character still ends in an end-of-input error.
+pub(crate) fn json_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
 }
 
 /// `T` from a whole JSON body (see [`json_text`]).
 pub(crate) fn from_json_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
-    serde_json::from_str(json_text(bytes)?)
+    serde_json::from_str(&json_text(bytes))
 }
 
 /// The bytes of the top-level `"metadata"` value of the JSON object in
@@ -522,16 +514,15 @@ fn decode_page<T: DeserializeOwned, R: Read>(
         None => Ok(false),
     };
     // One streaming instantiation of every item type's decoder (the one
-    // over checked text is shared with the watches and small bodies): the binary and its resident
-    // text stay as they were.
+    // over checked text is shared with the watches and small bodies): the
+    // binary and its resident text stay as they were.
     let res = match whole {
         Err(e) => Err(serde_json::Error::io(e)),
         Ok(true) => {
             let bytes = page.as_ref().map_or(&[][..], |p| p.as_slice());
-            json_text(bytes).and_then(|text| {
-                let mut de = serde_json::Deserializer::from_str(text);
-                seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l))
-            })
+            let text = json_text(bytes);
+            let mut de = serde_json::Deserializer::from_str(&text);
+            seed.deserialize(&mut de).and_then(|l| de.end().map(|()| l))
         }
         Ok(false) => {
             let head = page.as_ref().map_or(&[][..], |p| p.as_slice());
@@ -556,6 +547,13 @@ fn decode_page<T: DeserializeOwned, R: Read>(
             overflow.0.load(Ordering::SeqCst),
         )
     })
+}
+
+/// Unmap this thread's kept LIST page buffer: the LIST it was kept for
+/// ended without reaching its last page (the next page's request failed,
+/// e.g. an expired continue token), so no later page will release it.
+pub fn release_list_page() {
+    LIST_PAGE.with(|c| drop(c.borrow_mut().take()));
 }
 
 thread_local! {

@@ -161,7 +161,10 @@ impl Client {
             payload: None,
         };
         let what = format!("list {}", req.resource.label());
-        let resp = self.t.execute(&req)?;
+        let resp = self
+            .t
+            .execute(&req)
+            .inspect_err(|_| body::release_list_page())?;
         // Items cost at least their in-memory size whatever their JSON
         // size (`{}` is 2 bytes): a page may hold no more items than fit in
         // the byte cap at that size, nor more than a whole LIST may.
