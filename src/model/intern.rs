@@ -188,7 +188,7 @@ impl serde::Serialize for IStr {
 impl<'de> serde::Deserialize<'de> for IStr {
     /// A string (read borrowed where the input allows); null as "".
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IStr, D::Error> {
-        d.deserialize_option(Interned(IStr::new))
+        d.deserialize_option(StrOrNull(IStr::new))
     }
 }
 
@@ -352,13 +352,15 @@ pub(crate) fn shared_thin<T: Hash + Eq, V: Borrow<[T]>>(
 /// Reads the text borrowed where the input allows (serde's `Cow<str>` is
 /// always owned: a temporary String per pod).
 pub(crate) fn interned<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
-    d.deserialize_option(Interned(intern))
+    d.deserialize_option(StrOrNull(intern))
 }
 
-/// Decodes a string (or null, as "") through an interning function.
-struct Interned<T>(fn(&str) -> T);
+/// Decodes a string (read borrowed where the input allows; null as "")
+/// through a constructor: the interners here, and the compact text types
+/// (`Uid`, `UidText`).
+pub(crate) struct StrOrNull<T>(pub(crate) fn(&str) -> T);
 
-impl<'de, T> serde::de::Visitor<'de> for Interned<T> {
+impl<'de, T> serde::de::Visitor<'de> for StrOrNull<T> {
     type Value = T;
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a string or null")

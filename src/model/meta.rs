@@ -500,26 +500,7 @@ impl Serialize for UidText {
 impl<'de> Deserialize<'de> for UidText {
     /// A string (read borrowed where the input allows); null as "".
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<UidText, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = UidText;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or null")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<UidText, E> {
-                Ok(UidText::new(s))
-            }
-            fn visit_none<E: serde::de::Error>(self) -> Result<UidText, E> {
-                Ok(UidText::default())
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<UidText, E> {
-                Ok(UidText::default())
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<UidText, D::Error> {
-                d.deserialize_str(V)
-            }
-        }
-        d.deserialize_option(V)
+        d.deserialize_option(super::intern::StrOrNull(UidText::new))
     }
 }
 

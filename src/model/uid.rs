@@ -234,28 +234,7 @@ impl Serialize for Uid {
 impl<'de> Deserialize<'de> for Uid {
     /// A string (read borrowed where the input allows); null as "".
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Uid, D::Error> {
-        d.deserialize_option(UidVisitor)
-    }
-}
-
-struct UidVisitor;
-
-impl<'de> serde::de::Visitor<'de> for UidVisitor {
-    type Value = Uid;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string or null")
-    }
-    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Uid, E> {
-        Ok(Uid::new(s))
-    }
-    fn visit_none<E: serde::de::Error>(self) -> Result<Uid, E> {
-        Ok(Uid::default())
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Uid, E> {
-        Ok(Uid::default())
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Uid, D::Error> {
-        d.deserialize_str(UidVisitor)
+        d.deserialize_option(super::intern::StrOrNull(Uid::new))
     }
 }
 
