@@ -25,6 +25,8 @@
 
 #[path = "e2e/churn.rs"]
 mod churn;
+#[path = "e2e/floor.rs"]
+mod floor;
 #[path = "e2e/lifecycle.rs"]
 mod lifecycle;
 #[path = "e2e/procs.rs"]

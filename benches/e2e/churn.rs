@@ -102,7 +102,18 @@ pub fn main_run(
         ));
     }
     let loaded = d.rss();
-    json.insert("cold".into(), json!({"ms": ms(cold), "ms_polled": ms(polled), "floor_ms": ms(floor), "endpoints_writes": ep, "slice_writes": sl, "minimum": [min.0, min.1]}));
+    // Diagnostic, not the target's floor: the very objects written, with
+    // endpointd's concurrency (5 Endpoints + 5 slice workers).
+    let same = super::floor::cold_floor_same_objects(dir, &url, 10);
+    if let Some(t) = same {
+        println!(
+            "cold start floor with the same objects: {:.0} ms for {} POSTs of the slices and Endpoints written, 10 bare writers",
+            ms(t),
+            ep + sl
+        );
+    }
+    json.insert("cold".into(), json!({"ms": ms(cold), "ms_polled": ms(polled), "floor_ms": ms(floor),
+        "floor_same_objects_ms": same.map(ms), "endpoints_writes": ep, "slice_writes": sl, "minimum": [min.0, min.1]}));
     json.insert(
         "rss".into(),
         json!({"empty_bytes": empty, "loaded_bytes": loaded,
@@ -115,7 +126,23 @@ pub fn main_run(
         (loaded.saturating_sub(empty)) as f64 / size.pods.max(1) as f64
     );
     if do_churn {
-        let (j, f) = churn(&url, &d, size, rate, duration);
+        let (mut j, f) = churn(&url, &d, size, rate, duration);
+        // The protocol's own CPU per change, on a kube-sim of its own.
+        let floor_cpu = super::floor::cpu_floor(dir, &url, 1000);
+        match floor_cpu {
+            Some((u, s)) => println!("churn CPU floor: {:.0} ms per 1,000 flips (user {u:.0} + system {s:.0}; one bare thread: pod event in, slice + Endpoints PUT, both echoes in)", u + s),
+            None => failures.push("the churn CPU floor could not run".into()),
+        }
+        if let Value::Object(m) = &mut j {
+            m.insert(
+                "floor_cpu_ms_per_1000_changes".into(),
+                json!(floor_cpu.map(|(u, s)| u + s)),
+            );
+            m.insert(
+                "floor_cpu_user_system_ms".into(),
+                json!(floor_cpu.map(|(u, s)| [u, s])),
+            );
+        }
         json.insert("churn".into(), j);
         failures.extend(f);
     }
