@@ -51,7 +51,12 @@ impl Default for Endpoints {
     }
 }
 
-impl_object!(Endpoints);
+impl_object!(Endpoints, {
+    fn write_json(&self, out: &mut Vec<u8>) -> bool {
+        super::json_out::endpoints(out, self);
+        true
+    }
+});
 
 /// `v1.EndpointSubset`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

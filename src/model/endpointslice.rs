@@ -57,7 +57,12 @@ impl EndpointSlice {
     }
 }
 
-impl_object!(EndpointSlice);
+impl_object!(EndpointSlice, {
+    fn write_json(&self, out: &mut Vec<u8>) -> bool {
+        super::json_out::endpoint_slice(out, self);
+        true
+    }
+});
 
 /// `addressType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -24,6 +24,7 @@ mod endpoints;
 mod endpointslice;
 mod event;
 mod intern;
+mod json_out;
 mod labels;
 mod lease;
 mod meta;
@@ -77,6 +78,13 @@ pub trait Object:
     /// `spec.selector`); `None` for kinds without one.
     fn selector(&self) -> Option<&Labels> {
         None
+    }
+    /// Append this object as compact JSON to `out` (exactly serde_json's
+    /// bytes) when the kind has a hand-written writer, and say so; `false`
+    /// (the default): nothing written, serialise with serde. Only the kinds
+    /// written on every change have one (see `json_out`).
+    fn write_json(&self, _out: &mut Vec<u8>) -> bool {
+        false
     }
     /// The cache key: `"ns/name"`, or `"name"` for cluster-scoped objects
     /// (client-go `MetaNamespaceKeyFunc`).
