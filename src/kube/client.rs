@@ -224,7 +224,7 @@ impl Client {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn write<T: Object, B: Serialize + ?Sized>(
+    fn write<T: Object>(
         &self,
         part: body::Part,
         verb: Verb,
@@ -232,10 +232,10 @@ impl Client {
         path: String,
         r: &Resource,
         content_type: &'static str,
-        body: &B,
+        encode: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
     ) -> Result<T, Error> {
         body::with_request_buffer(|bytes| {
-            serde_json::to_writer(&mut *bytes, body).map_err(|e| Error::Decode {
+            encode(&mut *bytes).map_err(|e| Error::Decode {
                 what: format!("{} {} request body", verb.as_str(), r.label()),
                 detail: e.to_string(),
             })?;
@@ -271,7 +271,7 @@ impl Client {
             path,
             r,
             "application/json",
-            obj,
+            |b| object_json(obj, b),
         )
     }
 
@@ -302,7 +302,7 @@ impl Client {
             path,
             r,
             "application/json",
-            obj,
+            |b| object_json(obj, b),
         )
     }
 
@@ -323,7 +323,7 @@ impl Client {
             path,
             r,
             "application/json",
-            obj,
+            |b| object_json(obj, b),
         )
     }
 
@@ -354,7 +354,7 @@ impl Client {
             path,
             r,
             "application/json",
-            obj,
+            |b| object_json(obj, b),
         )
     }
 
@@ -375,7 +375,7 @@ impl Client {
             path,
             r,
             kind.content_type(),
-            patch,
+            |b| serde_json::to_writer(b, patch),
         )
     }
 
@@ -403,6 +403,15 @@ impl Client {
         let _ = std::io::copy(&mut resp.into_body().into_reader(), &mut std::io::sink());
         Ok(())
     }
+}
+
+/// An object as a request body: its hand-written writer when the kind has
+/// one (the same bytes: see `Object::write_json`), serde otherwise.
+fn object_json<T: Object + Serialize>(obj: &T, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    if obj.write_json(out) {
+        return Ok(());
+    }
+    serde_json::to_writer(out, obj)
 }
 
 #[cfg(test)]
