@@ -46,14 +46,18 @@ fn needs_escape(s: &[u8]) -> bool {
 /// `s` as a JSON string: copied between quotes when nothing in it needs
 /// escaping, else escaped by serde_json.
 fn string(out: &mut Vec<u8>, s: &str) {
-    if !needs_escape(s.as_bytes()) {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        serde(out, s);
+    match needs_escape(s.as_bytes()) {
+        false => quoted(out, s.as_bytes()),
+        true => serde(out, s),
     }
+}
+
+/// Bytes that need no escaping, between quotes.
+fn quoted(out: &mut Vec<u8>, b: &[u8]) {
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(b);
+    out.push(b'"');
 }
 
 /// Through serde_json (writing to a `Vec` cannot fail; a value whose
@@ -158,7 +162,14 @@ fn object_reference(out: &mut Vec<u8>, r: &ObjectReference) {
         o.str(b"\"name\":", &r.name);
     }
     if !r.uid.is_empty() {
-        o.str(b"\"uid\":", &r.uid.as_str());
+        let u = r.uid.as_str();
+        let out = o.key(b"\"uid\":");
+        // A canonical UUID (hex digits and dashes) without `Deref`'s
+        // UTF-8 check.
+        match needs_escape(u.as_bytes()) {
+            false => quoted(out, u.as_bytes()),
+            true => string(out, &u),
+        }
     }
     for (key, v) in [
         (&b"\"apiVersion\":"[..], r.api_version()),

@@ -97,6 +97,16 @@ impl From<UidStr<'_>> for Uid {
     }
 }
 
+impl UidStr<'_> {
+    /// The text's bytes, without the UTF-8 check `Deref` makes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            UidStrRepr::Buf(b) => b,
+            UidStrRepr::Ref(s) => s.as_bytes(),
+        }
+    }
+}
+
 impl std::ops::Deref for UidStr<'_> {
     type Target = str;
     fn deref(&self) -> &str {
