@@ -492,9 +492,10 @@ impl Supervisor<'_> {
             let waited = self.clock.now().saturating_duration_since(self.started) >= READY_GRACE;
             if !self.ready_sent && (settled || waited) {
                 // Start order: caches synced → leadership settled →
-                // controllers running → READY=1.
-                self.ready_sent = true;
-                notify(self.notifier.ready(&status));
+                // controllers running → READY=1. A READY=1 that could not
+                // be sent (the socket's queue was full) is sent again on
+                // the next tick: systemd must see it.
+                self.ready_sent = notify(self.notifier.ready(&status));
             } else {
                 notify(self.notifier.status(&status));
             }
@@ -582,10 +583,12 @@ fn build_info(registry: &crate::metrics::Registry) {
         .set(1.0);
 }
 
-fn notify(r: std::io::Result<bool>) {
-    if let Err(e) = r {
+/// Log a failed notification; whether it went out (or had nowhere to go).
+fn notify(r: std::io::Result<bool>) -> bool {
+    if let Err(e) = &r {
         log::warn!("sd_notify failed: {e}");
     }
+    r.is_ok()
 }
 
 /// SIGHUP: re-read the file; apply `log.level`; name what needs a restart.

@@ -62,11 +62,18 @@ impl Notifier {
     }
 
     /// Send raw `KEY=VALUE\n…` text. Ok(false) when no socket is configured.
+    ///
+    /// Never blocks: when the receiver's queue is full (its reader is
+    /// behind; Linux queues only `net.unix.max_dgram_qlen` datagrams, 10 by
+    /// default) the datagram is dropped with `ErrorKind::WouldBlock`. A
+    /// blocking send would stall the caller, the daemon's supervisor, and
+    /// with it `/healthz` and the wedge check, for as long as nobody reads.
     pub fn send(&self, state: &str) -> io::Result<bool> {
         let Some(t) = &self.target else {
             return Ok(false);
         };
         let sock = UnixDatagram::unbound()?;
+        sock.set_nonblocking(true)?;
         match t {
             Target::Path(p) => sock.send_to(state.as_bytes(), p)?,
             Target::Abstract(name) => {
@@ -200,6 +207,34 @@ mod tests {
         let n = Notifier::new(Target::parse(&format!("@{name}")));
         assert!(n.watchdog().expect("send"));
         assert_eq!(recv(&sock), "WATCHDOG=1");
+    }
+
+    #[test]
+    fn a_full_queue_drops_the_datagram_instead_of_blocking() {
+        let dir = std::env::temp_dir().join(format!("sdnotify-full-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let path = dir.join("notify.sock");
+        let _ = std::fs::remove_file(&path);
+        let sock = UnixDatagram::bind(&path).expect("bind");
+        let n = Notifier::new(Some(Target::Path(path.clone())));
+        // Never read: the queue holds max_dgram_qlen datagrams (or what
+        // the receive buffer takes), far fewer than this.
+        let mut sent = 0;
+        let err = loop {
+            match n.watchdog() {
+                Ok(_) => sent += 1,
+                Err(e) => break e,
+            }
+            assert!(sent < 100_000, "the queue never filled");
+        };
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{err}");
+        assert!(sent > 0);
+        // What was queued is intact, and sending works again once read.
+        sock.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        assert_eq!(recv(&sock), "WATCHDOG=1");
+        n.status("leading").expect("room again");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -64,11 +64,26 @@ impl Shutdown {
 /// Join `t` if it ends within `within` (polling, real time); otherwise
 /// leave it to end on its own. Returns whether it was joined.
 pub fn join_within(t: std::thread::JoinHandle<()>, within: Duration) -> bool {
-    let step = Duration::from_millis(10);
-    let mut waited = Duration::ZERO;
-    while !t.is_finished() && waited < within {
-        std::thread::sleep(step);
-        waited += step;
+    join_within_on(t, within, &crate::clock::RealClock)
+}
+
+/// [`join_within`] on `clock`: the bound is the time elapsed on it, not
+/// the number of polls (a loaded machine oversleeps every poll: counted
+/// in polls, the 2 s given to the Lease release took 2.5-2.8 s with 56
+/// busy processes on the 2 cores).
+fn join_within_on(
+    t: std::thread::JoinHandle<()>,
+    within: Duration,
+    clock: &dyn crate::clock::Clock,
+) -> bool {
+    const POLL: Duration = Duration::from_millis(10);
+    let deadline = clock.now() + within;
+    while !t.is_finished() {
+        let left = deadline.saturating_duration_since(clock.now());
+        if left.is_zero() {
+            break;
+        }
+        clock.sleep(left.min(POLL));
     }
     t.is_finished() && t.join().is_ok()
 }
@@ -76,6 +91,45 @@ pub fn join_within(t: std::thread::JoinHandle<()>, within: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn join_within_bounds_the_time_elapsed_not_the_number_of_polls() {
+        use crate::clock::FakeClock;
+        // Every 10 ms poll oversleeps to 25 ms, as on a loaded machine: the
+        // wait still ends once 2 s have passed (counting polls, it took
+        // 200 of them: 5 s).
+        let clock = FakeClock::new();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let stuck = std::thread::spawn(move || {
+            let _ = held.recv();
+        });
+        let c = Arc::clone(&clock);
+        let joiner = std::thread::spawn(move || join_within_on(stuck, Duration::from_secs(2), &*c));
+        while !joiner.is_finished() {
+            if clock.wait_for_sleepers(1, Duration::from_millis(20)) {
+                clock.step(Duration::from_millis(25));
+            }
+        }
+        assert!(
+            !joiner.join().expect("joiner"),
+            "the stuck thread is not joined"
+        );
+        let took = clock.elapsed();
+        assert!(
+            took >= Duration::from_secs(2) && took < Duration::from_millis(2025),
+            "{took:?}"
+        );
+        drop(release);
+    }
+
+    #[test]
+    fn join_within_joins_a_thread_that_ends_and_reports_a_panic() {
+        let cases: [(fn(), bool); 2] = [(|| {}, true), (|| panic!("boom"), false)];
+        for (body, want) in cases {
+            let t = std::thread::spawn(body);
+            assert_eq!(join_within(t, Duration::from_secs(10)), want);
+        }
+    }
 
     #[test]
     fn trigger_wakes_waiters_and_is_shared_by_clones() {

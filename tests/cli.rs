@@ -470,10 +470,24 @@ fn run_keeps_going_while_the_api_server_is_down_and_syncs_once_it_is_up() {
     assert_eq!(child.wait().expect("wait").code(), Some(0));
 }
 
-#[test]
-fn a_wedged_worker_withholds_the_watchdog_and_fails_healthz() {
-    let d = tmpdir("wedge");
-    let (sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 2);
+/// A child process killed (and reaped) when dropped, so that a failing
+/// test leaves no endpointd running behind it.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `endpointd run` with the Endpoints controller only, its sync of
+/// `default/web` wedged by the test hook (called wedged after 600 ms),
+/// notifying `sock` with the watchdog interval `watchdog_usec`. Returns
+/// once the first `WATCHDOG=1` arrived (the health server then listens):
+/// (kube-sim, health address, child).
+fn run_wedged(d: &Path, sock: &UnixDatagram, watchdog_usec: &str) -> (SimServer, String, Reaped) {
+    let (sim, kc) = sim_with_pods(d, "127.0.0.1:0", 2);
     sim.store()
         .load_list(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
             {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
@@ -481,34 +495,74 @@ fn a_wedged_worker_withholds_the_watchdog_and_fails_healthz() {
         .expect("service");
     let addr = format!("127.0.0.1:{}", free_port());
     let cfg = config_with(
-        &d,
+        d,
         &kc,
         &format!("[server]\nlisten = \"{addr}\"\n[endpointslices]\nenabled = false\n"),
     );
-    let sock_path = d.join("notify.sock");
-    let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
-    sock.set_read_timeout(Some(Duration::from_millis(100)))
-        .expect("timeout");
-    let mut child = bin()
+    let sock_path = sock
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+        .expect("notify socket path");
+    let child = bin()
         .args(["run", "--config"])
         .arg(&cfg)
         .env("NOTIFY_SOCKET", &sock_path)
-        .env("WATCHDOG_USEC", "400000")
+        .env("WATCHDOG_USEC", watchdog_usec)
         .env("ENDPOINTD_TEST_WEDGE", "default/web,600")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    recv_until(&sock, "WATCHDOG=1");
+    let child = Reaped(child);
+    recv_until(sock, "WATCHDOG=1");
+    (sim, addr, child)
+}
+
+/// Poll `/healthz` until it fails (500), for at most 15 s: its body. On
+/// timeout the message names what each thread of `pid` waits in.
+fn wait_for_healthz_failure(addr: &str, pid: u32) -> String {
     let deadline = Instant::now() + Duration::from_secs(15);
-    let body = loop {
-        let (code, body) = http_get(&addr, "/healthz");
+    loop {
+        let (code, body) = http_get(addr, "/healthz");
         if code == 500 {
-            break body;
+            return body;
         }
-        assert!(Instant::now() < deadline, "healthz never failed: {body}");
+        assert!(
+            Instant::now() < deadline,
+            "healthz never failed: {body}\nthreads (name, kernel wait channel):\n{}",
+            thread_waits(pid)
+        );
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One line per thread of `pid`: its name and where in the kernel it
+/// waits (`/proc/<pid>/task/*/wchan`).
+fn thread_waits(pid: u32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return String::new();
     };
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    tasks
+        .filter_map(|t| t.ok())
+        .map(|t| {
+            let p = t.path();
+            let name = read(&p.join("comm"));
+            format!("{} {}", name.trim(), read(&p.join("wchan")))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_wedged_worker_withholds_the_watchdog_and_fails_healthz() {
+    let d = tmpdir("wedge");
+    let sock = UnixDatagram::bind(d.join("notify.sock")).expect("bind notify socket");
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
+    let (_sim, addr, child) = run_wedged(&d, &sock, "400000");
+    let body = wait_for_healthz_failure(&addr, child.0.id());
     assert!(
         body.contains("a worker has been syncing default/web"),
         "{body}"
@@ -523,8 +577,81 @@ fn a_wedged_worker_withholds_the_watchdog_and_fails_healthz() {
             assert!(!msg.contains("WATCHDOG=1"), "pinged while wedged: {msg}");
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// systemd reads its notify socket promptly, but a receiver that falls
+/// behind must not stall the supervisor: Linux queues only
+/// `net.unix.max_dgram_qlen` datagrams (10 by default) on it, and a
+/// blocking send then waited until someone read, with `/healthz` left
+/// passing for a wedged worker (the previous test failed so under load,
+/// when the startup ticks alone filled the queue its reader leaves alone
+/// after the first ping). Here nothing is read after the first ping and
+/// the supervisor ticks every 20 ms: the queue is full long before the
+/// worker counts as wedged.
+#[test]
+fn a_notify_socket_nobody_reads_does_not_stall_the_supervisor() {
+    let d = tmpdir("unread-notify");
+    let sock = UnixDatagram::bind(d.join("notify.sock")).expect("bind notify socket");
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
+    let (_sim, addr, child) = run_wedged(&d, &sock, "40000");
+    let body = wait_for_healthz_failure(&addr, child.0.id());
+    assert!(
+        body.contains("a worker has been syncing default/web"),
+        "{body}"
+    );
+}
+
+/// READY=1 must reach systemd even if its first send finds the notify
+/// socket's queue full (sends never block, so a full queue drops it): the
+/// supervisor sends it again on a later tick.
+#[test]
+fn a_ready_that_finds_the_notify_queue_full_is_sent_again() {
+    let d = tmpdir("ready-full");
+    let (_sim, kc) = sim_with_pods(&d, "127.0.0.1:0", 2);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let cfg = config_with(&d, &kc, &format!("[server]\nlisten = \"{addr}\"\n"));
+    let sock_path = d.join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
+    // Fill the queue first: endpointd's first notifications find no room.
+    let filler = UnixDatagram::unbound().expect("socket");
+    filler.set_nonblocking(true).expect("nonblocking");
+    let mut queued = 0;
+    while filler.send_to(b"FILLER=1", &sock_path).is_ok() {
+        queued += 1;
+        assert!(queued < 100_000, "the queue never filled");
+    }
+    let _child = Reaped(
+        bin()
+            .args(["run", "--config"])
+            .arg(&cfg)
+            .env("NOTIFY_SOCKET", &sock_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < deadline, "endpointd never came up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Ready is set just before READY=1 is sent (and found no room).
+    wait_for_readyz(&addr, "ok");
+    // Drain the filler (and a READY=1 that raced in after it); READY=1
+    // then arrives, or already did.
+    let mut buf = [0u8; 1024];
+    let mut ready = None;
+    while let Ok(n) = sock.recv(&mut buf) {
+        let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+        if msg.contains("READY=1") {
+            ready = Some(msg);
+        }
+    }
+    let ready = ready.unwrap_or_else(|| recv_until(&sock, "READY=1"));
+    assert!(ready.contains("STATUS=leading;"), "{ready}");
 }
 
 #[test]

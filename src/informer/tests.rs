@@ -213,7 +213,12 @@ fn server_errors_back_off_exponentially_and_rewatch_same_rv() {
     let tx = h.channel_watch();
     let inf = h.start(None);
     // Each failure sleeps (fake time frozen) until stepped past its delay,
-    // which is jittered into [d, 2d) for d = 800 ms, 1.6 s, 3.2 s.
+    // which is jittered into [d, 2d) for d = 800 ms, 1.6 s, 3.2 s. After a
+    // step, wait_for_sleepers counts only sleepers not yet due, so it waits
+    // for the next failure's sleep. (When it also counted the sleeper just
+    // stepped past until that thread ran again, a busy machine failed this
+    // with "no hot loop after failure 2": 28 of 30 runs at nice 19 next to
+    // two busy processes on one core; 0 of 70 since.)
     for (n, step) in [(1usize, ms(1600)), (2, ms(3200)), (3, ms(6400))] {
         assert!(h.clock.wait_for_sleepers(1, Duration::from_secs(5)));
         // Frozen time: no further request however long we wait in real time.
