@@ -584,9 +584,19 @@ fn build_info(registry: &crate::metrics::Registry) {
 }
 
 /// Log a failed notification; whether it went out (or had nowhere to go).
+/// A full notify queue (its reader is behind) is warned about once until
+/// a send goes out again, not on every tick.
 fn notify(r: std::io::Result<bool>) -> bool {
-    if let Err(e) = &r {
-        log::warn!("sd_notify failed: {e}");
+    static QUEUE_FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    use std::sync::atomic::Ordering::Relaxed;
+    match &r {
+        Ok(_) => QUEUE_FULL.store(false, Relaxed),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            if !QUEUE_FULL.swap(true, Relaxed) {
+                log::warn!("sd_notify: the notify socket's queue is full (its reader is behind): notifications are dropped and sent again on later ticks");
+            }
+        }
+        Err(e) => log::warn!("sd_notify failed: {e}"),
     }
     r.is_ok()
 }
