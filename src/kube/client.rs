@@ -263,16 +263,7 @@ impl Client {
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<T, Error> {
-        let path = r.path(namespace.or(obj.namespace()), None, None);
-        self.write(
-            body::Part::Whole,
-            Verb::Create,
-            "POST",
-            path,
-            r,
-            "application/json",
-            |b| object_json(obj, b),
-        )
+        self.post(body::Part::Whole, r, namespace, obj)
     }
 
     /// PUT an object (optimistic concurrency through its resourceVersion).
@@ -283,7 +274,7 @@ impl Client {
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<T, Error> {
-        self.put(r, namespace, obj, None)
+        self.put(body::Part::Whole, r, namespace, obj, None)
     }
 
     /// POST like [`Client::create`], decoding only the metadata of what
@@ -294,16 +285,7 @@ impl Client {
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<MetaOnly, Error> {
-        let path = r.path(namespace.or(obj.namespace()), None, None);
-        self.write(
-            body::Part::Metadata,
-            Verb::Create,
-            "POST",
-            path,
-            r,
-            "application/json",
-            |b| object_json(obj, b),
-        )
+        self.post(body::Part::Metadata, r, namespace, obj)
     }
 
     /// PUT like [`Client::update`], decoding only the metadata of what the
@@ -314,17 +296,7 @@ impl Client {
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<MetaOnly, Error> {
-        let ns = namespace.or(obj.namespace());
-        let path = r.path(ns, Some(named(r, obj.name())?), None);
-        self.write(
-            body::Part::Metadata,
-            Verb::Update,
-            "PUT",
-            path,
-            r,
-            "application/json",
-            |b| object_json(obj, b),
-        )
+        self.put(body::Part::Metadata, r, namespace, obj, None)
     }
 
     /// PUT the `status` subresource.
@@ -334,28 +306,40 @@ impl Client {
         namespace: Option<&str>,
         obj: &T,
     ) -> Result<T, Error> {
-        self.put(r, namespace, obj, Some("status"))
+        self.put(body::Part::Whole, r, namespace, obj, Some("status"))
     }
 
-    /// PUT an object or one of its subresources.
-    fn put<T: Object + Serialize>(
+    /// POST an object; the answer decoded as `R` (`part` of it).
+    fn post<T: Object + Serialize, R: Object>(
         &self,
+        part: body::Part,
+        r: &Resource,
+        namespace: Option<&str>,
+        obj: &T,
+    ) -> Result<R, Error> {
+        let path = r.path(namespace.or(obj.namespace()), None, None);
+        let json = "application/json";
+        self.write(part, Verb::Create, "POST", path, r, json, |b| {
+            object_json(obj, b)
+        })
+    }
+
+    /// PUT an object or one of its subresources; the answer decoded as `R`
+    /// (`part` of it).
+    fn put<T: Object + Serialize, R: Object>(
+        &self,
+        part: body::Part,
         r: &Resource,
         namespace: Option<&str>,
         obj: &T,
         subresource: Option<&str>,
-    ) -> Result<T, Error> {
+    ) -> Result<R, Error> {
         let ns = namespace.or(obj.namespace());
         let path = r.path(ns, Some(named(r, obj.name())?), subresource);
-        self.write(
-            body::Part::Whole,
-            Verb::Update,
-            "PUT",
-            path,
-            r,
-            "application/json",
-            |b| object_json(obj, b),
-        )
+        let json = "application/json";
+        self.write(part, Verb::Update, "PUT", path, r, json, |b| {
+            object_json(obj, b)
+        })
     }
 
     /// PATCH an object with a merge, JSON or strategic-merge patch.
