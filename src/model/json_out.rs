@@ -17,7 +17,7 @@
 
 use super::endpoints::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 use super::endpointslice::{AddressType, Endpoint, EndpointSlice, EndpointSlicePort};
-use super::ObjectReference;
+use super::{ObjectMeta, ObjectReference};
 use serde::Serialize;
 
 /// Whether JSON needs an escape for a byte of `s`: a control character,
@@ -124,6 +124,14 @@ impl<'a> Obj<'a> {
     fn close(self) {
         self.out.push(b'}');
     }
+}
+
+/// An object opened with its constant `apiVersion`/`kind` (`type_meta`,
+/// up to the `metadata` key) and its metadata; the rest follows.
+fn head<'a>(out: &'a mut Vec<u8>, type_meta: &[u8], m: &ObjectMeta) -> Obj<'a> {
+    out.extend_from_slice(type_meta);
+    serde(out, m);
+    Obj { out, first: false }
 }
 
 /// A JSON array of `items`, each written by `f`.
@@ -236,11 +244,11 @@ fn slice_port(out: &mut Vec<u8>, p: &EndpointSlicePort) {
 
 /// An EndpointSlice as compact JSON, appended to `out`.
 pub(crate) fn endpoint_slice(out: &mut Vec<u8>, s: &EndpointSlice) {
-    out.extend_from_slice(
+    let mut o = head(
+        out,
         br#"{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":"#,
+        &s.metadata,
     );
-    serde(out, &s.metadata);
-    let mut o = Obj { out, first: false };
     o.str(b"\"addressType\":", address_type(s.address_type));
     array(o.key(b"\"endpoints\":"), &s.endpoints, endpoint);
     array(o.key(b"\"ports\":"), &s.ports, slice_port);
@@ -297,9 +305,11 @@ fn subset(out: &mut Vec<u8>, s: &EndpointSubset) {
 
 /// An Endpoints as compact JSON, appended to `out`.
 pub(crate) fn endpoints(out: &mut Vec<u8>, e: &Endpoints) {
-    out.extend_from_slice(br#"{"apiVersion":"v1","kind":"Endpoints","metadata":"#);
-    serde(out, &e.metadata);
-    let mut o = Obj { out, first: false };
+    let mut o = head(
+        out,
+        br#"{"apiVersion":"v1","kind":"Endpoints","metadata":"#,
+        &e.metadata,
+    );
     if !e.subsets.is_empty() {
         array(o.key(b"\"subsets\":"), &e.subsets, subset);
     }
