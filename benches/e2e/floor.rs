@@ -148,44 +148,35 @@ pub fn cpu_floor(dir: &Path, main_url: &str, rounds: usize) -> Option<(f64, f64)
         }
     });
 
-    let warm = 50;
-    let mut t0 = thread_cpu();
-    let mut ok = true;
-    for k in 0..warm + rounds {
-        if k == warm {
-            t0 = thread_cpu();
-        }
-        if go_tx.send(k).is_err() || next_object(&mut pods_w).is_none() {
-            ok = false;
-            break;
-        }
+    // One flip: the pod event in, both writes, both echoes in; `None` when
+    // any step failed (the floor is then not reported).
+    let mut round = |k: usize| -> Option<()> {
+        go_tx.send(k).ok()?;
+        next_object(&mut pods_w)?;
         let n = slice.endpoints.len();
         let cond = &mut slice.endpoints[k % n].conditions;
         cond.ready = Some(!cond.ready.unwrap_or(true));
         cond.serving = cond.ready;
-        let Ok(m) = c.update_meta(&ENDPOINTSLICES, Some("bench"), &slice) else {
-            ok = false;
-            break;
-        };
+        let m = c.update_meta(&ENDPOINTSLICES, Some("bench"), &slice).ok()?;
         slice.metadata.resource_version = m.metadata.resource_version;
         let s = &mut eps.subsets[0];
-        if k % 2 == 0 && !s.addresses.is_empty() {
+        if k.is_multiple_of(2) && !s.addresses.is_empty() {
             let a = s.addresses.remove(0);
             s.not_ready_addresses.push(a);
         } else if !s.not_ready_addresses.is_empty() {
             let a = s.not_ready_addresses.remove(0);
             s.addresses.push(a);
         }
-        let Ok(m) = c.update_meta(&ENDPOINTS, Some("bench"), &eps) else {
-            ok = false;
-            break;
-        };
+        let m = c.update_meta(&ENDPOINTS, Some("bench"), &eps).ok()?;
         eps.metadata.resource_version = m.metadata.resource_version;
-        if next_object(&mut slices_w).is_none() || next_object(&mut eps_w).is_none() {
-            ok = false;
-            break;
-        }
-    }
+        next_object(&mut slices_w)?;
+        next_object(&mut eps_w)?;
+        Some(())
+    };
+    let warm = 50;
+    let ok = (0..warm).all(|k| round(k).is_some());
+    let t0 = thread_cpu();
+    let ok = ok && (warm..warm + rounds).all(|k| round(k).is_some());
     let (u1, s1) = thread_cpu();
     let per =
         |a: Duration, b: Duration| a.saturating_sub(b).as_secs_f64() * 1e6 / rounds.max(1) as f64;
