@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::controller::fence::Fence;
 use crate::controller::metrics::ControllerMetrics;
 use crate::controller::recorder::Record;
-use crate::controller::worker::WorkerPool;
+use crate::controller::worker::{Syncer, WorkerPool};
 use crate::endpoints::apply::EndpointsWriter;
 use crate::endpoints::controller::{self as ep, EndpointsController, EndpointsHandler};
 use crate::endpointslice::controller::{
@@ -190,23 +190,32 @@ impl Controllers {
                 .with_shadow(self.shadow.clone())
                 .with_clock(Arc::clone(&self.clock)),
             );
+            // Beyond upstream: the zones are known before the first Service
+            // sync. Upstream's topology worker starts beside the Service
+            // workers, so a Service with `topology-mode: Auto` synced first
+            // gets its slices written without hints and a spurious
+            // "Insufficient Node information" event, then hints a moment
+            // later: two writes and a false warning on every start.
+            let topo = TopologySync::new(
+                caches.nodes.store(),
+                caches.services.store(),
+                Arc::clone(&p.shared),
+                p.queue.clone(),
+            );
+            if let Err(e) = topo.sync(es::TOPOLOGY_KEY) {
+                log::warn!("{}: first topology sync: {e}", es::TOPOLOGY);
+                p.topology_queue.add(es::TOPOLOGY_KEY.to_string());
+            }
             let pool = WorkerPool::start(
                 es::NAME,
                 p.workers,
-                p.queue.clone(),
+                p.queue,
                 ctrl,
                 Arc::clone(&self.metrics),
                 Arc::clone(&self.clock),
             )?;
             pool.watch_history(Arc::clone(&caches.history));
             pools.push(pool);
-            let topo = TopologySync::new(
-                caches.nodes.store(),
-                caches.services.store(),
-                p.shared,
-                p.queue,
-            );
-            p.topology_queue.add(es::TOPOLOGY_KEY.to_string());
             pools.push(WorkerPool::start(
                 es::TOPOLOGY,
                 1,

@@ -280,6 +280,17 @@ fn topology_mode_auto_assigns_zone_hints_and_an_event() {
             .iter()
             .any(|e| e["reason"] == "TopologyAwareHintsEnabled")
     });
+    d.wait_idle("endpoint_slice", 1.0, LIMIT);
+    // Beyond upstream: the zones are known before the first sync, so the
+    // slice is created with its hints in one write and no "Insufficient
+    // Node information" warning is raised at start.
+    assert_eq!(verbs_since(&c, 0), ["create"]);
+    let reasons: Vec<Value> = c
+        .all("events")
+        .iter()
+        .map(|e| e["reason"].clone())
+        .collect();
+    assert_eq!(reasons, [json!("TopologyAwareHintsEnabled")]);
     assert_eq!(d.stop(), Some(0));
 }
 

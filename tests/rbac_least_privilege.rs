@@ -169,8 +169,8 @@ fn endpointd_uses_exactly_what_systemd_rbac_yaml_grants() {
         })
     };
     set_mode(None);
-    // (Counted by message: endpointd may also have said "Insufficient Node
-    // information" at start, before its topology cache had the nodes.)
+    // (Matched by message too: the reason alone also covers "Insufficient
+    // Node information", which must not be what is seen here.)
     wait_until("hints disabled", LIMIT, || {
         c.all("events").iter().any(|e| {
             e["reason"] == "TopologyAwareHintsDisabled"
