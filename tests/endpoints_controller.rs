@@ -4,6 +4,7 @@
 mod controller_support;
 
 use controller_support::*;
+use endpointd::sim::requestinfo::Verb;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -150,6 +151,17 @@ fn restart_on_a_converged_cluster_writes_nothing_and_cleans_leftovers() {
         c.get("endpoints", "default", "manual").is_some(),
         "selector-less Endpoints never deleted"
     );
+    // Beyond upstream: the delete's own echo does not sync the Service
+    // again into a second DELETE (a 404, which the write log omits).
+    let deletes = || c.sim.requests().get(Verb::Delete, "endpoints");
+    assert_eq!(deletes(), 1);
+    // A Service deleted while endpointd runs: one DELETE too.
+    c.delete("services", "default", &["a".to_string()]);
+    wait_until("Endpoints of a deleted", LIMIT, || {
+        c.get("endpoints", "default", "a").is_none()
+    });
+    d.wait_idle("endpoint", 4.0, LIMIT);
+    assert_eq!(deletes(), 2);
     assert_eq!(d.stop(), Some(0));
 }
 

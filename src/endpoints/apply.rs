@@ -21,7 +21,7 @@ use crate::controller::recorder::Record;
 use crate::controller::worker::SyncError;
 use crate::kube::{self, Client, ENDPOINTS};
 use crate::model::{Endpoints, Object, ObjectReference};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 /// Content fingerprints hash with foldhash, seeded per process (std's
@@ -90,6 +90,10 @@ pub struct EndpointsWriter {
     key_hasher: RandomState,
     /// Since when each key's cache has looked older than our writes.
     stale_since: Mutex<HashMap<String, std::time::Instant>>,
+    /// Keys whose DELETE we sent and whose delete the cache has not shown
+    /// yet (recorded before the request: the event may overtake the
+    /// response). Empty between Service deletions.
+    deleting: Mutex<HashSet<String>>,
     clock: crate::clock::SharedClock,
 }
 
@@ -150,6 +154,7 @@ impl EndpointsWriter {
             sent: Mutex::default(),
             key_hasher: RandomState::new(),
             stale_since: Mutex::default(),
+            deleting: Mutex::default(),
             clock: crate::clock::RealClock::shared(),
         }
     }
@@ -202,6 +207,23 @@ impl EndpointsWriter {
         let h = self.key_hasher.hash_one(key);
         let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         s.insert(h, fingerprint(obj));
+    }
+
+    fn deleting(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.deleting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cache has just shown `key`'s Endpoints deleted: whether that was
+    /// our own DELETE (then nothing is left to do for the key: its Service
+    /// was absent, and a Service added since queues its key itself).
+    /// Upstream syncs the Service again and DELETEs once more, into a 404.
+    pub fn own_delete_seen(&self, key: &str) -> bool {
+        let mut d = self.deleting();
+        let ours = d.remove(key);
+        if d.is_empty() && d.capacity() > 0 {
+            *d = HashSet::new();
+        }
+        ours
     }
 
     fn created(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
@@ -275,6 +297,7 @@ impl EndpointsWriter {
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         self.sending(key, obj);
+        self.own_delete_seen(key);
         match self.client.create_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
                 // A resourceVersion that is not an integer would count as
@@ -328,10 +351,16 @@ impl EndpointsWriter {
         self.fence
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
+        self.deleting().insert(key.to_string());
         match self.client.delete(&ENDPOINTS, Some(ns), name, None) {
             Ok(()) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(failed("deleting", key, &e)),
+            Err(e) if e.is_not_found() => {
+                self.own_delete_seen(key);
+            }
+            Err(e) => {
+                self.own_delete_seen(key);
+                return Err(failed("deleting", key, &e));
+            }
         }
         self.stale.delete(key);
         self.forget_created(key);

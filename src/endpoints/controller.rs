@@ -165,7 +165,8 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
     }
 }
 
-/// Endpoints deleted → sync its Service (C1); beyond upstream, an
+/// Endpoints deleted → sync its Service (C1), unless we deleted it
+/// ourselves ([`EndpointsWriter::own_delete_seen`]); beyond upstream, an
 /// Endpoints changed by someone else → sync its Service too, so a foreign
 /// edit is corrected at once (upstream only notices at the Service's next
 /// sync). Our own writes are recognised by their content (see
@@ -200,7 +201,10 @@ impl EventHandler<Endpoints> for EndpointsHandler {
         }
     }
     fn on_delete(&self, obj: &DeletedObject<Endpoints>) {
-        self.queue.add(obj.object().key());
+        let key = obj.object().key();
+        if !self.writer.own_delete_seen(&key) {
+            self.queue.add(key);
+        }
     }
 }
 
