@@ -229,8 +229,17 @@ impl TopologyCache {
         }
         let was = self.has_populated_hints(&si.service_key);
         self.set_hints(&si.service_key, t, allocated);
+        // Beyond upstream: hints already in the API and nothing to write
+        // is not news. Upstream's populated set starts empty, so it
+        // announces "enabled" again for every such Service on every start.
+        let shown = creates.is_empty()
+            && updates.is_empty()
+            && si
+                .unchanged
+                .iter()
+                .any(|s| s.endpoints.iter().any(|e| e.hints.is_some()));
         let mut events = Vec::new();
-        if !was {
+        if !was && !shown {
             events.push(EventSpec::normal(
                 "TopologyAwareHintsEnabled",
                 with_address_type(messages::ENABLED, t),

@@ -296,6 +296,51 @@ fn unchanged_slices_keep_valid_hints_and_lose_invalid_ones() {
 }
 
 #[test]
+fn hints_already_in_the_api_with_nothing_to_write_are_not_announced() {
+    let hinted = |z: &str| {
+        let mut e = ep(Some(z), true);
+        e.hints = Some(Box::new(EndpointHints {
+            for_zones: vec![ForZone { name: z.into() }],
+            for_nodes: vec![],
+        }));
+        e
+    };
+    let good = || slice("good", vec![hinted("zone-a"), hinted("zone-b")]);
+    let bare = || {
+        slice(
+            "bare",
+            vec![ep(Some("zone-a"), true), ep(Some("zone-b"), true)],
+        )
+    };
+    let enabled = || {
+        vec![EventSpec::normal(
+            "TopologyAwareHintsEnabled",
+            "Topology Aware Hints has been enabled, addressType: IPv4",
+        )]
+    };
+    // (unchanged slices, to create, whether "enabled" is announced)
+    let table: Vec<(Vec<EndpointSlice>, Vec<EndpointSlice>, bool)> = vec![
+        // A restart: the hints are in the API, nothing is written.
+        (vec![good()], vec![], false),
+        // Hints newly added to unhinted slices: announced (as upstream).
+        (vec![bare()], vec![], true),
+        // Hinted slices, but a slice is written too: announced (as upstream).
+        (vec![good()], vec![bare()], true),
+        // A first sync with nothing but creates: announced.
+        (vec![], vec![bare()], true),
+    ];
+    for (unchanged, create, announced) in table {
+        let mut c = two_zones("2", "2");
+        let (_, _, ev) = c.add_hints(&si(create, unchanged));
+        assert_eq!(ev, if announced { enabled() } else { vec![] });
+        assert!(c.has_populated_hints("ns/svc"));
+        // Once populated, never announced again.
+        let (_, _, ev) = c.add_hints(&si(vec![bare()], vec![]));
+        assert!(ev.is_empty());
+    }
+}
+
+#[test]
 fn overloaded_services_after_node_changes() {
     let mut c = two_zones("2", "2");
     c.set_hints(
