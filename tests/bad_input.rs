@@ -5,8 +5,10 @@
 //! pages instead of never syncing.
 
 mod controller_support;
+mod process_support;
 
 use controller_support::*;
+use process_support::SpawnReaped;
 use serde_json::json;
 use std::time::Duration;
 
@@ -102,7 +104,7 @@ fn awkward_objects_are_served_and_large_pages_shrink_under_the_body_cap() {
         .arg(&cfg)
         .env_remove("NOTIFY_SOCKET")
         .stderr(std::process::Stdio::null())
-        .spawn()
+        .spawn_reaped()
         .expect("endpointd");
     let t = c.wait_converged(LIMIT);
     eprintln!("bad input: converged in {t:?} with a 2 MiB body cap");

@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use endpointd::sim::server::{SimOptions, SimServer};
 
+mod process_support;
+use process_support::{Reaped, SpawnReaped};
+
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_endpointd"));
     c.env_remove("ENDPOINTD_CONFIG")
@@ -240,7 +243,7 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
         .env("JOURNAL_STREAM", format!("{dev}:{ino}"))
         .stdout(Stdio::null())
         .stderr(Stdio::from(log_file))
-        .spawn()
+        .spawn_reaped()
         .expect("spawn");
     let ready = recv_until(&sock, "READY=1");
     let synced = ready.clone();
@@ -333,13 +336,13 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
 }
 
 /// `endpointd run --config cfg`, returned once `addr` (its server.listen) accepts.
-fn spawn_serving(cfg: &Path, addr: &str) -> std::process::Child {
+fn spawn_serving(cfg: &Path, addr: &str) -> Reaped {
     let child = bin()
         .args(["run", "--config"])
         .arg(cfg)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
+        .spawn_reaped()
         .expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(addr).is_err() {
@@ -470,17 +473,6 @@ fn run_keeps_going_while_the_api_server_is_down_and_syncs_once_it_is_up() {
     assert_eq!(child.wait().expect("wait").code(), Some(0));
 }
 
-/// A child process killed (and reaped) when dropped, so that a failing
-/// test leaves no endpointd running behind it.
-struct Reaped(std::process::Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `endpointd run` with the Endpoints controller only, its sync of
 /// `default/web` wedged by the test hook (called wedged after 600 ms),
 /// notifying `sock` with the watchdog interval `watchdog_usec`. Returns
@@ -512,9 +504,8 @@ fn run_wedged(d: &Path, sock: &UnixDatagram, watchdog_usec: &str) -> (SimServer,
         .env("ENDPOINTD_TEST_WEDGE", "default/web,600")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
+        .spawn_reaped()
         .expect("spawn");
-    let child = Reaped(child);
     recv_until(sock, "WATCHDOG=1");
     (sim, addr, child)
 }
@@ -623,16 +614,14 @@ fn a_ready_that_finds_the_notify_queue_full_is_sent_again() {
         queued += 1;
         assert!(queued < 100_000, "the queue never filled");
     }
-    let _child = Reaped(
-        bin()
-            .args(["run", "--config"])
-            .arg(&cfg)
-            .env("NOTIFY_SOCKET", &sock_path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn"),
-    );
+    let _child = bin()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("NOTIFY_SOCKET", &sock_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn_reaped()
+        .expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(&addr).is_err() {
         assert!(Instant::now() < deadline, "endpointd never came up");
@@ -703,7 +692,7 @@ fn trace_logs_never_contain_the_token_or_a_url_password() {
 
 /// `endpointd run` against `kc` at log level trace (no server), its log
 /// going to a file: (config, log path, child).
-fn run_at_trace(d: &Path, kc: &Path) -> (PathBuf, PathBuf, std::process::Child) {
+fn run_at_trace(d: &Path, kc: &Path) -> (PathBuf, PathBuf, Reaped) {
     let cfg = config_with(d, kc, "[server]\nlisten = \"\"\n[log]\nlevel = \"trace\"\n");
     let log_path = d.join("trace.log");
     let child = bin()
@@ -712,7 +701,7 @@ fn run_at_trace(d: &Path, kc: &Path) -> (PathBuf, PathBuf, std::process::Child) 
         .env("RUST_LOG", "trace")
         .stdout(Stdio::null())
         .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
-        .spawn()
+        .spawn_reaped()
         .expect("spawn");
     (cfg, log_path, child)
 }
@@ -780,7 +769,7 @@ fn a_kubeconfig_readable_by_others_is_warned_about() {
             .arg(&cfg)
             .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
-            .spawn()
+            .spawn_reaped()
             .expect("spawn");
         wait_for_file(&log_path, "caches synced");
         kill(child.id(), "-TERM");

@@ -4,6 +4,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+mod process_support;
+use process_support::SpawnReaped;
+
 use endpointd::sim::resources::lookup;
 use endpointd::sim::server::{SimOptions, SimServer};
 use endpointd::sim::store::Key;
@@ -198,7 +201,7 @@ fn after_endpointd_synced_the_report_is_in_sync_and_locates_each_pod() {
         .arg(&cfg)
         .env_remove("NOTIFY_SOCKET")
         .stderr(std::process::Stdio::null())
-        .spawn()
+        .spawn_reaped()
         .expect("endpointd run");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let mut v = Value::Null;

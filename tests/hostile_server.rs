@@ -8,7 +8,10 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+mod process_support;
+use process_support::{Reaped, SpawnReaped};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -199,7 +202,7 @@ fn config(dir: &Path, port: u16, extra: &str) -> PathBuf {
     cfg
 }
 
-fn spawn(cfg: &Path) -> Child {
+fn spawn(cfg: &Path) -> Reaped {
     Command::new(env!("CARGO_BIN_EXE_endpointd"))
         .args(["run", "--config"])
         .arg(cfg)
@@ -208,7 +211,7 @@ fn spawn(cfg: &Path) -> Child {
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_reaped()
         .expect("spawn endpointd")
 }
 
@@ -223,7 +226,7 @@ fn peak_rss_kib(pid: u32) -> u64 {
 }
 
 /// SIGTERM, then the time until the process exited and its stderr.
-fn terminate(mut child: Child) -> (Duration, Option<i32>, String) {
+fn terminate(mut child: Reaped) -> (Duration, Option<i32>, String) {
     let t = Instant::now();
     let st = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -251,7 +254,7 @@ fn terminate(mut child: Child) -> (Duration, Option<i32>, String) {
 
 const EXIT_BOUND: Duration = Duration::from_secs(5);
 
-fn assert_prompt_exit(name: &str, child: Child) -> String {
+fn assert_prompt_exit(name: &str, child: Reaped) -> String {
     let (took, code, err) = terminate(child);
     eprintln!("{name}: exited {took:?} after SIGTERM");
     assert!(took < EXIT_BOUND, "{name}: took {took:?} to exit\n{err}");

@@ -6,7 +6,10 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+mod process_support;
+use process_support::{Reaped, SpawnReaped};
 use std::time::{Duration, Instant};
 
 use endpointd::sim::resources::lookup;
@@ -193,7 +196,7 @@ fn setup() -> (SimServer, PathBuf, String) {
 
 /// `endpointd run` with shadow mode from the config key (`--shadow` only
 /// sets the same key).
-fn spawn(cfg: &PathBuf) -> Child {
+fn spawn(cfg: &PathBuf) -> Reaped {
     let text = std::fs::read_to_string(cfg).expect("config");
     std::fs::write(cfg, format!("{text}[mode]\nshadow = true\n")).expect("config");
     Command::new(env!("CARGO_BIN_EXE_endpointd"))
@@ -202,7 +205,7 @@ fn spawn(cfg: &PathBuf) -> Child {
         .env_remove("NOTIFY_SOCKET")
         .env("RUST_LOG", "warn")
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_reaped()
         .expect("endpointd run --shadow")
 }
 

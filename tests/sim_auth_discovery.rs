@@ -4,6 +4,9 @@
 //! kubeconfig, `--load`, and the `kube-sim` binary's CLI and signals.
 
 use endpointd::sim::server::{SimOptions, SimServer};
+
+mod process_support;
+use process_support::SpawnReaped;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::sync::Arc;
@@ -303,7 +306,7 @@ fn binary_prints_url_serves_and_stops_on_sigterm() {
         .arg(&kc)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
+        .spawn_reaped()
         .expect("spawn");
     let mut line = String::new();
     let stdout = child.stdout.take().expect("stdout");
