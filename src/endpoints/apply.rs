@@ -72,7 +72,8 @@ pub struct EndpointsWriter {
     /// once the creates' echoes are in.
     created: Mutex<HashMap<String, u64>>,
     /// A fingerprint of the content (labels, annotations, subsets) of our
-    /// last write per key, recorded *before* the request, so that handlers
+    /// last write per key (or, with no write of ours, of the stored content
+    /// a sync found right), recorded *before* the request, so that handlers
     /// can tell our own writes from a foreign writer's even when the watch
     /// event overtakes the write's response (a resourceVersion recorded
     /// after the response cannot: that race made the handler take our own
@@ -195,12 +196,39 @@ impl EndpointsWriter {
         false
     }
 
-    /// Whether `obj` (as the cache now shows it) has the content of our
-    /// last write of `key`: then nothing needs correcting, whoever wrote it.
-    pub fn is_own_content(&self, key: &str, obj: &Endpoints) -> bool {
+    /// Whether `obj` (as the cache now shows it) is a foreign edit of an
+    /// Endpoints we keep: `key` has the fingerprint of our last write (or
+    /// of the content a sync found right, [`EndpointsWriter::accept`]) and
+    /// `obj`'s content differs. An Endpoints we do not keep — a
+    /// selector-less or ExternalName Service's, one whose Service does not
+    /// exist, an old Endpoints-based leader-election lock — is never a
+    /// foreign edit: upstream does not react to its edits at all, and a
+    /// sync of a key without a Service DELETEs.
+    pub fn is_foreign_edit(&self, key: &str, obj: &Endpoints) -> bool {
         let h = self.key_hasher.hash_one(key);
         let s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        s.get(&h).is_some_and(|own| *own == fingerprint(obj))
+        s.get(&h).is_some_and(|own| *own != fingerprint(obj))
+    }
+
+    /// A sync found `cur`, the stored Endpoints of the managed Service
+    /// `key`, right and wrote nothing: unless a write of ours is
+    /// remembered, remember `cur`'s content as what the key should hold,
+    /// so a foreign edit is corrected at once (after a restart too, before
+    /// any write of ours).
+    pub fn accept(&self, key: &str, cur: &Endpoints) {
+        let h = self.key_hasher.hash_one(key);
+        let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        s.entry(h).or_insert_with(|| fingerprint(cur));
+    }
+
+    /// The Service `key` is not (or no longer) managed: its Endpoints is
+    /// not ours to keep, its edits are not foreign edits.
+    pub fn release(&self, key: &str) {
+        let h = self.key_hasher.hash_one(key);
+        let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        if s.remove(&h).is_some() {
+            release_if_empty(&mut s);
+        }
     }
 
     fn sending(&self, key: &str, obj: &Endpoints) {
@@ -364,11 +392,7 @@ impl EndpointsWriter {
         }
         self.stale.delete(key);
         self.forget_created(key);
-        let h = self.key_hasher.hash_one(key);
-        self.sent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&h);
+        self.release(key);
         Ok(())
     }
 
@@ -418,21 +442,37 @@ mod tests {
         assert!(!w.is_stale("ns/c", None, "1"), "never created");
     }
 
-    /// Our last write's content is recognised per key.
+    /// Our last write's content is recognised per key; only the
+    /// Endpoints we keep (written, or found right by a sync) have foreign
+    /// edits.
     #[test]
-    fn own_content_per_key() {
+    fn foreign_edits_per_key() {
         let w = writer();
         let a = ep("", "10.0.0.1");
         let b = ep("", "10.0.0.2");
-        assert!(!w.is_own_content("ns/a", &a), "nothing sent");
+        assert!(!w.is_foreign_edit("ns/a", &a), "not ours: never foreign");
+        assert!(!w.is_foreign_edit("ns/a", &b), "not ours: never foreign");
         w.sending("ns/a", &a);
         w.sending("ns/b", &b);
-        assert!(w.is_own_content("ns/a", &ep("7", "10.0.0.1")));
-        assert!(!w.is_own_content("ns/a", &b), "someone else's content");
-        assert!(w.is_own_content("ns/b", &b));
+        assert!(!w.is_foreign_edit("ns/a", &ep("7", "10.0.0.1")), "our own");
+        assert!(w.is_foreign_edit("ns/a", &b), "someone else's content");
+        assert!(!w.is_foreign_edit("ns/b", &b));
         w.sending("ns/a", &b);
-        assert!(w.is_own_content("ns/a", &b), "the last write counts");
-        assert!(!w.is_own_content("ns/a", &a));
+        assert!(!w.is_foreign_edit("ns/a", &b), "the last write counts");
+        assert!(w.is_foreign_edit("ns/a", &a));
+        // Found right by a sync: kept from then on; a write of ours is
+        // not overridden by it.
+        w.accept("ns/c", &a);
+        assert!(w.is_foreign_edit("ns/c", &b));
+        assert!(!w.is_foreign_edit("ns/c", &a));
+        w.accept("ns/a", &a);
+        assert!(!w.is_foreign_edit("ns/a", &b), "our write of b stays");
+        // No longer managed: nothing is foreign.
+        w.release("ns/c");
+        assert!(!w.is_foreign_edit("ns/c", &b));
+        w.release("ns/a");
+        w.release("ns/b");
+        assert_eq!(w.sent.lock().expect("sent").capacity(), 0, "released");
     }
 
     fn ep(rv: &str, ip: &str) -> Endpoints {

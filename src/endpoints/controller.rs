@@ -105,6 +105,9 @@ impl EndpointsController {
             return Ok(());
         };
         if !service_is_managed(&svc) {
+            // Selector removed or ExternalName: upstream stops managing
+            // the Endpoints and leaves it as it is; so do its edits.
+            self.writer.release(key);
             return Ok(());
         }
         let pods = pods_for_service(&self.listers.pods, &svc);
@@ -126,7 +129,12 @@ impl EndpointsController {
             trigger_time,
         };
         match plan(&input) {
-            Plan::Unchanged => Ok(()),
+            Plan::Unchanged => {
+                if let Some(cur) = current.as_deref() {
+                    self.writer.accept(key, cur);
+                }
+                Ok(())
+            }
             Plan::Create(obj) => {
                 let created = self.writer.create(key, ns, &obj);
                 // The create's echo may have reached the cache before its
@@ -167,12 +175,15 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
 
 /// Endpoints deleted → sync its Service (C1), unless we deleted it
 /// ourselves ([`EndpointsWriter::own_delete_seen`]); beyond upstream, an
-/// Endpoints changed by someone else → sync its Service too, so a foreign
-/// edit is corrected at once (upstream only notices at the Service's next
-/// sync). Our own writes are recognised by their content (see
-/// [`EndpointsWriter::is_own_content`]) and ignored. Adds and updates also
-/// tell the writer which of its writes the cache has shown
-/// ([`EndpointsWriter::cache_shows`]).
+/// Endpoints of a managed Service changed by someone else → sync its
+/// Service too, so a foreign edit is corrected at once (upstream only
+/// notices at the Service's next sync). Our own writes are recognised by
+/// their content, and only the Endpoints a sync has written or found right
+/// count (see [`EndpointsWriter::is_foreign_edit`]): edits of any other
+/// Endpoints (user-managed, orphaned, a leader-election lock) are ignored,
+/// as upstream ignores them — a sync of a key without a Service would
+/// DELETE it. Adds and updates also tell the writer which of its writes
+/// the cache has shown ([`EndpointsWriter::cache_shows`]).
 pub struct EndpointsHandler {
     queue: RateLimitingQueue<String>,
     writer: Arc<EndpointsWriter>,
@@ -195,7 +206,7 @@ impl EventHandler<Endpoints> for EndpointsHandler {
         let key = new.key();
         self.writer.cache_shows(&key, new.resource_version());
         let foreign = old.resource_version() != new.resource_version()
-            && !self.writer.is_own_content(&key, new);
+            && self.writer.is_foreign_edit(&key, new);
         if foreign {
             self.queue.add(key);
         }
