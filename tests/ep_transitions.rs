@@ -871,13 +871,17 @@ fn over_capacity_set_and_removed() {
             .all(|a| a["ip"] == ip(0) || a["ip"] == ip(1)));
     }
 
-    // Back to 999 pods: every address, the annotation removed.
-    let mark = fx.mark();
-    let before = fx.syncs();
-    fx.c.delete("pods", "default", &names[999..]);
-    wait_state("999 pods: 997 ready + 2 not ready", (997, 2), false);
-    fx.settle(before);
-    assert_eq!(fx.writes(mark, "cap"), ["update"]);
+    // Back to 1,000 pods, then 999: every address, the annotation
+    // removed (one pod at a time: two deletes are two watch events, and
+    // with no batching the first may be synced alone).
+    for (name, want) in [(&names[1000], (998, 2)), (&names[999], (997, 2))] {
+        let mark = fx.mark();
+        let before = fx.syncs();
+        fx.c.delete("pods", "default", std::slice::from_ref(name));
+        wait_state(&format!("{want:?}"), want, false);
+        fx.settle(before);
+        assert_eq!(fx.writes(mark, "cap"), ["update"], "{want:?}");
+    }
     assert_eq!(fx.events().len(), events, "no event");
     assert_eq!(fx.d.stop(), Some(0));
 }
@@ -916,6 +920,41 @@ fn foreign_edit_and_delete_of_a_managed_endpoints() {
     fx.settle(before);
     assert_eq!(fx.writes(mark, "fw"), Vec::<String>::new(), "not compared");
     assert_eq!(annotation(&fx.ep("fw").expect("ep"), "note"), Some("mine"));
+
+    // What a foreign writer adds beside the subsets (annotations,
+    // ownerReferences, finalizers) survives our next PUT, as upstream's
+    // deep copy of the current object keeps it.
+    fx.change_ep("fw", |e| {
+        e["metadata"]["finalizers"] = json!(["example.com/keep"]);
+        e["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+            "name": "owner", "uid": "6f1c2a7e-3b4d-4c5e-9f60-000000000001"}]);
+    });
+    let mark = fx.mark();
+    fx.change_pod("f1", |p| {
+        p["status"]["conditions"] = ready_cond(false, "2026-01-01T00:00:09Z")
+    });
+    let not_ready = [format!(
+        "ready [] notReady [{}] ports [http:8080/TCP]",
+        a("10.0.8.1", "f1")
+    )];
+    fx.wait_subsets("fw", &not_ready);
+    fx.settle(0.0);
+    assert_eq!(fx.writes(mark, "fw"), ["update"]);
+    let ep = fx.ep("fw").expect("ep");
+    assert_eq!(annotation(&ep, "note"), Some("mine"));
+    assert_eq!(ep["metadata"]["finalizers"], json!(["example.com/keep"]));
+    assert_eq!(ep["metadata"]["ownerReferences"][0]["name"], "owner");
+    assert_eq!(annotation(&ep, TRIGGER), Some("2026-01-01T00:00:09Z"));
+    fx.change_pod("f1", |p| {
+        p["status"]["conditions"] = ready_cond(true, "2026-01-01T00:00:10Z")
+    });
+    fx.wait_subsets("fw", &want);
+    fx.change_ep("fw", |e| {
+        e["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("finalizers"));
+    });
+    fx.settle(0.0);
 
     let mark = fx.mark();
     let before = fx.syncs();
@@ -1005,6 +1044,43 @@ fn foreign_endpoints_of_no_managed_service_are_left_alone() {
         deletes,
         "no DELETE, not even into a 404"
     );
+    assert_eq!(fx.events().len(), events, "no event");
+    assert_eq!(fx.d.stop(), Some(0));
+}
+
+/// An Endpoints a foreign writer created before its Service: the
+/// Service's first sync PUTs over it once (no POST into a 409, no event),
+/// keeping the writer's annotation.
+#[test]
+fn foreign_endpoints_created_before_its_service() {
+    let fx = Fx::start(
+        "ep-tr-early",
+        vec![svc("anchor"), mkpod("l1", "late", "10.0.9.1", true)],
+    );
+    wait_until("anchor", LIMIT, || fx.ep("anchor").is_some());
+    fx.settle(0.0);
+    let events = fx.events().len();
+    let mark = fx.mark();
+    fx.c.load(vec![json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "late", "namespace": "default", "annotations": {"note": "mine"},
+                     "labels": {"stale": "yes"}},
+        "subsets": [{"addresses": [{"ip": "192.0.2.1"}], "ports": [{"port": 80}]}]})]);
+    // The cache has it once a sync of another Service has run after it.
+    fx.change_service("anchor", |s| {
+        s["metadata"]["annotations"] = json!({"x": "y"})
+    });
+    let before = fx.syncs();
+    fx.c.load(vec![svc("late")]);
+    let want = [format!(
+        "ready [{}] notReady [] ports [http:8080/TCP]",
+        a("10.0.9.1", "l1")
+    )];
+    fx.wait_subsets("late", &want);
+    fx.settle(before);
+    assert_eq!(fx.writes(mark, "late"), ["update"]);
+    let ep = fx.ep("late").expect("ep");
+    assert_eq!(labels(&ep), json!({"team": "edge"}));
+    assert_eq!(annotation(&ep, "note"), Some("mine"));
     assert_eq!(fx.events().len(), events, "no event");
     assert_eq!(fx.d.stop(), Some(0));
 }
