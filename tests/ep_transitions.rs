@@ -1084,3 +1084,100 @@ fn foreign_endpoints_created_before_its_service() {
     assert_eq!(fx.events().len(), events, "no event");
     assert_eq!(fx.d.stop(), Some(0));
 }
+
+/// A Service deleted and re-created with the same name before the watch
+/// event of our own DELETE of its Endpoints has reached the cache: the
+/// re-created Service's sync must not take the cached (already deleted)
+/// Endpoints for its own, and the echo of the DELETE must not be dropped
+/// as ours when the Service exists again — else the Service is left
+/// without Endpoints (upstream syncs on every Endpoints delete and
+/// re-creates it). Driven in-process, the caches fed by hand, to hold the
+/// echo back.
+#[test]
+fn recreated_before_the_delete_echo_gets_its_endpoints() {
+    use endpointd::clock::RealClock;
+    use endpointd::controller::fence::Fence;
+    use endpointd::controller::recorder::Discard;
+    use endpointd::endpoints::apply::EndpointsWriter;
+    use endpointd::endpoints::controller::{EndpointsController, EndpointsHandler, Listers};
+    use endpointd::informer::{DeletedObject, EventHandler, IndexKey, Store, WatchEvent};
+    use endpointd::kube::{Client, ClientConfig};
+    use endpointd::model::{Endpoints, Pod, Service};
+    use endpointd::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue};
+    use std::sync::Arc;
+
+    let c = Cluster::start("ep-tr-echo");
+    c.load(vec![svc("echo"), mkpod("o1", "echo", "10.0.10.1", true)]);
+    fn parse<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).expect("decodes")
+    }
+    let services: Store<Service> = Store::new(&[IndexKey::Namespace]);
+    let pods: Store<Pod> = Store::new(&[IndexKey::Namespace]);
+    let endpoints: Store<Endpoints> = Store::new(&[IndexKey::Namespace]);
+    let svc_now = || parse(c.get("services", "default", "echo").expect("svc"));
+    services.apply(WatchEvent::Added(svc_now()));
+    pods.apply(WatchEvent::Added(parse(
+        c.get("pods", "default", "o1").expect("pod"),
+    )));
+    let client =
+        Client::new(ClientConfig::new(c.sim.url()), RealClock::shared(), None).expect("client");
+    let writer = Arc::new(EndpointsWriter::new(
+        client,
+        Fence::open(),
+        Arc::new(Discard),
+    ));
+    let listers = Listers {
+        services: services.clone(),
+        pods: pods.clone(),
+        endpoints: endpoints.clone(),
+    };
+    let ctrl = EndpointsController::new(listers, Arc::clone(&writer));
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new(
+        &QueueConfig::new("").clock(RealClock::shared()),
+        ItemExponentialFailureRateLimiter::new(Duration::from_millis(1), Duration::from_secs(1)),
+    )
+    .expect("queue");
+    let handler = EndpointsHandler::new(queue.clone(), Arc::clone(&writer));
+    let key = "default/echo";
+    let verbs = || -> Vec<String> {
+        c.writes("endpoints")
+            .iter()
+            .filter(|w| w.user_agent.starts_with("endpointd"))
+            .map(|w| w.verb.clone())
+            .collect()
+    };
+
+    // Created, and the cache shows it.
+    ctrl.sync_service(key).expect("create");
+    let first: Endpoints = parse(c.get("endpoints", "default", "echo").expect("created"));
+    endpoints.apply(WatchEvent::Added(first.clone()));
+    handler.on_add(&Arc::new(first.clone()), false);
+
+    // The Service goes: its Endpoints is DELETEd; the echo is held back.
+    let gone = svc_now();
+    c.delete("services", "default", &["echo".to_string()]);
+    services.apply(WatchEvent::Deleted(gone));
+    ctrl.sync_service(key).expect("delete");
+    assert!(c.get("endpoints", "default", "echo").is_none());
+
+    // Re-created at once; its sync still sees the deleted Endpoints.
+    c.load(vec![svc("echo")]);
+    services.apply(WatchEvent::Added(svc_now()));
+    let mut retry = ctrl.sync_service(key).is_err();
+    // The echo arrives.
+    endpoints.apply(WatchEvent::Deleted(first.clone()));
+    handler.on_delete(&DeletedObject::Known(Arc::new(first)));
+    while let Some(k) = queue.try_get() {
+        queue.done(&k);
+        retry = true;
+    }
+    if retry {
+        ctrl.sync_service(key).expect("sync after the echo");
+    }
+    assert!(
+        c.get("endpoints", "default", "echo").is_some(),
+        "the re-created Service has its Endpoints; endpointd wrote {:?}",
+        verbs()
+    );
+    assert_eq!(verbs(), ["create", "delete", "create"]);
+}

@@ -20,8 +20,8 @@ use crate::controller::fence::Fence;
 use crate::controller::recorder::Record;
 use crate::controller::worker::SyncError;
 use crate::kube::{self, Client, ENDPOINTS};
-use crate::model::{Endpoints, Object, ObjectReference};
-use std::collections::{HashMap, HashSet};
+use crate::model::{Endpoints, Object, ObjectReference, UidText};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 /// Content fingerprints hash with foldhash, seeded per process (std's
@@ -93,8 +93,9 @@ pub struct EndpointsWriter {
     stale_since: Mutex<HashMap<String, std::time::Instant>>,
     /// Keys whose DELETE we sent and whose delete the cache has not shown
     /// yet (recorded before the request: the event may overtake the
-    /// response). Empty between Service deletions.
-    deleting: Mutex<HashSet<String>>,
+    /// response), with the UID of the object the cache showed then (`None`:
+    /// it showed none). Empty between Service deletions.
+    deleting: Mutex<HashMap<String, Option<UidText>>>,
     clock: crate::clock::SharedClock,
 }
 
@@ -193,6 +194,7 @@ impl EndpointsWriter {
         );
         self.stale.delete(key);
         self.forget_created(key);
+        self.forget_delete(key);
         false
     }
 
@@ -237,21 +239,35 @@ impl EndpointsWriter {
         s.insert(h, fingerprint(obj));
     }
 
-    fn deleting(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn deleting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<UidText>>> {
         self.deleting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The cache has just shown `key`'s Endpoints deleted: whether that was
-    /// our own DELETE (then nothing is left to do for the key: its Service
-    /// was absent, and a Service added since queues its key itself).
-    /// Upstream syncs the Service again and DELETEs once more, into a 404.
-    pub fn own_delete_seen(&self, key: &str) -> bool {
+    /// The cache has just shown `key`'s Endpoints (`deleted`) deleted:
+    /// whether that was our own DELETE — one is pending and `deleted` is
+    /// the object the cache showed when we sent it (or it showed none).
+    /// Then nothing is left to do for the key: its Service was absent, and
+    /// a Service added since has been synced, failing as stale while the
+    /// cache still showed the deleted object (see
+    /// [`EndpointsWriter::is_stale`]), or queues its key itself. Upstream
+    /// syncs the Service again and DELETEs once more, into a 404.
+    pub fn own_delete_seen(&self, key: &str, deleted: &Endpoints) -> bool {
         let mut d = self.deleting();
-        let ours = d.remove(key);
-        if d.is_empty() && d.capacity() > 0 {
-            *d = HashSet::new();
-        }
+        let ours = match d.get(key) {
+            None => false,
+            Some(uid) => uid.as_ref().is_none_or(|u| *u == deleted.metadata.uid),
+        };
+        d.remove(key);
+        release_if_empty(&mut d);
         ours
+    }
+
+    /// Forget a pending DELETE of `key` (it failed, found nothing, or we
+    /// create the object again).
+    fn forget_delete(&self, key: &str) {
+        let mut d = self.deleting();
+        d.remove(key);
+        release_if_empty(&mut d);
     }
 
     fn created(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
@@ -294,18 +310,27 @@ impl EndpointsWriter {
     }
 
     /// Whether the cached state of `key` is older than our own last write
-    /// (A17): `current` carries a resourceVersion we replaced, or is absent
-    /// although we created it and the cache (at `cache_rv`) has not yet
-    /// reached the create's resourceVersion. A create the cache skipped
-    /// over (created and deleted while its watch was down) stops counting
-    /// once the cache is past it, so a key can never stay stale forever.
+    /// (A17): `current` carries a resourceVersion we replaced, or is the
+    /// very object (same UID) we DELETEd and the cache has not shown gone
+    /// yet (its Service deleted and re-created meanwhile: a sync from it
+    /// would take the deleted object for the current one, write nothing or
+    /// PUT into a 404, and the delete's echo would then be dropped as ours,
+    /// leaving the Service without Endpoints), or is absent although we
+    /// created it and the cache (at `cache_rv`) has not yet reached the
+    /// create's resourceVersion. A create the cache skipped over (created
+    /// and deleted while its watch was down) stops counting once the cache
+    /// is past it, so a key can never stay stale forever.
     pub fn is_stale(&self, key: &str, current: Option<&Endpoints>, cache_rv: &str) -> bool {
         let mut created = self.created();
         match current {
             Some(cur) => {
                 created.remove(key);
                 release_if_empty(&mut created);
-                self.stale.is_stale(key, cur.resource_version())
+                let deleted = self
+                    .deleting()
+                    .get(key)
+                    .is_some_and(|uid| uid.as_ref() == Some(&cur.metadata.uid));
+                deleted || self.stale.is_stale(key, cur.resource_version())
             }
             None => match created.get(key) {
                 None => false,
@@ -325,7 +350,7 @@ impl EndpointsWriter {
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         self.sending(key, obj);
-        self.own_delete_seen(key);
+        self.forget_delete(key);
         match self.client.create_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
                 // A resourceVersion that is not an integer would count as
@@ -374,19 +399,26 @@ impl EndpointsWriter {
     }
 
     /// DELETE the Endpoints of a deleted Service (A6): NotFound is success;
-    /// the stale state of the key is dropped.
-    pub fn delete(&self, key: &str, ns: &str, name: &str) -> Result<(), SyncError> {
+    /// the stale state of the key is dropped. `cached` is what the cache
+    /// shows for the key now (upstream does not look; we remember its UID
+    /// until the cache shows it deleted).
+    pub fn delete(
+        &self,
+        key: &str,
+        ns: &str,
+        name: &str,
+        cached: Option<&Endpoints>,
+    ) -> Result<(), SyncError> {
         self.fence
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
-        self.deleting().insert(key.to_string());
+        let uid = cached.map(|e| e.metadata.uid.clone());
+        self.deleting().insert(key.to_string(), uid);
         match self.client.delete(&ENDPOINTS, Some(ns), name, None) {
             Ok(()) => {}
-            Err(e) if e.is_not_found() => {
-                self.own_delete_seen(key);
-            }
+            Err(e) if e.is_not_found() => self.forget_delete(key),
             Err(e) => {
-                self.own_delete_seen(key);
+                self.forget_delete(key);
                 return Err(failed("deleting", key, &e));
             }
         }
@@ -473,6 +505,34 @@ mod tests {
         w.release("ns/a");
         w.release("ns/b");
         assert_eq!(w.sent.lock().expect("sent").capacity(), 0, "released");
+    }
+
+    /// A pending DELETE: the object we deleted, still cached, is stale;
+    /// its delete event is our echo; another object of the same name (a
+    /// new UID) is neither.
+    #[test]
+    fn a_pending_delete_makes_the_deleted_object_stale_until_its_echo() {
+        let w = writer();
+        let old = ep("7", "10.0.0.1");
+        let mut new = ep("9", "10.0.0.1");
+        new.metadata.uid = "u-other".into();
+        w.deleting()
+            .insert("ns/web".into(), Some(old.metadata.uid.clone()));
+        assert!(w.is_stale("ns/web", Some(&old), "8"), "the deleted object");
+        assert!(!w.is_stale("ns/web", Some(&new), "9"), "a new object");
+        assert!(!w.is_stale("ns/web", None, "8"), "gone");
+        assert!(!w.is_stale("ns/other", Some(&old), "8"), "per key");
+        assert!(!w.own_delete_seen("ns/web", &new), "not the one we deleted");
+        assert!(!w.is_stale("ns/web", Some(&old), "8"), "forgotten");
+        w.deleting()
+            .insert("ns/web".into(), Some(old.metadata.uid.clone()));
+        assert!(w.own_delete_seen("ns/web", &old), "our echo");
+        assert!(!w.own_delete_seen("ns/web", &old), "once");
+        // The cache showed nothing when we deleted: any delete is ours.
+        w.deleting().insert("ns/web".into(), None);
+        assert!(!w.is_stale("ns/web", Some(&new), "9"));
+        assert!(w.own_delete_seen("ns/web", &new));
+        assert_eq!(w.deleting().capacity(), 0, "the table is released");
     }
 
     fn ep(rv: &str, ip: &str) -> Endpoints {

@@ -100,7 +100,8 @@ impl EndpointsController {
         }
         let Some(svc) = self.listers.services.get(key) else {
             // A6: the Service is gone; its Endpoints go too.
-            self.writer.delete(key, ns, name)?;
+            let cached = self.listers.endpoints.get(key);
+            self.writer.delete(key, ns, name, cached.as_deref())?;
             self.triggers.delete_service(key);
             return Ok(());
         };
@@ -213,7 +214,7 @@ impl EventHandler<Endpoints> for EndpointsHandler {
     }
     fn on_delete(&self, obj: &DeletedObject<Endpoints>) {
         let key = obj.object().key();
-        if !self.writer.own_delete_seen(&key) {
+        if !self.writer.own_delete_seen(&key, obj.object()) {
             self.queue.add(key);
         }
     }
