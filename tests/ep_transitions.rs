@@ -106,6 +106,16 @@ fn annotation<'a>(ep: &'a Value, key: &str) -> Option<&'a str> {
     ep["metadata"]["annotations"][key].as_str()
 }
 
+/// POST, PUT and DELETE requests for Endpoints so far (failed ones and
+/// no-op PUTs, which store nothing, included).
+fn write_requests(c: &Cluster) -> u64 {
+    let r = c.sim.requests();
+    [Verb::Create, Verb::Update, Verb::Delete]
+        .iter()
+        .map(|v| r.get(*v, "endpoints"))
+        .sum()
+}
+
 /// A point in the write log, and how many Endpoints write requests had
 /// been made then.
 #[derive(Clone, Copy)]
@@ -161,14 +171,8 @@ impl Fx {
         }
     }
 
-    /// POST, PUT and DELETE requests for Endpoints so far (failed ones
-    /// and no-op PUTs, which store nothing, included).
     fn write_requests(&self) -> u64 {
-        let r = self.c.sim.requests();
-        [Verb::Create, Verb::Update, Verb::Delete]
-            .iter()
-            .map(|v| r.get(*v, "endpoints"))
-            .sum()
+        write_requests(&self.c)
     }
 
     /// The verbs of endpointd's writes to Endpoints `name` since `mark`,
@@ -640,6 +644,9 @@ fn pod_transitions_write_once_each() {
         Option<Vec<String>>,
     );
     let p1b = a("10.0.5.11", "p1");
+    // What the next write shows of the changes that sync nothing.
+    let p2b = "10.0.5.2 node=node-b ref=Pod/default/p2".to_string();
+    let h2b = "10.0.5.4 host=web-1 node=node-a ref=Pod/default/h2".to_string();
     let steps: Vec<Step> = vec![
         (
             "IP changed",
@@ -675,6 +682,18 @@ fn pod_transitions_write_once_each() {
             None,
         ),
         (
+            "nodeName changed: not relevant (upstream C3)",
+            "p2",
+            Box::new(|p| p["spec"]["nodeName"] = json!("node-b")),
+            None,
+        ),
+        (
+            "subdomain now the Service's: same Services, not relevant (C3)",
+            "h2",
+            Box::new(|p| p["spec"]["subdomain"] = json!("pods")),
+            None,
+        ),
+        (
             "no IP yet → an IP",
             "q1",
             Box::new(|p| {
@@ -684,9 +703,9 @@ fn pod_transitions_write_once_each() {
             Some(line(
                 &[
                     p1b.clone(),
-                    p2.clone(),
+                    p2b.clone(),
                     h1.clone(),
-                    h2.clone(),
+                    h2b.clone(),
                     a("10.0.5.9", "q1"),
                 ],
                 &[],
@@ -700,7 +719,7 @@ fn pod_transitions_write_once_each() {
                 p["status"]["phase"] = json!("Succeeded");
             }),
             Some(line(
-                &[p1b.clone(), p2.clone(), h1.clone(), h2.clone()],
+                &[p1b.clone(), p2b.clone(), h1.clone(), h2b.clone()],
                 &[],
             )),
         ),
@@ -712,7 +731,7 @@ fn pod_transitions_write_once_each() {
                 p["status"]["phase"] = json!("Failed");
                 p["status"]["conditions"] = ready_cond(false, "2026-01-01T00:00:07Z");
             }),
-            Some(line(&[p1b.clone(), h1.clone(), h2.clone()], &[])),
+            Some(line(&[p1b.clone(), h1.clone(), h2b.clone()], &[])),
         ),
         (
             "terminating",
@@ -1103,6 +1122,24 @@ fn foreign_endpoints_of_no_managed_service_are_left_alone() {
         "no DELETE, not even into a 404"
     );
     assert_eq!(fx.events().len(), events, "no event");
+
+    // A restart's leftover check (A5) deletes the orphan, once, and
+    // neither the lock nor the user-managed one.
+    let Fx { c, d } = fx;
+    assert_eq!(d.stop(), Some(0));
+    let mark = Mark {
+        log: c.sim.store().write_log().len(),
+        requests: write_requests(&c),
+    };
+    let d = Daemon::start(&c, "ep2", CFG);
+    let fx = Fx { c, d };
+    wait_until("the orphan deleted", LIMIT, || fx.ep("early").is_none());
+    fx.settle(0.0);
+    assert_eq!(fx.writes(mark, "early"), ["delete"]);
+    for name in ["manual", "lock", "anchor"] {
+        assert!(fx.ep(name).is_some(), "{name} kept");
+        assert_eq!(fx.writes(mark, name), Vec::<String>::new(), "{name}");
+    }
     assert_eq!(fx.d.stop(), Some(0));
 }
 
