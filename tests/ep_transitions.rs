@@ -1276,3 +1276,86 @@ fn recreated_before_the_delete_echo_gets_its_endpoints() {
     );
     assert_eq!(verbs(), ["create", "delete", "create"]);
 }
+
+/// A write the API server refuses: one Warning event on the Endpoints
+/// (upstream's reason and message), then the retry writes once.
+#[test]
+fn refused_writes_record_one_warning_each_then_retry() {
+    let fx = Fx::start(
+        "ep-tr-refused",
+        vec![svc("anchor"), mkpod("w1", "refuse", "10.0.11.1", true)],
+    );
+    wait_until("anchor", LIMIT, || fx.ep("anchor").is_some());
+    fx.settle(0.0);
+    fx.c.sim
+        .faults()
+        .fail_next(1, Some(Verb::Create), Some("endpoints".into()), 403, None);
+    let mark = fx.mark();
+    fx.c.load(vec![svc("refuse")]);
+    let w1 = a("10.0.11.1", "w1");
+    fx.wait_subsets(
+        "refuse",
+        &[format!("ready [{w1}] notReady [] ports [http:8080/TCP]")],
+    );
+    fx.settle(0.0);
+    // The refused POST is a request without a stored write.
+    assert_eq!(fx.writes(mark, "refuse"), ["create", "unlogged ×1"]);
+    let warnings = |reason: &str| -> Vec<Value> {
+        fx.events()
+            .into_iter()
+            .filter(|e| e["reason"] == reason)
+            .collect()
+    };
+    let created = warnings("FailedToCreateEndpoint");
+    assert_eq!(created.len(), 1, "{created:#?}");
+    let e = &created[0];
+    assert_eq!(e["type"], "Warning");
+    // events.k8s.io or core/v1 field names, as kube-sim stores them.
+    let about = |e: &Value| match e["regarding"].is_object() {
+        true => e["regarding"].clone(),
+        false => e["involvedObject"].clone(),
+    };
+    let note = |e: &Value| match e["note"].as_str() {
+        Some(n) => n.to_string(),
+        None => e["message"].as_str().unwrap_or("").to_string(),
+    };
+    assert_eq!(about(e)["kind"], "Endpoints");
+    assert_eq!(about(e)["name"], "refuse");
+    assert_eq!(about(e)["namespace"], "default");
+    assert!(
+        note(e).starts_with("Failed to create endpoint for service default/refuse: "),
+        "{e:#}"
+    );
+    let reporter = e["reportingController"]
+        .as_str()
+        .or(e["reportingComponent"].as_str());
+    assert_eq!(reporter, Some("endpoint-controller"), "{e:#}");
+
+    fx.c.sim
+        .faults()
+        .fail_next(1, Some(Verb::Update), Some("endpoints".into()), 422, None);
+    let mark = fx.mark();
+    fx.change_pod("w1", |p| {
+        p["status"]["conditions"] = ready_cond(false, "2026-01-01T00:00:09Z")
+    });
+    fx.wait_subsets(
+        "refuse",
+        &[format!("ready [] notReady [{w1}] ports [http:8080/TCP]")],
+    );
+    fx.settle(0.0);
+    assert_eq!(fx.writes(mark, "refuse"), ["update", "unlogged ×1"]);
+    let updated = warnings("FailedToUpdateEndpoint");
+    assert_eq!(updated.len(), 1, "{updated:#?}");
+    assert_eq!(about(&updated[0])["name"], "refuse");
+    assert!(
+        Some(note(&updated[0]).as_str())
+            .is_some_and(|m| m.starts_with("Failed to update endpoint default/refuse: ")),
+        "{:#}",
+        updated[0]
+    );
+    // As upstream, the retried PUT carries no trigger time: the tracker
+    // moved on at the failed sync (A9).
+    let ep = fx.ep("refuse").expect("ep");
+    assert_eq!(annotation(&ep, TRIGGER), None);
+    assert_eq!(fx.d.stop(), Some(0));
+}
