@@ -829,6 +829,18 @@ fn dual_stack_keeps_the_primary_family() {
         "IPv4 unchanged"
     );
     assert_eq!(fx.writes(mark, "six"), ["update"]);
+    // Single stack → dual stack (a secondary family added): the primary
+    // family is unchanged, so is the Endpoints.
+    let mark = fx.mark();
+    fx.change_service("six", |s| {
+        s["spec"]["ipFamilies"] = json!(["IPv6", "IPv4"]);
+        s["spec"]["ipFamilyPolicy"] = json!("PreferDualStack");
+    });
+    assert_eq!(fx.writes(mark, "six"), Vec::<String>::new());
+    assert_eq!(
+        subsets(&fx.ep("six").expect("ep")),
+        [format!("ready [{d1v6b}] notReady [] ports [http:8080/TCP]")]
+    );
     assert_eq!(fx.d.stop(), Some(0));
 }
 
