@@ -223,6 +223,13 @@ impl EndpointsWriter {
         s.entry(h).or_insert_with(|| fingerprint(cur));
     }
 
+    /// Shadow mode compared `cur`, the stored Endpoints of the managed
+    /// Service `key` (we write nothing): any later change of its content
+    /// is a foreign edit, so the comparison is made again.
+    pub fn observe(&self, key: &str, cur: &Endpoints) {
+        self.sending(key, cur);
+    }
+
     /// The Service `key` is not (or no longer) managed: its Endpoints is
     /// not ours to keep, its edits are not foreign edits.
     pub fn release(&self, key: &str) {

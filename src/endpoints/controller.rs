@@ -77,12 +77,17 @@ impl EndpointsController {
         use crate::shadow::{compare_endpoints, ENDPOINTS};
         let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
             shadow.forget(key, ENDPOINTS);
+            self.writer.release(key);
             return Ok(());
         };
         let pods = pods_for_service(&self.listers.pods, svc);
         let full = repack_subsets(&unpacked_subsets(svc, &pods));
         let over = crate::endpoints::reconcile::desired_subsets(svc, &pods).1;
         let current = self.listers.endpoints.get(key);
+        if let Some(cur) = current.as_deref() {
+            // Compare again when the other controller rewrites it.
+            self.writer.observe(key, cur);
+        }
         let diffs = compare_endpoints(&full, over, current.as_deref());
         shadow.observe(key, ENDPOINTS, diffs);
         Ok(())
