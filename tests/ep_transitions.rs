@@ -1001,23 +1001,24 @@ fn foreign_edit_and_delete_of_a_managed_endpoints() {
     fx.settle(before);
     assert_eq!(fx.writes(mark, "fw"), ["update"], "corrected once");
 
+    // An annotation is not compared: no write. What a foreign writer adds
+    // beside the subsets (annotations, ownerReferences, finalizers)
+    // survives our next PUT, as upstream's deep copy of the current object
+    // keeps it. (One edit, which syncs the key: the cache has it before
+    // the pod change below, whose PUT would otherwise carry an older
+    // resourceVersion into a 409.)
     let mark = fx.mark();
     let before = fx.syncs();
     fx.change_ep("fw", |e| {
-        e["metadata"]["annotations"] = json!({"note": "mine"})
+        e["metadata"]["annotations"] = json!({"note": "mine"});
+        e["metadata"]["finalizers"] = json!(["example.com/keep"]);
+        e["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+            "name": "owner", "uid": "6f1c2a7e-3b4d-4c5e-9f60-000000000001"}]);
     });
     fx.settle(before);
     assert_eq!(fx.writes(mark, "fw"), Vec::<String>::new(), "not compared");
     assert_eq!(annotation(&fx.ep("fw").expect("ep"), "note"), Some("mine"));
 
-    // What a foreign writer adds beside the subsets (annotations,
-    // ownerReferences, finalizers) survives our next PUT, as upstream's
-    // deep copy of the current object keeps it.
-    fx.change_ep("fw", |e| {
-        e["metadata"]["finalizers"] = json!(["example.com/keep"]);
-        e["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
-            "name": "owner", "uid": "6f1c2a7e-3b4d-4c5e-9f60-000000000001"}]);
-    });
     let mark = fx.mark();
     fx.change_pod("f1", |p| {
         p["status"]["conditions"] = ready_cond(false, "2026-01-01T00:00:09Z")
