@@ -10,6 +10,14 @@
 //! resourceVersion (told by [`EndpointsWriter::cache_reached`] and
 //! [`EndpointsWriter::cache_shows`]), not only at the key's next sync,
 //! which may never come; so is a replaced version the cache has passed.
+//! Likewise an object we DELETEd counts as stale while the cache still
+//! shows it (its Service deleted and re-created before the delete's
+//! echo), and only its own delete event is taken for our echo.
+//!
+//! It also remembers, per key, the content of our last write (or of what
+//! a sync found right), so the handler tells a foreign edit of an
+//! Endpoints we keep from our own echo, and ignores edits of Endpoints we
+//! do not keep.
 //!
 //! Must never decide what to write (the plan does) and never write when the
 //! fence is closed.
