@@ -10,6 +10,14 @@
 //! resourceVersion (told by [`EndpointsWriter::cache_reached`] and
 //! [`EndpointsWriter::cache_shows`]), not only at the key's next sync,
 //! which may never come; so is a replaced version the cache has passed.
+//! Likewise an object we DELETEd counts as stale while the cache still
+//! shows it (its Service deleted and re-created before the delete's
+//! echo), and only its own delete event is taken for our echo.
+//!
+//! It also remembers, per key, the content of our last write (or of what
+//! a sync found right), so the handler tells a foreign edit of an
+//! Endpoints we keep from our own echo, and ignores edits of Endpoints we
+//! do not keep.
 //!
 //! Must never decide what to write (the plan does) and never write when the
 //! fence is closed.
@@ -20,8 +28,8 @@ use crate::controller::fence::Fence;
 use crate::controller::recorder::Record;
 use crate::controller::worker::SyncError;
 use crate::kube::{self, Client, ENDPOINTS};
-use crate::model::{Endpoints, Object, ObjectReference};
-use std::collections::{HashMap, HashSet};
+use crate::model::{Endpoints, Object, ObjectReference, UidText};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 /// Content fingerprints hash with foldhash, seeded per process (std's
@@ -72,7 +80,8 @@ pub struct EndpointsWriter {
     /// once the creates' echoes are in.
     created: Mutex<HashMap<String, u64>>,
     /// A fingerprint of the content (labels, annotations, subsets) of our
-    /// last write per key, recorded *before* the request, so that handlers
+    /// last write per key (or, with no write of ours, of the stored content
+    /// a sync found right), recorded *before* the request, so that handlers
     /// can tell our own writes from a foreign writer's even when the watch
     /// event overtakes the write's response (a resourceVersion recorded
     /// after the response cannot: that race made the handler take our own
@@ -92,8 +101,9 @@ pub struct EndpointsWriter {
     stale_since: Mutex<HashMap<String, std::time::Instant>>,
     /// Keys whose DELETE we sent and whose delete the cache has not shown
     /// yet (recorded before the request: the event may overtake the
-    /// response). Empty between Service deletions.
-    deleting: Mutex<HashSet<String>>,
+    /// response), with the UID of the object the cache showed then (`None`:
+    /// it showed none). Empty between Service deletions.
+    deleting: Mutex<HashMap<String, Option<UidText>>>,
     clock: crate::clock::SharedClock,
 }
 
@@ -192,15 +202,50 @@ impl EndpointsWriter {
         );
         self.stale.delete(key);
         self.forget_created(key);
+        self.forget_delete(key);
         false
     }
 
-    /// Whether `obj` (as the cache now shows it) has the content of our
-    /// last write of `key`: then nothing needs correcting, whoever wrote it.
-    pub fn is_own_content(&self, key: &str, obj: &Endpoints) -> bool {
+    /// Whether `obj` (as the cache now shows it) is a foreign edit of an
+    /// Endpoints we keep: `key` has the fingerprint of our last write (or
+    /// of the content a sync found right, [`EndpointsWriter::accept`]) and
+    /// `obj`'s content differs. An Endpoints we do not keep — a
+    /// selector-less or ExternalName Service's, one whose Service does not
+    /// exist, an old Endpoints-based leader-election lock — is never a
+    /// foreign edit: upstream does not react to its edits at all, and a
+    /// sync of a key without a Service DELETEs.
+    pub fn is_foreign_edit(&self, key: &str, obj: &Endpoints) -> bool {
         let h = self.key_hasher.hash_one(key);
         let s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        s.get(&h).is_some_and(|own| *own == fingerprint(obj))
+        s.get(&h).is_some_and(|own| *own != fingerprint(obj))
+    }
+
+    /// A sync found `cur`, the stored Endpoints of the managed Service
+    /// `key`, right and wrote nothing: unless a write of ours is
+    /// remembered, remember `cur`'s content as what the key should hold,
+    /// so a foreign edit is corrected at once (after a restart too, before
+    /// any write of ours).
+    pub fn accept(&self, key: &str, cur: &Endpoints) {
+        let h = self.key_hasher.hash_one(key);
+        let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        s.entry(h).or_insert_with(|| fingerprint(cur));
+    }
+
+    /// Shadow mode compared `cur`, the stored Endpoints of the managed
+    /// Service `key` (we write nothing): any later change of its content
+    /// is a foreign edit, so the comparison is made again.
+    pub fn observe(&self, key: &str, cur: &Endpoints) {
+        self.sending(key, cur);
+    }
+
+    /// The Service `key` is not (or no longer) managed: its Endpoints is
+    /// not ours to keep, its edits are not foreign edits.
+    pub fn release(&self, key: &str) {
+        let h = self.key_hasher.hash_one(key);
+        let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        if s.remove(&h).is_some() {
+            release_if_empty(&mut s);
+        }
     }
 
     fn sending(&self, key: &str, obj: &Endpoints) {
@@ -209,21 +254,35 @@ impl EndpointsWriter {
         s.insert(h, fingerprint(obj));
     }
 
-    fn deleting(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn deleting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<UidText>>> {
         self.deleting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The cache has just shown `key`'s Endpoints deleted: whether that was
-    /// our own DELETE (then nothing is left to do for the key: its Service
-    /// was absent, and a Service added since queues its key itself).
-    /// Upstream syncs the Service again and DELETEs once more, into a 404.
-    pub fn own_delete_seen(&self, key: &str) -> bool {
+    /// The cache has just shown `key`'s Endpoints (`deleted`) deleted:
+    /// whether that was our own DELETE — one is pending and `deleted` is
+    /// the object the cache showed when we sent it (or it showed none).
+    /// Then nothing is left to do for the key: its Service was absent, and
+    /// a Service added since has been synced, failing as stale while the
+    /// cache still showed the deleted object (see
+    /// [`EndpointsWriter::is_stale`]), or queues its key itself. Upstream
+    /// syncs the Service again and DELETEs once more, into a 404.
+    pub fn own_delete_seen(&self, key: &str, deleted: &Endpoints) -> bool {
         let mut d = self.deleting();
-        let ours = d.remove(key);
-        if d.is_empty() && d.capacity() > 0 {
-            *d = HashSet::new();
-        }
+        let ours = match d.get(key) {
+            None => false,
+            Some(uid) => uid.as_ref().is_none_or(|u| *u == deleted.metadata.uid),
+        };
+        d.remove(key);
+        release_if_empty(&mut d);
         ours
+    }
+
+    /// Forget a pending DELETE of `key` (it failed, found nothing, or we
+    /// create the object again).
+    fn forget_delete(&self, key: &str) {
+        let mut d = self.deleting();
+        d.remove(key);
+        release_if_empty(&mut d);
     }
 
     fn created(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
@@ -266,18 +325,27 @@ impl EndpointsWriter {
     }
 
     /// Whether the cached state of `key` is older than our own last write
-    /// (A17): `current` carries a resourceVersion we replaced, or is absent
-    /// although we created it and the cache (at `cache_rv`) has not yet
-    /// reached the create's resourceVersion. A create the cache skipped
-    /// over (created and deleted while its watch was down) stops counting
-    /// once the cache is past it, so a key can never stay stale forever.
+    /// (A17): `current` carries a resourceVersion we replaced, or is the
+    /// very object (same UID) we DELETEd and the cache has not shown gone
+    /// yet (its Service deleted and re-created meanwhile: a sync from it
+    /// would take the deleted object for the current one, write nothing or
+    /// PUT into a 404, and the delete's echo would then be dropped as ours,
+    /// leaving the Service without Endpoints), or is absent although we
+    /// created it and the cache (at `cache_rv`) has not yet reached the
+    /// create's resourceVersion. A create the cache skipped over (created
+    /// and deleted while its watch was down) stops counting once the cache
+    /// is past it, so a key can never stay stale forever.
     pub fn is_stale(&self, key: &str, current: Option<&Endpoints>, cache_rv: &str) -> bool {
         let mut created = self.created();
         match current {
             Some(cur) => {
                 created.remove(key);
                 release_if_empty(&mut created);
-                self.stale.is_stale(key, cur.resource_version())
+                let deleted = self
+                    .deleting()
+                    .get(key)
+                    .is_some_and(|uid| uid.as_ref() == Some(&cur.metadata.uid));
+                deleted || self.stale.is_stale(key, cur.resource_version())
             }
             None => match created.get(key) {
                 None => false,
@@ -297,7 +365,7 @@ impl EndpointsWriter {
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         self.sending(key, obj);
-        self.own_delete_seen(key);
+        self.forget_delete(key);
         match self.client.create_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
                 // A resourceVersion that is not an integer would count as
@@ -346,29 +414,32 @@ impl EndpointsWriter {
     }
 
     /// DELETE the Endpoints of a deleted Service (A6): NotFound is success;
-    /// the stale state of the key is dropped.
-    pub fn delete(&self, key: &str, ns: &str, name: &str) -> Result<(), SyncError> {
+    /// the stale state of the key is dropped. `cached` is what the cache
+    /// shows for the key now (upstream does not look; we remember its UID
+    /// until the cache shows it deleted).
+    pub fn delete(
+        &self,
+        key: &str,
+        ns: &str,
+        name: &str,
+        cached: Option<&Endpoints>,
+    ) -> Result<(), SyncError> {
         self.fence
             .check()
             .map_err(|e| SyncError::Failed(e.to_string()))?;
-        self.deleting().insert(key.to_string());
+        let uid = cached.map(|e| e.metadata.uid.clone());
+        self.deleting().insert(key.to_string(), uid);
         match self.client.delete(&ENDPOINTS, Some(ns), name, None) {
             Ok(()) => {}
-            Err(e) if e.is_not_found() => {
-                self.own_delete_seen(key);
-            }
+            Err(e) if e.is_not_found() => self.forget_delete(key),
             Err(e) => {
-                self.own_delete_seen(key);
+                self.forget_delete(key);
                 return Err(failed("deleting", key, &e));
             }
         }
         self.stale.delete(key);
         self.forget_created(key);
-        let h = self.key_hasher.hash_one(key);
-        self.sent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&h);
+        self.release(key);
         Ok(())
     }
 
@@ -418,21 +489,65 @@ mod tests {
         assert!(!w.is_stale("ns/c", None, "1"), "never created");
     }
 
-    /// Our last write's content is recognised per key.
+    /// Our last write's content is recognised per key; only the
+    /// Endpoints we keep (written, or found right by a sync) have foreign
+    /// edits.
     #[test]
-    fn own_content_per_key() {
+    fn foreign_edits_per_key() {
         let w = writer();
         let a = ep("", "10.0.0.1");
         let b = ep("", "10.0.0.2");
-        assert!(!w.is_own_content("ns/a", &a), "nothing sent");
+        assert!(!w.is_foreign_edit("ns/a", &a), "not ours: never foreign");
+        assert!(!w.is_foreign_edit("ns/a", &b), "not ours: never foreign");
         w.sending("ns/a", &a);
         w.sending("ns/b", &b);
-        assert!(w.is_own_content("ns/a", &ep("7", "10.0.0.1")));
-        assert!(!w.is_own_content("ns/a", &b), "someone else's content");
-        assert!(w.is_own_content("ns/b", &b));
+        assert!(!w.is_foreign_edit("ns/a", &ep("7", "10.0.0.1")), "our own");
+        assert!(w.is_foreign_edit("ns/a", &b), "someone else's content");
+        assert!(!w.is_foreign_edit("ns/b", &b));
         w.sending("ns/a", &b);
-        assert!(w.is_own_content("ns/a", &b), "the last write counts");
-        assert!(!w.is_own_content("ns/a", &a));
+        assert!(!w.is_foreign_edit("ns/a", &b), "the last write counts");
+        assert!(w.is_foreign_edit("ns/a", &a));
+        // Found right by a sync: kept from then on; a write of ours is
+        // not overridden by it.
+        w.accept("ns/c", &a);
+        assert!(w.is_foreign_edit("ns/c", &b));
+        assert!(!w.is_foreign_edit("ns/c", &a));
+        w.accept("ns/a", &a);
+        assert!(!w.is_foreign_edit("ns/a", &b), "our write of b stays");
+        // No longer managed: nothing is foreign.
+        w.release("ns/c");
+        assert!(!w.is_foreign_edit("ns/c", &b));
+        w.release("ns/a");
+        w.release("ns/b");
+        assert_eq!(w.sent.lock().expect("sent").capacity(), 0, "released");
+    }
+
+    /// A pending DELETE: the object we deleted, still cached, is stale;
+    /// its delete event is our echo; another object of the same name (a
+    /// new UID) is neither.
+    #[test]
+    fn a_pending_delete_makes_the_deleted_object_stale_until_its_echo() {
+        let w = writer();
+        let old = ep("7", "10.0.0.1");
+        let mut new = ep("9", "10.0.0.1");
+        new.metadata.uid = "u-other".into();
+        w.deleting()
+            .insert("ns/web".into(), Some(old.metadata.uid.clone()));
+        assert!(w.is_stale("ns/web", Some(&old), "8"), "the deleted object");
+        assert!(!w.is_stale("ns/web", Some(&new), "9"), "a new object");
+        assert!(!w.is_stale("ns/web", None, "8"), "gone");
+        assert!(!w.is_stale("ns/other", Some(&old), "8"), "per key");
+        assert!(!w.own_delete_seen("ns/web", &new), "not the one we deleted");
+        assert!(!w.is_stale("ns/web", Some(&old), "8"), "forgotten");
+        w.deleting()
+            .insert("ns/web".into(), Some(old.metadata.uid.clone()));
+        assert!(w.own_delete_seen("ns/web", &old), "our echo");
+        assert!(!w.own_delete_seen("ns/web", &old), "once");
+        // The cache showed nothing when we deleted: any delete is ours.
+        w.deleting().insert("ns/web".into(), None);
+        assert!(!w.is_stale("ns/web", Some(&new), "9"));
+        assert!(w.own_delete_seen("ns/web", &new));
+        assert_eq!(w.deleting().capacity(), 0, "the table is released");
     }
 
     fn ep(rv: &str, ip: &str) -> Endpoints {

@@ -77,12 +77,17 @@ impl EndpointsController {
         use crate::shadow::{compare_endpoints, ENDPOINTS};
         let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
             shadow.forget(key, ENDPOINTS);
+            self.writer.release(key);
             return Ok(());
         };
         let pods = pods_for_service(&self.listers.pods, svc);
         let full = repack_subsets(&unpacked_subsets(svc, &pods));
         let over = crate::endpoints::reconcile::desired_subsets(svc, &pods).1;
         let current = self.listers.endpoints.get(key);
+        if let Some(cur) = current.as_deref() {
+            // Compare again when the other controller rewrites it.
+            self.writer.observe(key, cur);
+        }
         let diffs = compare_endpoints(&full, over, current.as_deref());
         shadow.observe(key, ENDPOINTS, diffs);
         Ok(())
@@ -100,11 +105,15 @@ impl EndpointsController {
         }
         let Some(svc) = self.listers.services.get(key) else {
             // A6: the Service is gone; its Endpoints go too.
-            self.writer.delete(key, ns, name)?;
+            let cached = self.listers.endpoints.get(key);
+            self.writer.delete(key, ns, name, cached.as_deref())?;
             self.triggers.delete_service(key);
             return Ok(());
         };
         if !service_is_managed(&svc) {
+            // Selector removed or ExternalName: upstream stops managing
+            // the Endpoints and leaves it as it is; so do its edits.
+            self.writer.release(key);
             return Ok(());
         }
         let pods = pods_for_service(&self.listers.pods, &svc);
@@ -126,7 +135,12 @@ impl EndpointsController {
             trigger_time,
         };
         match plan(&input) {
-            Plan::Unchanged => Ok(()),
+            Plan::Unchanged => {
+                if let Some(cur) = current.as_deref() {
+                    self.writer.accept(key, cur);
+                }
+                Ok(())
+            }
             Plan::Create(obj) => {
                 let created = self.writer.create(key, ns, &obj);
                 // The create's echo may have reached the cache before its
@@ -167,12 +181,15 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
 
 /// Endpoints deleted → sync its Service (C1), unless we deleted it
 /// ourselves ([`EndpointsWriter::own_delete_seen`]); beyond upstream, an
-/// Endpoints changed by someone else → sync its Service too, so a foreign
-/// edit is corrected at once (upstream only notices at the Service's next
-/// sync). Our own writes are recognised by their content (see
-/// [`EndpointsWriter::is_own_content`]) and ignored. Adds and updates also
-/// tell the writer which of its writes the cache has shown
-/// ([`EndpointsWriter::cache_shows`]).
+/// Endpoints of a managed Service changed by someone else → sync its
+/// Service too, so a foreign edit is corrected at once (upstream only
+/// notices at the Service's next sync). Our own writes are recognised by
+/// their content, and only the Endpoints a sync has written or found right
+/// count (see [`EndpointsWriter::is_foreign_edit`]): edits of any other
+/// Endpoints (user-managed, orphaned, a leader-election lock) are ignored,
+/// as upstream ignores them — a sync of a key without a Service would
+/// DELETE it. Adds and updates also tell the writer which of its writes
+/// the cache has shown ([`EndpointsWriter::cache_shows`]).
 pub struct EndpointsHandler {
     queue: RateLimitingQueue<String>,
     writer: Arc<EndpointsWriter>,
@@ -195,14 +212,14 @@ impl EventHandler<Endpoints> for EndpointsHandler {
         let key = new.key();
         self.writer.cache_shows(&key, new.resource_version());
         let foreign = old.resource_version() != new.resource_version()
-            && !self.writer.is_own_content(&key, new);
+            && self.writer.is_foreign_edit(&key, new);
         if foreign {
             self.queue.add(key);
         }
     }
     fn on_delete(&self, obj: &DeletedObject<Endpoints>) {
         let key = obj.object().key();
-        if !self.writer.own_delete_seen(&key) {
+        if !self.writer.own_delete_seen(&key, obj.object()) {
             self.queue.add(key);
         }
     }

@@ -6,7 +6,11 @@
 //! Beyond upstream: an over-capacity Endpoints whose truncated content is
 //! already what is stored is left alone. Upstream compares the
 //! *untruncated* subsets with the stored (truncated) ones, so it rewrites
-//! every over-capacity Endpoints on every sync of its Service.
+//! every over-capacity Endpoints on every sync of its Service. And a
+//! Service that carries the `service.kubernetes.io/headless` label itself
+//! is compared without it too: upstream compares the stored labels without
+//! it to the Service's labels with it, never equal, so it rewrites that
+//! Endpoints (with the same content) on every sync.
 //!
 //! Pure; must never read a cache, the clock or the network.
 
@@ -86,10 +90,14 @@ fn without(labels: &Labels, key: &str) -> Labels {
     l
 }
 
-/// A18 with our over-capacity improvement: the stored object needs no
-/// write.
+/// A18 with our over-capacity and headless-label improvements: the stored
+/// object needs no write.
 fn unchanged(cur: &Endpoints, svc: &Service, subsets: &[EndpointSubset], truncated: bool) -> bool {
-    let labels_equal = without(&cur.metadata.labels, HEADLESS_LABEL) == svc.metadata.labels;
+    let stored = without(&cur.metadata.labels, HEADLESS_LABEL);
+    let labels_equal = match svc.metadata.labels.contains_key(HEADLESS_LABEL) {
+        false => stored == svc.metadata.labels,
+        true => stored == without(&svc.metadata.labels, HEADLESS_LABEL),
+    };
     let marked = cur
         .metadata
         .annotations

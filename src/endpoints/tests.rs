@@ -406,6 +406,27 @@ fn no_op_detection_table() {
         "the headless label alone is not compared"
     );
 
+    // A Service labelled with the headless label itself (beyond
+    // upstream, which never finds such an Endpoints equal and rewrites it
+    // on every sync): what we wrote is not rewritten, whatever clusterIP.
+    for cluster_ip in ["10.96.0.10", "None"] {
+        let mut labelled = http();
+        labelled.cluster_ip = cluster_ip.into();
+        labelled.metadata.labels.insert(HEADLESS_LABEL, "yes");
+        let written = stored(run(&labelled, &ps, None));
+        assert_eq!(
+            run(&labelled, &ps, Some(&written)),
+            Plan::Unchanged,
+            "{cluster_ip}: a Service labelled headless itself"
+        );
+        let mut relabelled = written.clone();
+        relabelled.metadata.labels.insert("app", "other");
+        assert!(
+            matches!(run(&labelled, &ps, Some(&relabelled)), Plan::Update(_)),
+            "{cluster_ip}: its other labels still compared"
+        );
+    }
+
     let mut other_annotation = base.clone();
     other_annotation
         .metadata
