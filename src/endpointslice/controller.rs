@@ -268,29 +268,34 @@ impl SliceController {
             &self.shared.tracker,
         );
         let regarding = service_ref(&svc);
-        let done = match outcome {
-            Ok(done) => done,
-            Err(e) => {
-                let msg = format!("Error updating Endpoint Slices for Service {key}: {e}");
-                self.recorder.record(
-                    &regarding,
-                    &EventSpec::warning("FailedToUpdateEndpointSlices", msg.clone()),
-                );
-                if e.is_conflict() {
-                    return Err(SyncError::Stale(msg));
-                }
-                return Err(SyncError::Failed(msg));
-            }
-        };
-        let td = svc.traffic_distribution.as_deref();
-        self.metrics.record_plan(key, &plan, td, &done);
+        // Upstream emits the plan's (topology) events whatever finalize
+        // did, then one warning for the sync's errors together: the pods
+        // skipped for a missing Node (B12) and the failed write.
         for ev in &plan.events {
             self.recorder.record(&regarding, ev);
         }
-        if !plan.node_errors.is_empty() {
-            return Err(SyncError::Failed(plan.node_errors.join("; ")));
+        let mut errors = plan.node_errors.clone();
+        let conflict = outcome.as_ref().is_err_and(|e| e.is_conflict());
+        match &outcome {
+            Ok(done) => {
+                let td = svc.traffic_distribution.as_deref();
+                self.metrics.record_plan(key, &plan, td, done);
+            }
+            Err(e) => errors.push(e.to_string()),
         }
-        if done.overtaken {
+        if !errors.is_empty() {
+            let msg = failed_message(key, &errors);
+            self.recorder.record(
+                &regarding,
+                &EventSpec::warning("FailedToUpdateEndpointSlices", msg.clone()),
+            );
+            // A conflict: our cache is behind; retried as stale.
+            return Err(match conflict {
+                true => SyncError::Stale(msg),
+                false => SyncError::Failed(msg),
+            });
+        }
+        if outcome.is_ok_and(|done| done.overtaken) {
             // Someone else wrote a slice while our write was in flight:
             // the held event would have queued the Service (C5)
             // with the slice-change delay; the cache is not stale.
@@ -298,6 +303,17 @@ impl SliceController {
         }
         Ok(())
     }
+}
+
+/// The message of upstream's `FailedToUpdateEndpointSlices` warning: the
+/// sync's errors as an apimachinery aggregate prints them (one alone,
+/// several as `[a, b]`).
+pub fn failed_message(key: &str, errors: &[String]) -> String {
+    let all = match errors {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    format!("Error updating Endpoint Slices for Service {key}: {all}")
 }
 
 impl Syncer for SliceController {
@@ -473,6 +489,25 @@ mod topology_sync_tests {
 
     fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
         serde_json::from_value(v).expect("object")
+    }
+
+    /// Upstream's aggregate: one error alone, several in brackets.
+    #[test]
+    fn failed_to_update_message_table() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["a"],
+                "Error updating Endpoint Slices for Service ns/web: a",
+            ),
+            (
+                &["a", "b"],
+                "Error updating Endpoint Slices for Service ns/web: [a, b]",
+            ),
+        ];
+        for (errors, want) in cases {
+            let errors: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            assert_eq!(failed_message("ns/web", &errors), *want);
+        }
     }
 
     #[test]
