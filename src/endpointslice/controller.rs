@@ -228,6 +228,11 @@ impl SliceController {
             self.triggers.delete_service(key);
             self.shared.tracker.delete_service(ns, name);
             self.metrics.delete_service(key);
+            self.shared
+                .topology
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .delete_service(key);
             return Ok(());
         };
         if !service_is_managed(&svc) {

@@ -318,20 +318,41 @@ fn hints_already_in_the_api_with_nothing_to_write_are_not_announced() {
             "Topology Aware Hints has been enabled, addressType: IPv4",
         )]
     };
-    // (unchanged slices, to create, whether "enabled" is announced)
-    let table: Vec<(Vec<EndpointSlice>, Vec<EndpointSlice>, bool)> = vec![
+    // (what was said before: nothing since the start, "disabled" as Auto
+    // was turned off, or "disabled" when hints could not be allocated;
+    // unchanged slices, to create, whether "enabled" is announced)
+    #[derive(Clone, Copy, Debug)]
+    enum Before {
+        Nothing,
+        AutoOff,
+        GaveUp,
+    }
+    let table: Vec<(Before, Vec<EndpointSlice>, Vec<EndpointSlice>, bool)> = vec![
         // A restart: the hints are in the API, nothing is written.
-        (vec![good()], vec![], false),
+        (Before::Nothing, vec![good()], vec![], false),
         // Hints newly added to unhinted slices: announced (as upstream).
-        (vec![bare()], vec![], true),
+        (Before::Nothing, vec![bare()], vec![], true),
         // Hinted slices, but a slice is written too: announced (as upstream).
-        (vec![good()], vec![bare()], true),
+        (Before::Nothing, vec![good()], vec![bare()], true),
         // A first sync with nothing but creates: announced.
-        (vec![], vec![bare()], true),
+        (Before::Nothing, vec![], vec![bare()], true),
+        // Auto turned off (trafficDistribution kept the same hints) and
+        // on again: the last word was "disabled", so announced.
+        (Before::AutoOff, vec![good()], vec![], true),
+        (Before::GaveUp, vec![good()], vec![], true),
     ];
-    for (unchanged, create, announced) in table {
+    for (before, unchanged, create, announced) in table {
         let mut c = two_zones("2", "2");
+        match before {
+            Before::Nothing => {}
+            Before::AutoOff => c.note_disabled("ns/svc"),
+            Before::GaveUp => {
+                let (_, _, ev) = c.add_hints(&si(vec![slice("one", vec![ep(None, true)])], vec![]));
+                assert_eq!(ev.len(), 1, "{ev:?}");
+            }
+        }
         let (_, _, ev) = c.add_hints(&si(create, unchanged));
+        assert_eq!(ev, if announced { enabled() } else { vec![] }, "{before:?}");
         assert_eq!(ev, if announced { enabled() } else { vec![] });
         assert!(c.has_populated_hints("ns/svc"));
         // Once populated, never announced again.
