@@ -17,6 +17,7 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(60);
 /// The EndpointSlice controller alone, batch period 0 (KCM's default).
 const CFG: &str = "[leader_election]\nenabled = false\n[endpoints]\nenabled = false\n";
+const TRIGGER: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 const SYNCS: &str = "endpointd_syncs_total{controller=\"endpoint_slice\",result=\"success\"}";
 
 /// A pod of `app` on `node` with one IP, Ready or not.
@@ -396,6 +397,11 @@ fn service_spec_transitions() {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     assert_eq!(sl.labels, want);
+    assert_eq!(
+        sl.annotations.get(TRIGGER),
+        None,
+        "no pod or Service trigger time moved: the annotation is removed"
+    );
     // … a reserved one and an annotation are not.
     let step = s.step(
         "a reserved label and an annotation",
@@ -419,7 +425,12 @@ fn service_spec_transitions() {
         }),
     );
     assert_eq!(step.writes, [format!("update {name}")]);
-    assert_eq!(s.slice("web").endpoints.len(), 2);
+    let sl = s.slice("web");
+    assert_eq!(sl.endpoints.len(), 2);
+    assert_eq!(
+        sl.annotations[TRIGGER], "2026-01-01T00:00:00Z",
+        "pods new to the Service: their Ready transition time"
+    );
 
     // Selector removed: upstream leaves the slices as they are (the
     // Service is no longer the controller's).
@@ -606,6 +617,13 @@ fn hint_transitions() {
     assert_eq!(step.writes, [format!("update {near}")]);
     assert!(step.events.is_empty(), "{step:?}");
     assert!(own_zone_hints(&s.slice("near")), "{:?}", s.slice("near"));
+    // As upstream, a node event syncs only the Services whose Auto hints
+    // it overloads: the other slices keep the old zone until their
+    // Service's next sync (upstream-spec C6).
+    assert_eq!(
+        s.slice("close").endpoints[&ip(21)].zone.as_deref(),
+        Some("z2")
+    );
 
     // A node without allocatable CPU: node information insufficient,
     // hints removed with a warning; the CPU shows up: hints back.
@@ -666,6 +684,7 @@ fn hint_transitions() {
     assert!(step.events.is_empty(), "{step:?}");
     let sl = s.slice("close");
     assert!(own_zone_hints(&sl), "{sl:?}");
+    assert_eq!(sl.endpoints[&ip(21)].zone.as_deref(), Some("z3"));
     assert_eq!(sl.endpoints[&ip(23)].hints, None, "not ready: no hint");
     let step = s.step(
         "close: trafficDistribution unset",
@@ -898,6 +917,20 @@ fn pod_transitions() {
     assert_eq!(step.writes, upd(&web));
     assert!(step.events.is_empty(), "{step:?}");
     assert_eq!(s.slice("web").endpoints[&ip(3)].zone.as_deref(), Some("z1"));
+
+    // With publishNotReadyAddresses a pod on a missing Node is published,
+    // without a zone; no error.
+    let step = s.step(
+        "pnr-4 on a missing node",
+        |c| c.load(vec![pod_on("pnr-4", "pnr", "node-y", &ip(14), true)]),
+        s.until("pnr", |v| {
+            v.len() == 1 && v[0].endpoints.contains_key(&ip(14))
+        }),
+    );
+    assert_eq!(step.writes, upd(&pnr));
+    assert!(step.events.is_empty(), "{step:?}");
+    let e = &s.slice("pnr").endpoints[&ip(14)];
+    assert_eq!((e.rst.as_str(), e.zone.as_deref()), ("rs-", None));
     assert_eq!(s.d.stop(), Some(0));
 }
 
