@@ -508,6 +508,46 @@ fn service_spec_transitions() {
     assert_eq!(step.writes, [format!("delete {}", v6.name)]);
     assert_eq!(s.slice("web").address_type, "IPv4");
 
+    // Deleted and created again under the same name: the old slice is
+    // not the new Service's (another owner UID) and is not recycled; one
+    // create. (The garbage collector races endpointd to delete the old
+    // one: endpointd's DELETE may find it gone, a 404 that is no write.)
+    let old_uid = s.uid("services", "web");
+    let again = s.c.get("services", "default", "web").expect("web");
+    let step = s.step(
+        "Service recreated",
+        |c| {
+            c.delete("services", "default", &["web".to_string()]);
+            let mut v = again.clone();
+            v["apiVersion"] = json!("v1");
+            v["kind"] = json!("Service");
+            v["metadata"]
+                .as_object_mut()
+                .map(|m| ["uid", "resourceVersion", "creationTimestamp"].map(|k| m.remove(k)));
+            c.load(vec![v]);
+        },
+        s.until("web", |v| {
+            v.len() == 1 && v[0].owner[0]["uid"] != json!(old_uid) && v[0].endpoints.len() == 3
+        }),
+    );
+    let creates = step.writes.iter().filter(|w| *w == "create web-").count();
+    let others: Vec<&String> = step
+        .writes
+        .iter()
+        .filter(|w| *w != "create web-" && **w != format!("delete {name}"))
+        .collect();
+    assert!(creates == 1 && others.is_empty(), "{step:?}");
+    assert!(step.events.is_empty(), "{step:?}");
+    let sl = s.slice("web");
+    assert_eq!(sl.owner[0]["uid"], json!(s.uid("services", "web")));
+    let created = s.c.get("services", "default", "web").expect("web");
+    assert_ne!(created["metadata"]["uid"], again["metadata"]["uid"]);
+    assert_eq!(
+        sl.annotations[TRIGGER], created["metadata"]["creationTimestamp"],
+        "a new Service: its creationTimestamp"
+    );
+    let name = sl.name.clone();
+
     // Deleted: endpointd writes nothing; the garbage collector deletes
     // the slice (its controller ownerReference names the Service).
     let sl = s.slice("web");
