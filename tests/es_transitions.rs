@@ -691,6 +691,56 @@ fn hint_transitions() {
     assert_eq!(step.events, [ENABLED]);
     assert!(own_zone_hints(&s.slice("near")), "{:?}", s.slice("near"));
 
+    // Again a Ready node without CPU, which then gets its CPU. Beyond
+    // upstream (whose node handler ignores allocatable changes, so the
+    // Service stayed without hints until its next pod change): the hints
+    // come back at once, shared 2:1 by the zones' CPU (z1 now 8 of 12).
+    let mut bare = node("node-d", "z1");
+    bare["status"]
+        .as_object_mut()
+        .map(|m| m.remove("allocatable"));
+    let step = s.step(
+        "node-d without CPU",
+        |c| c.load(vec![bare]),
+        s.until("near", |v| v.len() == 1 && no_hints(&v[0])),
+    );
+    assert_eq!(step.writes, [format!("update {near}")]);
+    assert_eq!(step.events, [INSUFFICIENT]);
+    let step = s.step(
+        "node-d gets its CPU",
+        |c| {
+            c.modify("nodes", "", &["node-d".to_string()], |v| {
+                v["status"]["allocatable"] = json!({"cpu": "4"})
+            })
+        },
+        s.until("near", |v| v.len() == 1 && !no_hints(&v[0])),
+    );
+    assert_eq!(step.writes, [format!("update {near}")]);
+    assert_eq!(step.events, [ENABLED]);
+    let hinted = |zone: &str| {
+        s.slice("near")
+            .endpoints
+            .values()
+            .filter(|e| e.hints.as_deref() == Some(&[zone.to_string()][..]))
+            .count()
+    };
+    assert_eq!(
+        (hinted("z1"), hinted("z3")),
+        (6, 3),
+        "{:?}",
+        s.slice("near")
+    );
+    // It goes again: the 1:1 shares overload z3's 3 hints; back to each
+    // endpoint's own zone, no event (hints stay enabled).
+    let step = s.step(
+        "node-d deleted",
+        |c| c.delete("nodes", "", &["node-d".to_string()]),
+        s.until("near", |v| v.len() == 1 && own_zone_hints(&v[0])),
+    );
+    assert_eq!(step.writes, [format!("update {near}")]);
+    assert!(step.events.is_empty(), "{step:?}");
+    assert_eq!((hinted("z1"), hinted("z3")), (4, 5));
+
     // Auto → PreferClose in one change: the own-zone hints are already
     // what PreferClose wants: nothing to write, only the warning that
     // topology-aware hints are off.

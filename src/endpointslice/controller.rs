@@ -400,7 +400,10 @@ impl EventHandler<EndpointSlice> for SliceHandler {
 }
 
 /// Node events → the topology worker (C6): adds and deletes always, updates
-/// only when readiness or the zone label changed.
+/// only when readiness, the zone label or (beyond upstream) the
+/// allocatable CPU changed. Upstream ignores a CPU change, so zone ratios
+/// went stale, and a Ready node that gets its CPU late left every
+/// `topology-mode: Auto` Service without hints until its next pod change.
 pub struct NodeHandler {
     queue: RateLimitingQueue<String>,
 }
@@ -418,7 +421,10 @@ impl EventHandler<Node> for NodeHandler {
     }
     fn on_update(&self, old: &Arc<Node>, new: &Arc<Node>) {
         let zone = |n: &Node| n.metadata.labels.get(ZONE_LABEL).map(str::to_string);
-        if old.ready != new.ready || zone(old) != zone(new) {
+        if old.ready != new.ready
+            || zone(old) != zone(new)
+            || old.allocatable_cpu != new.allocatable_cpu
+        {
             self.queue.add(TOPOLOGY_KEY.to_string());
         }
     }
@@ -494,6 +500,81 @@ mod topology_sync_tests {
 
     fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
         serde_json::from_value(v).expect("object")
+    }
+
+    /// Which node updates reach the topology worker.
+    #[test]
+    fn node_updates_that_queue_the_topology_worker() {
+        let queue = RateLimitingQueue::new(
+            &QueueConfig::new("t").clock(RealClock::shared()),
+            ItemExponentialFailureRateLimiter::new(
+                Duration::from_millis(1),
+                Duration::from_secs(1),
+            ),
+        )
+        .expect("queue");
+        let h = NodeHandler::new(queue.clone());
+        let base = || {
+            let mut n = Node::default();
+            n.metadata.name = "n".into();
+            n.metadata.labels = [(ZONE_LABEL, "z1"), ("other", "x")].into_iter().collect();
+            n.ready = Some(true);
+            n.allocatable_cpu = Some("4".into());
+            n
+        };
+        let cases: Vec<(&str, Node, bool)> = vec![
+            ("nothing", base(), false),
+            (
+                "another label",
+                {
+                    let mut n = base();
+                    n.metadata.labels = [(ZONE_LABEL, "z1")].into_iter().collect();
+                    n
+                },
+                false,
+            ),
+            (
+                "zone",
+                {
+                    let mut n = base();
+                    n.metadata.labels = [(ZONE_LABEL, "z2"), ("other", "x")].into_iter().collect();
+                    n
+                },
+                true,
+            ),
+            (
+                "not ready",
+                Node {
+                    ready: Some(false),
+                    ..base()
+                },
+                true,
+            ),
+            (
+                "CPU (beyond upstream)",
+                Node {
+                    allocatable_cpu: Some("8".into()),
+                    ..base()
+                },
+                true,
+            ),
+            (
+                "CPU gone (beyond upstream)",
+                Node {
+                    allocatable_cpu: None,
+                    ..base()
+                },
+                true,
+            ),
+        ];
+        for (what, new, queued) in cases {
+            h.on_update(&Arc::new(base()), &Arc::new(new));
+            let got = queue.try_get();
+            if let Some(k) = &got {
+                queue.done(k);
+            }
+            assert_eq!(got.is_some(), queued, "{what}");
+        }
     }
 
     /// Upstream's aggregate: one error alone, several in brackets.
