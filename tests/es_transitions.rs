@@ -1025,7 +1025,7 @@ fn pod_transitions() {
 }
 
 #[test]
-fn scale_1_101_1() {
+fn scale_1_101_1_packs_into_the_slice_that_fits() {
     let mut items = nodes();
     items.push(service("default", "big", "big", json!("http")));
     items.push(pod_on("big-000", "big", "node-a", &ip(0), true));
@@ -1071,8 +1071,37 @@ fn scale_1_101_1() {
         .cloned()
         .unwrap_or_default();
 
-    // Back to 1 (big-000 stays): the full slice is deleted, the first
-    // one is unchanged.
+    let sizes = |s: &Scene| -> BTreeMap<String, usize> {
+        s.slices("big")
+            .iter()
+            .map(|x| (x.name.clone(), x.endpoints.len()))
+            .collect()
+    };
+
+    // A readiness flip touches only the slice that holds the pod.
+    let step = s.step(
+        "big-050 not ready",
+        |c| c.set_ready("default", &["big-050".to_string()], false),
+        s.until("big", |v| {
+            v.iter()
+                .any(|x| x.endpoints.get(&ip(50)).is_some_and(|e| e.rst == "---"))
+        }),
+    );
+    assert_eq!(step.writes, [format!("update {second}")]);
+
+    // One more pod: the full slice cannot take it, the other can.
+    let step = s.step(
+        "big-101 created",
+        |c| c.load(vec![pod_on("big-101", "big", "node-a", &ip(101), true)]),
+        s.until("big", |v| {
+            v.iter().map(|x| x.endpoints.len()).sum::<usize>() == 102
+        }),
+    );
+    assert_eq!(step.writes, [format!("update {first}")]);
+    assert_eq!(sizes(&s)[&first], 2);
+
+    // Back to 2 (big-000 and big-101 stay): the full slice is deleted,
+    // the other one is unchanged.
     let step = s.step(
         "100 pods deleted",
         |c| c.delete("pods", "default", &pods),
@@ -1081,6 +1110,16 @@ fn scale_1_101_1() {
     assert_eq!(step.writes, [format!("delete {second}")]);
     assert!(step.events.is_empty(), "{step:?}");
     assert_eq!(s.slice("big").name, first);
-    assert_eq!(addrs(&s.slice("big")), BTreeSet::from([ip(0).as_str()]));
+    assert_eq!(
+        addrs(&s.slice("big")),
+        BTreeSet::from([ip(0).as_str(), ip(101).as_str()])
+    );
+    // And to 1: the last slice loses one endpoint.
+    let step = s.step(
+        "big-101 deleted",
+        |c| c.delete("pods", "default", &["big-101".to_string()]),
+        s.until("big", |v| v.len() == 1 && v[0].endpoints.len() == 1),
+    );
+    assert_eq!(step.writes, [format!("update {first}")]);
     assert_eq!(s.d.stop(), Some(0));
 }
