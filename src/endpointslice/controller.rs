@@ -265,7 +265,7 @@ impl SliceController {
             topology: Some(&self.shared.topology),
         };
         let plan = reconcile(&input);
-        let outcome = finalize(
+        let (done, write_errors) = finalize(
             &svc,
             &plan,
             trigger_time,
@@ -279,15 +279,13 @@ impl SliceController {
         for ev in &plan.events {
             self.recorder.record(&regarding, ev);
         }
+        // As upstream: the figures whatever failed, the writes that were
+        // done counted.
+        let td = svc.traffic_distribution.as_deref();
+        self.metrics.record_plan(key, &plan, td, &done);
+        let conflict = write_errors.iter().any(|e| e.is_conflict());
         let mut errors = plan.node_errors.clone();
-        let conflict = outcome.as_ref().is_err_and(|e| e.is_conflict());
-        match &outcome {
-            Ok(done) => {
-                let td = svc.traffic_distribution.as_deref();
-                self.metrics.record_plan(key, &plan, td, done);
-            }
-            Err(e) => errors.push(e.to_string()),
-        }
+        errors.extend(write_errors.iter().map(ToString::to_string));
         if !errors.is_empty() {
             let msg = failed_message(key, &errors);
             self.recorder.record(
@@ -300,7 +298,7 @@ impl SliceController {
                 false => SyncError::Failed(msg),
             });
         }
-        if outcome.is_ok_and(|done| done.overtaken) {
+        if done.overtaken {
             // Someone else wrote a slice while our write was in flight:
             // the held event would have queued the Service (C5)
             // with the slice-change delay; the cache is not stale.
