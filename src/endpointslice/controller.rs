@@ -285,7 +285,7 @@ impl SliceController {
         self.metrics.record_plan(key, &plan, td, &done);
         let conflict = write_errors.iter().any(|e| e.is_conflict());
         let mut errors = plan.node_errors.clone();
-        errors.extend(write_errors.iter().map(ToString::to_string));
+        errors.extend(write_errors.iter().map(error_text));
         if !errors.is_empty() {
             let msg = failed_message(key, &errors);
             self.recorder.record(
@@ -305,6 +305,17 @@ impl SliceController {
             return Err(SyncError::Requeue(SLICE_CHANGE_MIN_DELAY));
         }
         Ok(())
+    }
+}
+
+/// A failed write as upstream's `%v` prints it: an API error's message
+/// (finalize put the slice and Service before it), not our
+/// "API error 403 Forbidden: " prefix.
+fn error_text(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => status.message.clone(),
+        kube::Error::InvalidRequest(m) => m.clone(),
+        other => other.to_string(),
     }
 }
 
