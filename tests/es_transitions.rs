@@ -1123,3 +1123,61 @@ fn scale_1_101_1_packs_into_the_slice_that_fits() {
     assert_eq!(step.writes, [format!("update {first}")]);
     assert_eq!(s.d.stop(), Some(0));
 }
+
+#[test]
+fn a_refused_write_for_one_family_does_not_hold_back_the_other() {
+    let mut items = nodes();
+    let mut dual = service("default", "dual", "dual", json!("http"));
+    dual["spec"]["ipFamilies"] = json!(["IPv4", "IPv6"]);
+    dual["spec"]["ipFamilyPolicy"] = json!("RequireDualStack");
+    items.push(dual);
+    for i in 0..2 {
+        let mut p = pod_on(&format!("dual-{i}"), "dual", "node-a", &ip(i), true);
+        p["status"]["podIPs"] = json!([{"ip": ip(i)}, {"ip": format!("fd00::{}", i + 1)}]);
+        items.push(p);
+    }
+    let s = Scene::start("es-trans-refused", items);
+    let by_type = |t: &str| {
+        s.slices("dual")
+            .into_iter()
+            .find(|x| x.address_type == t)
+            .map(|x| x.name)
+            .unwrap_or_default()
+    };
+    let (v4, v6) = (by_type("IPv4"), by_type("IPv6"));
+    // The next slice update is refused (as a webhook or a quota would):
+    // the IPv4 slice's. As upstream, the IPv6 slice is still written in
+    // the same sync, a warning names the failure, and the retry writes
+    // the IPv4 slice.
+    s.c.sim.faults().fail_next(
+        1,
+        Some(endpointd::sim::requestinfo::Verb::Update),
+        Some("endpointslices".into()),
+        403,
+        None,
+    );
+    let step = s.step(
+        "dual-0 not ready",
+        |c| c.set_ready("default", &["dual-0".to_string()], false),
+        s.until("dual", |v| {
+            v.len() == 2
+                && v.iter().all(|x| {
+                    x.endpoints
+                        .values()
+                        .any(|e| e.pod == "dual-0" && e.rst == "---")
+                })
+        }),
+    );
+    assert_eq!(
+        step.writes,
+        [format!("update {v6}"), format!("update {v4}")],
+        "IPv6 in the failed sync, IPv4 on the retry"
+    );
+    assert_eq!(
+        step.events,
+        [format!(
+            "Warning FailedToUpdateEndpointSlices: Error updating Endpoint Slices for Service default/dual: failed to update {v4} EndpointSlice for Service default/dual: injected failure 403 for update endpointslices"
+        )]
+    );
+    assert_eq!(s.d.stop(), Some(0));
+}
