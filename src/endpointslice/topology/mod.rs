@@ -262,7 +262,19 @@ impl TopologyCache {
         t: AddressType,
         msg: &str,
     ) -> (Vec<EndpointSlice>, Vec<EndpointSlice>, Vec<EventSpec>) {
+        // Beyond upstream: hints still allocated for the Service's other
+        // address type keep it "populated". Upstream's RemoveHints clears
+        // the Service's flag whatever the type, so a dual-stack Service
+        // whose IPv6 endpoints cannot get hints announced "enabled" for
+        // IPv4 again on every sync.
+        let other = self
+            .by_service
+            .get(&si.service_key)
+            .is_some_and(|m| m.keys().any(|k| *k != t));
         self.remove_hints(&si.service_key, t);
+        if other {
+            self.populated.insert(si.service_key.clone());
+        }
         self.disabled.insert(si.service_key.clone());
         let (c, u) = remove_hints_from_slices(si);
         (c, u, vec![disabled(with_address_type(msg, t))])

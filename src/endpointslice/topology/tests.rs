@@ -361,6 +361,49 @@ fn hints_already_in_the_api_with_nothing_to_write_are_not_announced() {
     }
 }
 
+/// A dual-stack Service whose IPv6 endpoints cannot get hints (none of its
+/// pods has an IPv6 address): IPv6 gives up on every sync (as upstream),
+/// but IPv4's hints stay enabled and are announced once, not again on
+/// every sync as upstream's per-Service flag makes it.
+#[test]
+fn one_family_giving_up_does_not_re_announce_the_other() {
+    let mut c = two_zones("2", "2");
+    let v4 = || {
+        si(
+            vec![slice(
+                "v4",
+                vec![ep(Some("zone-a"), true), ep(Some("zone-b"), true)],
+            )],
+            vec![],
+        )
+    };
+    let v6 = || SliceInfo {
+        address_type: Some(AddressType::IPv6),
+        ..si(vec![slice("v6", vec![])], vec![])
+    };
+    let reasons = |ev: Vec<EventSpec>| ev.into_iter().map(|e| e.reason).collect::<Vec<_>>();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.extend(reasons(c.add_hints(&v4()).2));
+        seen.extend(reasons(c.add_hints(&v6()).2));
+    }
+    assert_eq!(
+        seen,
+        [
+            "TopologyAwareHintsEnabled",
+            "TopologyAwareHintsDisabled",
+            "TopologyAwareHintsDisabled",
+            "TopologyAwareHintsDisabled"
+        ]
+    );
+    assert!(c.has_populated_hints("ns/svc"));
+    // A single-stack give-up clears the flag, as upstream.
+    let mut c = two_zones("2", "2");
+    c.add_hints(&v4());
+    c.add_hints(&si(vec![slice("one", vec![ep(None, true)])], vec![]));
+    assert!(!c.has_populated_hints("ns/svc"));
+}
+
 #[test]
 fn overloaded_services_after_node_changes() {
     let mut c = two_zones("2", "2");
