@@ -1125,18 +1125,55 @@ fn scale_1_101_1_packs_into_the_slice_that_fits() {
 }
 
 #[test]
-fn a_refused_write_for_one_family_does_not_hold_back_the_other() {
+fn dual_stack_transitions() {
     let mut items = nodes();
     let mut dual = service("default", "dual", "dual", json!("http"));
     dual["spec"]["ipFamilies"] = json!(["IPv4", "IPv6"]);
     dual["spec"]["ipFamilyPolicy"] = json!("RequireDualStack");
+    let mut auto = dual.clone();
+    auto["metadata"]["name"] = json!("auto");
+    auto["metadata"]["annotations"] = json!({"service.kubernetes.io/topology-mode": "Auto"});
+    auto["spec"]["selector"] = json!({"app": "auto"});
     items.push(dual);
+    items.push(auto);
     for i in 0..2 {
         let mut p = pod_on(&format!("dual-{i}"), "dual", "node-a", &ip(i), true);
         p["status"]["podIPs"] = json!([{"ip": ip(i)}, {"ip": format!("fd00::{}", i + 1)}]);
         items.push(p);
     }
-    let s = Scene::start("es-trans-refused", items);
+    // IPv4 only: the IPv6 slice of `auto` stays an empty placeholder.
+    for i in 0..8 {
+        let n = if i % 2 == 0 { "node-a" } else { "node-b" };
+        items.push(pod_on(&format!("auto-{i}"), "auto", n, &ip(10 + i), true));
+    }
+    let s = Scene::start("es-trans-dual", items);
+
+    // Topology-mode Auto, hints for IPv4 but not for IPv6 (no endpoints):
+    // IPv6 gives up with a warning on every sync, as upstream. Beyond
+    // upstream: IPv4's hints stay enabled and are not announced again on
+    // every sync (upstream's per-Service flag is cleared by IPv6's
+    // give-up).
+    let auto_v4 = s
+        .slices("auto")
+        .into_iter()
+        .find(|x| x.address_type == "IPv4")
+        .expect("an IPv4 slice");
+    assert!(
+        own_zone_hints(&auto_v4) && auto_v4.endpoints.len() == 8,
+        "{auto_v4:?}"
+    );
+    let no_v6 = "Warning TopologyAwareHintsDisabled: Insufficient number of endpoints (0 endpoints, 2 zones), addressType: IPv6";
+    let step = s.step(
+        "auto-0 not ready",
+        |c| c.set_ready("default", &["auto-0".to_string()], false),
+        s.until("auto", |v| {
+            v.iter()
+                .any(|x| x.endpoints.get(&ip(10)).is_some_and(|e| e.rst == "---"))
+        }),
+    );
+    assert_eq!(step.writes, [format!("update {}", auto_v4.name)]);
+    assert_eq!(step.events, [no_v6]);
+
     let by_type = |t: &str| {
         s.slices("dual")
             .into_iter()
