@@ -754,9 +754,7 @@ fn hint_transitions() {
         },
         || true,
     );
-    if own_zone_hints(&s.slice("near")) {
-        assert!(step.writes.is_empty(), "{step:?}");
-    }
+    assert!(step.writes.is_empty(), "{step:?}");
     assert_eq!(step.events, [DISABLED]);
     assert!(own_zone_hints(&s.slice("near")));
 
@@ -910,6 +908,15 @@ fn pod_transitions() {
     want.sort();
     assert_eq!(w, want);
     assert!(step.events.is_empty(), "{step:?}");
+    // A terminating pod's readiness still shows as serving.
+    let step = s.step(
+        "web-0 terminating and not ready",
+        |c| c.set_ready("default", &["web-0".to_string()], false),
+        s.until("web", |v| {
+            v.len() == 1 && v[0].endpoints[&ip(0)].rst == "--t"
+        }),
+    );
+    assert_eq!(step.writes, upd(&web));
 
     // The pod IP changes: the endpoint is replaced in place.
     let step = s.step(
@@ -1021,6 +1028,16 @@ fn pod_transitions() {
     assert!(step.events.is_empty(), "{step:?}");
     let e = &s.slice("pnr").endpoints[&ip(14)];
     assert_eq!((e.rst.as_str(), e.zone.as_deref()), ("rs-", None));
+    // publishNotReadyAddresses does not keep a pod that has finished.
+    let step = s.step(
+        "pnr-4 Failed",
+        |_| s.pods(&["pnr-4"], |v| v["status"]["phase"] = json!("Failed")),
+        s.until("pnr", |v| {
+            v.len() == 1 && !v[0].endpoints.contains_key(&ip(14))
+        }),
+    );
+    assert_eq!(step.writes, upd(&pnr));
+    assert!(step.events.is_empty(), "{step:?}");
     assert_eq!(s.d.stop(), Some(0));
 }
 
