@@ -228,6 +228,11 @@ impl SliceController {
             self.triggers.delete_service(key);
             self.shared.tracker.delete_service(ns, name);
             self.metrics.delete_service(key);
+            self.shared
+                .topology
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .delete_service(key);
             return Ok(());
         };
         if !service_is_managed(&svc) {
@@ -260,7 +265,7 @@ impl SliceController {
             topology: Some(&self.shared.topology),
         };
         let plan = reconcile(&input);
-        let outcome = finalize(
+        let (done, write_errors) = finalize(
             &svc,
             &plan,
             trigger_time,
@@ -268,27 +273,30 @@ impl SliceController {
             &self.shared.tracker,
         );
         let regarding = service_ref(&svc);
-        let done = match outcome {
-            Ok(done) => done,
-            Err(e) => {
-                let msg = format!("Error updating Endpoint Slices for Service {key}: {e}");
-                self.recorder.record(
-                    &regarding,
-                    &EventSpec::warning("FailedToUpdateEndpointSlices", msg.clone()),
-                );
-                if e.is_conflict() {
-                    return Err(SyncError::Stale(msg));
-                }
-                return Err(SyncError::Failed(msg));
-            }
-        };
-        let td = svc.traffic_distribution.as_deref();
-        self.metrics.record_plan(key, &plan, td, &done);
+        // Upstream emits the plan's (topology) events whatever finalize
+        // did, then one warning for the sync's errors together: the pods
+        // skipped for a missing Node (B12) and the failed write.
         for ev in &plan.events {
             self.recorder.record(&regarding, ev);
         }
-        if !plan.node_errors.is_empty() {
-            return Err(SyncError::Failed(plan.node_errors.join("; ")));
+        // As upstream: the figures whatever failed, the writes that were
+        // done counted.
+        let td = svc.traffic_distribution.as_deref();
+        self.metrics.record_plan(key, &plan, td, &done);
+        let conflict = write_errors.iter().any(|e| e.is_conflict());
+        let mut errors = plan.node_errors.clone();
+        errors.extend(write_errors.iter().map(error_text));
+        if !errors.is_empty() {
+            let msg = failed_message(key, &errors);
+            self.recorder.record(
+                &regarding,
+                &EventSpec::warning("FailedToUpdateEndpointSlices", msg.clone()),
+            );
+            // A conflict: our cache is behind; retried as stale.
+            return Err(match conflict {
+                true => SyncError::Stale(msg),
+                false => SyncError::Failed(msg),
+            });
         }
         if done.overtaken {
             // Someone else wrote a slice while our write was in flight:
@@ -298,6 +306,28 @@ impl SliceController {
         }
         Ok(())
     }
+}
+
+/// A failed write as upstream's `%v` prints it: an API error's message
+/// (finalize put the slice and Service before it), not our
+/// "API error 403 Forbidden: " prefix.
+fn error_text(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => status.message.clone(),
+        kube::Error::InvalidRequest(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The message of upstream's `FailedToUpdateEndpointSlices` warning: the
+/// sync's errors as an apimachinery aggregate prints them (one alone,
+/// several as `[a, b]`).
+pub fn failed_message(key: &str, errors: &[String]) -> String {
+    let all = match errors {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    format!("Error updating Endpoint Slices for Service {key}: {all}")
 }
 
 impl Syncer for SliceController {
@@ -379,7 +409,10 @@ impl EventHandler<EndpointSlice> for SliceHandler {
 }
 
 /// Node events → the topology worker (C6): adds and deletes always, updates
-/// only when readiness or the zone label changed.
+/// only when readiness, the zone label or (beyond upstream) the
+/// allocatable CPU changed. Upstream ignores a CPU change, so zone ratios
+/// went stale, and a Ready node that gets its CPU late left every
+/// `topology-mode: Auto` Service without hints until its next pod change.
 pub struct NodeHandler {
     queue: RateLimitingQueue<String>,
 }
@@ -397,7 +430,10 @@ impl EventHandler<Node> for NodeHandler {
     }
     fn on_update(&self, old: &Arc<Node>, new: &Arc<Node>) {
         let zone = |n: &Node| n.metadata.labels.get(ZONE_LABEL).map(str::to_string);
-        if old.ready != new.ready || zone(old) != zone(new) {
+        if old.ready != new.ready
+            || zone(old) != zone(new)
+            || old.allocatable_cpu != new.allocatable_cpu
+        {
             self.queue.add(TOPOLOGY_KEY.to_string());
         }
     }
@@ -473,6 +509,100 @@ mod topology_sync_tests {
 
     fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
         serde_json::from_value(v).expect("object")
+    }
+
+    /// Which node updates reach the topology worker.
+    #[test]
+    fn node_updates_that_queue_the_topology_worker() {
+        let queue = RateLimitingQueue::new(
+            &QueueConfig::new("t").clock(RealClock::shared()),
+            ItemExponentialFailureRateLimiter::new(
+                Duration::from_millis(1),
+                Duration::from_secs(1),
+            ),
+        )
+        .expect("queue");
+        let h = NodeHandler::new(queue.clone());
+        let base = || {
+            let mut n = Node::default();
+            n.metadata.name = "n".into();
+            n.metadata.labels = [(ZONE_LABEL, "z1"), ("other", "x")].into_iter().collect();
+            n.ready = Some(true);
+            n.allocatable_cpu = Some("4".into());
+            n
+        };
+        let cases: Vec<(&str, Node, bool)> = vec![
+            ("nothing", base(), false),
+            (
+                "another label",
+                {
+                    let mut n = base();
+                    n.metadata.labels = [(ZONE_LABEL, "z1")].into_iter().collect();
+                    n
+                },
+                false,
+            ),
+            (
+                "zone",
+                {
+                    let mut n = base();
+                    n.metadata.labels = [(ZONE_LABEL, "z2"), ("other", "x")].into_iter().collect();
+                    n
+                },
+                true,
+            ),
+            (
+                "not ready",
+                Node {
+                    ready: Some(false),
+                    ..base()
+                },
+                true,
+            ),
+            (
+                "CPU (beyond upstream)",
+                Node {
+                    allocatable_cpu: Some("8".into()),
+                    ..base()
+                },
+                true,
+            ),
+            (
+                "CPU gone (beyond upstream)",
+                Node {
+                    allocatable_cpu: None,
+                    ..base()
+                },
+                true,
+            ),
+        ];
+        for (what, new, queued) in cases {
+            h.on_update(&Arc::new(base()), &Arc::new(new));
+            let got = queue.try_get();
+            if let Some(k) = &got {
+                queue.done(k);
+            }
+            assert_eq!(got.is_some(), queued, "{what}");
+        }
+    }
+
+    /// Upstream's aggregate: one error alone, several in brackets.
+    #[test]
+    fn failed_to_update_message_table() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["a"],
+                "Error updating Endpoint Slices for Service ns/web: a",
+            ),
+            (
+                &["a", "b"],
+                "Error updating Endpoint Slices for Service ns/web: [a, b]",
+            ),
+        ];
+        for (errors, want) in cases {
+            let errors: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            assert_eq!(failed_message("ns/web", &errors), *want);
+        }
     }
 
     #[test]

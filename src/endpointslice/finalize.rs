@@ -2,8 +2,10 @@
 //! upstream-spec B19 b–d, B20): the only place slices are written. Per
 //! address type: creates (skipped while the Service is being deleted),
 //! then updates, then deletes; then the slices of unsupported address
-//! types. The first error stops the writes and is returned; a create
-//! refused because the namespace is terminating ends the sync quietly.
+//! types. As upstream's `Reconcile`: the first error stops the writes of
+//! its address type, not the others', and every unsupported slice's
+//! delete is tried; the errors are returned together. A create refused
+//! because the namespace is terminating ends its address type quietly.
 //! Each write is recorded in the generation tracker.
 //!
 //! Writes go through [`SliceWriter`] (the API client behind the write
@@ -76,8 +78,8 @@ fn what(verb: &str, s: &EndpointSlice, svc: &Service, e: &kube::Error) -> kube::
     }
 }
 
-/// Write one address type's changes. `Ok(false)`: stop quietly (the
-/// namespace is terminating).
+/// Write one address type's changes; the first error ends them. A create
+/// refused because the namespace is terminating ends them quietly.
 fn write_type(
     svc: &Service,
     w: &Writes,
@@ -85,7 +87,7 @@ fn write_type(
     writer: &dyn SliceWriter,
     tracker: &EndpointSliceTracker,
     out: &mut FinalizeOutcome,
-) -> Result<bool, kube::Error> {
+) -> Result<(), kube::Error> {
     if svc.metadata.deletion_timestamp.is_none() {
         for s in &w.creates {
             let mut s = s.clone();
@@ -96,7 +98,7 @@ fn write_type(
                     out.overtaken |= creating.finish(&created);
                     out.created += 1;
                 }
-                Err(e) if e.has_cause("NamespaceTerminating") => return Ok(false),
+                Err(e) if e.has_cause("NamespaceTerminating") => return Ok(()),
                 Err(e) => return Err(what("create", &s, svc, &e)),
             }
         }
@@ -109,46 +111,54 @@ fn write_type(
         out.overtaken |= in_flight.finish(&updated);
         out.updated += 1;
     }
-    delete_all(svc, &w.deletes, writer, tracker, out)?;
-    Ok(true)
-}
-
-fn delete_all(
-    svc: &Service,
-    deletes: &[EndpointSlice],
-    writer: &dyn SliceWriter,
-    tracker: &EndpointSliceTracker,
-    out: &mut FinalizeOutcome,
-) -> Result<(), kube::Error> {
-    for s in deletes {
-        match writer.delete(&s.metadata.namespace, &s.metadata.name) {
-            Ok(()) => {
-                tracker.expect_deletion(s);
-                out.deleted += 1;
-            }
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(what("delete", s, svc, &e)),
-        }
+    for s in &w.deletes {
+        delete(svc, s, writer, tracker, out)?;
     }
     Ok(())
 }
 
-/// Write the plan.
+/// Upstream `deleteEndpointSlice`: a slice already gone is no error (and
+/// not expected as our deletion).
+fn delete(
+    svc: &Service,
+    s: &EndpointSlice,
+    writer: &dyn SliceWriter,
+    tracker: &EndpointSliceTracker,
+    out: &mut FinalizeOutcome,
+) -> Result<(), kube::Error> {
+    match writer.delete(&s.metadata.namespace, &s.metadata.name) {
+        Ok(()) => {
+            tracker.expect_deletion(s);
+            out.deleted += 1;
+            Ok(())
+        }
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) => Err(what("delete", s, svc, &e)),
+    }
+}
+
+/// Write the plan: what was done, and the errors (none when all went
+/// well), in upstream's order.
 pub fn finalize(
     svc: &Service,
     plan: &Plan,
     trigger: Option<Time>,
     writer: &dyn SliceWriter,
     tracker: &EndpointSliceTracker,
-) -> Result<FinalizeOutcome, kube::Error> {
+) -> (FinalizeOutcome, Vec<kube::Error>) {
     let mut out = FinalizeOutcome::default();
+    let mut errors = Vec::new();
     for (_, w) in &plan.by_type {
-        if !write_type(svc, w, trigger, writer, tracker, &mut out)? {
-            return Ok(out);
+        if let Err(e) = write_type(svc, w, trigger, writer, tracker, &mut out) {
+            errors.push(e);
         }
     }
-    delete_all(svc, &plan.unsupported, writer, tracker, &mut out)?;
-    Ok(out)
+    for s in &plan.unsupported {
+        if let Err(e) = delete(svc, s, writer, tracker, &mut out) {
+            errors.push(e);
+        }
+    }
+    (out, errors)
 }
 
 #[cfg(test)]

@@ -281,6 +281,7 @@ fn apply_hints(
     if let Some(cache) = input.topology {
         let mut c = lock(cache);
         if c.has_populated_hints(&key) {
+            c.note_disabled(&key);
             plan.events.push(EventSpec::warning(
                 "TopologyAwareHintsDisabled",
                 format!("Topology Aware Hints has been disabled, addressType: {t:?}"),

@@ -91,13 +91,23 @@ fn namespace_terminating() -> kube::Error {
 struct Fake {
     log: RefCell<Vec<String>>,
     fail_create: bool,
+    /// Creates and updates of this address type fail with a 500.
+    fail_type: Option<AddressType>,
     n: RefCell<usize>,
+}
+
+fn internal_error() -> kube::Error {
+    kube::Error::Api(kube::Status::from_value(serde_json::json!({
+        "kind": "Status", "code": 500, "reason": "InternalError", "message": "boom"})))
 }
 
 impl SliceWriter for Fake {
     fn create(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
         if self.fail_create {
             return Err(namespace_terminating());
+        }
+        if self.fail_type == Some(s.address_type) {
+            return Err(internal_error());
         }
         let mut s = s.clone();
         *self.n.borrow_mut() += 1;
@@ -110,6 +120,9 @@ impl SliceWriter for Fake {
         Ok(s)
     }
     fn update(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+        if self.fail_type == Some(s.address_type) {
+            return Err(internal_error());
+        }
         let mut s = s.clone();
         s.metadata.generation = Some(s.metadata.generation.unwrap_or(1) + 1);
         self.log
@@ -439,7 +452,8 @@ fn finalize_order_tracker_and_namespace_terminating() {
     let p = plan(&s, &pods(0..250), &ph);
     let fake = Fake::default();
     let tracker = EndpointSliceTracker::default();
-    let out = finalize(&s, &p, None, &fake, &tracker).expect("finalize");
+    let (out, errors) = finalize(&s, &p, None, &fake, &tracker);
+    assert!(errors.is_empty(), "{errors:?}");
     assert_eq!((out.created, out.updated, out.deleted), (2, 1, 0));
     let log = fake.log.borrow().clone();
     assert!(
@@ -463,22 +477,69 @@ fn finalize_order_tracker_and_namespace_terminating() {
     let mut deleting = svc();
     deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
     let fake = Fake::default();
-    let out = finalize(
+    let (out, errors) = finalize(
         &deleting,
         &plan(&deleting, &pods(0..250), &[]),
         None,
         &fake,
         &tracker,
-    )
-    .expect("finalize");
+    );
+    assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(out.created, 0);
     // NamespaceTerminating on create: quietly done.
     let fake = Fake {
         fail_create: true,
         ..Fake::default()
     };
-    let out = finalize(&s, &plan(&s, &pods(0..3), &[]), None, &fake, &tracker).expect("quietly");
+    let (out, errors) = finalize(&s, &plan(&s, &pods(0..3), &[]), None, &fake, &tracker);
+    assert!(errors.is_empty(), "quietly: {errors:?}");
     assert_eq!(out.created, 0);
+}
+
+/// Upstream `Reconcile` goes on after an address type's write failed: the
+/// other type's writes and the deletes of unsupported slices are still
+/// made, and the errors come back together.
+#[test]
+fn a_failed_write_stops_its_address_type_only() {
+    let mut s = svc();
+    s.ip_families = vec!["IPv4".into(), "IPv6".into()].into_boxed_slice();
+    let dual: Vec<Arc<Pod>> = (0..2)
+        .map(|i| {
+            let mut p = pod(i);
+            p.pod_ips = vec![
+                format!("10.0.0.{}", i + 1).into(),
+                format!("fd00::{}", i + 1).into(),
+            ]
+            .into();
+            Arc::new(p)
+        })
+        .collect();
+    let legacy: EndpointSlice = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "foo-legacy", "namespace": NS, "uid": "l1",
+                     "labels": {"kubernetes.io/service-name": "foo", MANAGED_BY_LABEL: MANAGED_BY},
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "foo", "uid": "svc-uid", "controller": true}]},
+        "addressType": "IP", "endpoints": [], "ports": []}))
+    .expect("an IP slice");
+    let p = plan(&s, &dual, &[Arc::new(legacy)]);
+    let fake = Fake {
+        fail_type: Some(AddressType::IPv4),
+        ..Fake::default()
+    };
+    let (out, errors) = finalize(&s, &p, None, &fake, &EndpointSliceTracker::default());
+    assert_eq!(
+        fake.log.borrow().clone(),
+        ["create foo-1", "delete foo-legacy"],
+        "the IPv6 slice and the IP slice's delete"
+    );
+    assert_eq!((out.created, out.deleted), (1, 1));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0]
+            .to_string()
+            .contains("failed to create EndpointSlice for Service ns/foo"),
+        "{}",
+        errors[0]
+    );
 }
 
 #[test]

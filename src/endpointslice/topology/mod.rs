@@ -69,6 +69,10 @@ pub struct TopologyCache {
     ratios: Option<BTreeMap<String, f64>>,
     by_service: BTreeMap<String, BTreeMap<AddressType, ZoneCounts>>,
     populated: BTreeSet<String>,
+    /// Services told "hints disabled" since their hints were last set:
+    /// hints that are still in the API (trafficDistribution kept them)
+    /// are then no reason not to announce "enabled" again.
+    disabled: BTreeSet<String>,
 }
 
 fn excluded(n: &Node) -> bool {
@@ -228,10 +232,14 @@ impl TopologyCache {
             return self.give_up(si, t, messages::NO_ALLOCATED_HINTS_FOR_ZONES);
         }
         let was = self.has_populated_hints(&si.service_key);
+        let told_disabled = self.disabled.contains(&si.service_key);
         self.set_hints(&si.service_key, t, allocated);
         // Beyond upstream: hints already in the API and nothing to write
         // is not news. Upstream's populated set starts empty, so it
         // announces "enabled" again for every such Service on every start.
+        // It is news when we last said "disabled" (topology-mode Auto
+        // turned off, the hints kept by trafficDistribution, then on
+        // again).
         let shown = creates.is_empty()
             && updates.is_empty()
             && si
@@ -239,7 +247,7 @@ impl TopologyCache {
                 .iter()
                 .any(|s| s.endpoints.iter().any(|e| e.hints.is_some()));
         let mut events = Vec::new();
-        if !was && !shown {
+        if !was && (!shown || told_disabled) {
             events.push(EventSpec::normal(
                 "TopologyAwareHintsEnabled",
                 with_address_type(messages::ENABLED, t),
@@ -254,9 +262,35 @@ impl TopologyCache {
         t: AddressType,
         msg: &str,
     ) -> (Vec<EndpointSlice>, Vec<EndpointSlice>, Vec<EventSpec>) {
+        // Beyond upstream: hints still allocated for the Service's other
+        // address type keep it "populated". Upstream's RemoveHints clears
+        // the Service's flag whatever the type, so a dual-stack Service
+        // whose IPv6 endpoints cannot get hints announced "enabled" for
+        // IPv4 again on every sync.
+        let other = self
+            .by_service
+            .get(&si.service_key)
+            .is_some_and(|m| m.keys().any(|k| *k != t));
         self.remove_hints(&si.service_key, t);
+        if other {
+            self.populated.insert(si.service_key.clone());
+        }
+        self.disabled.insert(si.service_key.clone());
         let (c, u) = remove_hints_from_slices(si);
         (c, u, vec![disabled(with_address_type(msg, t))])
+    }
+
+    /// A "hints disabled" event is being emitted for this Service (its
+    /// topology mode is no longer Auto).
+    pub fn note_disabled(&mut self, service_key: &str) {
+        self.disabled.insert(service_key.to_string());
+    }
+
+    /// Forget a deleted Service.
+    pub fn delete_service(&mut self, service_key: &str) {
+        self.by_service.remove(service_key);
+        self.populated.remove(service_key);
+        self.disabled.remove(service_key);
     }
 
     /// Upstream `SetHints`.
@@ -266,6 +300,7 @@ impl TopologyCache {
             .or_default()
             .insert(t, hints);
         self.populated.insert(service_key.to_string());
+        self.disabled.remove(service_key);
     }
 
     /// Forget the hints of one Service and address type (`RemoveHints`).

@@ -318,26 +318,90 @@ fn hints_already_in_the_api_with_nothing_to_write_are_not_announced() {
             "Topology Aware Hints has been enabled, addressType: IPv4",
         )]
     };
-    // (unchanged slices, to create, whether "enabled" is announced)
-    let table: Vec<(Vec<EndpointSlice>, Vec<EndpointSlice>, bool)> = vec![
+    // (what was said before: nothing since the start, "disabled" as Auto
+    // was turned off, or "disabled" when hints could not be allocated;
+    // unchanged slices, to create, whether "enabled" is announced)
+    #[derive(Clone, Copy, Debug)]
+    enum Before {
+        Nothing,
+        AutoOff,
+        GaveUp,
+    }
+    let table: Vec<(Before, Vec<EndpointSlice>, Vec<EndpointSlice>, bool)> = vec![
         // A restart: the hints are in the API, nothing is written.
-        (vec![good()], vec![], false),
+        (Before::Nothing, vec![good()], vec![], false),
         // Hints newly added to unhinted slices: announced (as upstream).
-        (vec![bare()], vec![], true),
+        (Before::Nothing, vec![bare()], vec![], true),
         // Hinted slices, but a slice is written too: announced (as upstream).
-        (vec![good()], vec![bare()], true),
+        (Before::Nothing, vec![good()], vec![bare()], true),
         // A first sync with nothing but creates: announced.
-        (vec![], vec![bare()], true),
+        (Before::Nothing, vec![], vec![bare()], true),
+        // Auto turned off (trafficDistribution kept the same hints) and
+        // on again: the last word was "disabled", so announced.
+        (Before::AutoOff, vec![good()], vec![], true),
+        (Before::GaveUp, vec![good()], vec![], true),
     ];
-    for (unchanged, create, announced) in table {
+    for (before, unchanged, create, announced) in table {
         let mut c = two_zones("2", "2");
+        match before {
+            Before::Nothing => {}
+            Before::AutoOff => c.note_disabled("ns/svc"),
+            Before::GaveUp => {
+                let (_, _, ev) = c.add_hints(&si(vec![slice("one", vec![ep(None, true)])], vec![]));
+                assert_eq!(ev.len(), 1, "{ev:?}");
+            }
+        }
         let (_, _, ev) = c.add_hints(&si(create, unchanged));
+        assert_eq!(ev, if announced { enabled() } else { vec![] }, "{before:?}");
         assert_eq!(ev, if announced { enabled() } else { vec![] });
         assert!(c.has_populated_hints("ns/svc"));
         // Once populated, never announced again.
         let (_, _, ev) = c.add_hints(&si(vec![bare()], vec![]));
         assert!(ev.is_empty());
     }
+}
+
+/// A dual-stack Service whose IPv6 endpoints cannot get hints (none of its
+/// pods has an IPv6 address): IPv6 gives up on every sync (as upstream),
+/// but IPv4's hints stay enabled and are announced once, not again on
+/// every sync as upstream's per-Service flag makes it.
+#[test]
+fn one_family_giving_up_does_not_re_announce_the_other() {
+    let mut c = two_zones("2", "2");
+    let v4 = || {
+        si(
+            vec![slice(
+                "v4",
+                vec![ep(Some("zone-a"), true), ep(Some("zone-b"), true)],
+            )],
+            vec![],
+        )
+    };
+    let v6 = || SliceInfo {
+        address_type: Some(AddressType::IPv6),
+        ..si(vec![slice("v6", vec![])], vec![])
+    };
+    let reasons = |ev: Vec<EventSpec>| ev.into_iter().map(|e| e.reason).collect::<Vec<_>>();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.extend(reasons(c.add_hints(&v4()).2));
+        seen.extend(reasons(c.add_hints(&v6()).2));
+    }
+    assert_eq!(
+        seen,
+        [
+            "TopologyAwareHintsEnabled",
+            "TopologyAwareHintsDisabled",
+            "TopologyAwareHintsDisabled",
+            "TopologyAwareHintsDisabled"
+        ]
+    );
+    assert!(c.has_populated_hints("ns/svc"));
+    // A single-stack give-up clears the flag, as upstream.
+    let mut c = two_zones("2", "2");
+    c.add_hints(&v4());
+    c.add_hints(&si(vec![slice("one", vec![ep(None, true)])], vec![]));
+    assert!(!c.has_populated_hints("ns/svc"));
 }
 
 #[test]
