@@ -511,17 +511,22 @@ mod topology_sync_tests {
         serde_json::from_value(v).expect("object")
     }
 
-    /// Which node updates reach the topology worker.
-    #[test]
-    fn node_updates_that_queue_the_topology_worker() {
-        let queue = RateLimitingQueue::new(
+    /// A queue on the real clock with short back-offs.
+    fn queue() -> RateLimitingQueue<String> {
+        RateLimitingQueue::new(
             &QueueConfig::new("t").clock(RealClock::shared()),
             ItemExponentialFailureRateLimiter::new(
                 Duration::from_millis(1),
                 Duration::from_secs(1),
             ),
         )
-        .expect("queue");
+        .expect("queue")
+    }
+
+    /// Which node updates reach the topology worker.
+    #[test]
+    fn node_updates_that_queue_the_topology_worker() {
+        let queue = queue();
         let h = NodeHandler::new(queue.clone());
         let base = || {
             let mut n = Node::default();
@@ -619,14 +624,7 @@ mod topology_sync_tests {
                 serde_json::json!({"metadata": meta, "spec": {"selector": {"app": name}}}),
             )));
         }
-        let queue = RateLimitingQueue::new(
-            &QueueConfig::new("t").clock(RealClock::shared()),
-            ItemExponentialFailureRateLimiter::new(
-                Duration::from_millis(1),
-                Duration::from_secs(1),
-            ),
-        )
-        .expect("queue");
+        let queue = queue();
         let shared = Arc::new(Shared {
             tracker: Arc::new(EndpointSliceTracker::default()),
             topology: Arc::new(Mutex::new(TopologyCache::new())),
