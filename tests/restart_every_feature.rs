@@ -13,10 +13,10 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(60);
 const CFG: &str = "[leader_election]\nenabled = false\n";
 
-/// A pod of `app` on `node`, Ready or not, with `ips` (the first is
-/// `podIP`).
-fn pod_on(ns: &str, name: &str, app: &str, node: &str, ips: &[&str], ready: bool) -> Value {
-    let mut p = pod(ns, name, app, ips[0], ready);
+/// Pod `<app>-<i>` of `app` on `node`, Ready or not, with `ips` (the
+/// first is `podIP`).
+fn pod_on(ns: &str, app: &str, i: usize, node: &str, ips: &[&str], ready: bool) -> Value {
+    let mut p = pod(ns, &format!("{app}-{i}"), app, ips[0], ready);
     p["spec"]["nodeName"] = json!(node);
     p["status"]["podIPs"] = json!(ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>());
     p
@@ -88,87 +88,38 @@ fn cluster() -> Vec<Value> {
     };
     for i in 0..6 {
         let node = if i % 2 == 0 { "node-a" } else { "node-b" };
-        items.push(pod_on(
-            "default",
-            &format!("auto-{i}"),
-            "auto",
-            node,
-            &[&next_ip()],
-            true,
-        ));
-        items.push(pod_on(
-            "default",
-            &format!("close-{i}"),
-            "close",
-            node,
-            &[&next_ip()],
-            i != 1,
-        ));
+        items.push(pod_on("default", "auto", i, node, &[&next_ip()], true));
+        items.push(pod_on("default", "close", i, node, &[&next_ip()], i != 1));
         let v6 = format!("fd00::{i:x}");
-        let mut d = pod_on(
-            "default",
-            &format!("dual-{i}"),
-            "dual",
-            node,
-            &[&next_ip(), &v6],
-            true,
-        );
+        let mut d = pod_on("default", "dual", i, node, &[&next_ip(), &v6], true);
         if i == 5 {
             d["status"]["phase"] = json!("Succeeded");
         }
         items.push(d);
-        let mut h = pod_on(
-            "default",
-            &format!("headless-{i}"),
-            "headless",
-            node,
-            &[&next_ip()],
-            i % 3 != 0,
-        );
+        let mut h = pod_on("default", "headless", i, node, &[&next_ip()], i % 3 != 0);
         h["spec"]["hostname"] = json!(format!("h{i}"));
         h["spec"]["subdomain"] = json!("headless");
         items.push(h);
-        let mut m = pod_on(
-            "default",
-            &format!("multi-{i}"),
-            "multi",
-            node,
-            &[&next_ip()],
-            true,
-        );
+        let mut m = pod_on("default", "multi", i, node, &[&next_ip()], true);
         if i == 4 {
             // Terminating: a terminating endpoint in the slice.
             m["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         }
         items.push(m);
-        items.push(pod_on(
-            "other",
-            &format!("web-{i}"),
-            "web",
-            node,
-            &[&next_ip()],
-            true,
-        ));
+        items.push(pod_on("other", "web", i, node, &[&next_ip()], true));
     }
     for i in 0..250 {
         items.push(pod_on(
             "default",
-            &format!("big-{i}"),
             "big",
+            i,
             "node-a",
             &[&next_ip()],
             i % 7 != 0,
         ));
     }
     for i in 0..1050 {
-        items.push(pod_on(
-            "default",
-            &format!("huge-{i}"),
-            "huge",
-            "node-b",
-            &[&next_ip()],
-            true,
-        ));
+        items.push(pod_on("default", "huge", i, "node-b", &[&next_ip()], true));
     }
     items
 }
