@@ -267,13 +267,11 @@ impl EndpointsWriter {
     /// [`EndpointsWriter::is_stale`]), or queues its key itself. Upstream
     /// syncs the Service again and DELETEs once more, into a 404.
     pub fn own_delete_seen(&self, key: &str, deleted: &Endpoints) -> bool {
-        let mut d = self.deleting();
-        let ours = match d.get(key) {
-            None => false,
-            Some(uid) => uid.as_ref().is_none_or(|u| *u == deleted.metadata.uid),
-        };
-        d.remove(key);
-        release_if_empty(&mut d);
+        let ours = self
+            .deleting()
+            .get(key)
+            .is_some_and(|uid| uid.as_ref().is_none_or(|u| *u == deleted.metadata.uid));
+        self.forget_delete(key);
         ours
     }
 
