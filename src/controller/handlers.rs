@@ -97,20 +97,11 @@ impl EventHandler<Pod> for PodHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::RealClock;
     use crate::informer::{IndexKey, WatchEvent};
     use crate::model::ReadyCondition;
-    use crate::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig};
 
     fn queue() -> RateLimitingQueue<String> {
-        RateLimitingQueue::new(
-            &QueueConfig::new("").clock(RealClock::shared()),
-            ItemExponentialFailureRateLimiter::new(
-                Duration::from_millis(1),
-                Duration::from_secs(1),
-            ),
-        )
-        .expect("queue")
+        RateLimitingQueue::for_tests()
     }
 
     fn drain(q: &RateLimitingQueue<String>) -> Vec<String> {

@@ -503,24 +503,14 @@ impl Syncer for TopologySync {
 #[cfg(test)]
 mod topology_sync_tests {
     use super::*;
-    use crate::clock::RealClock;
     use crate::informer::WatchEvent;
-    use crate::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig};
 
     fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
         serde_json::from_value(v).expect("object")
     }
 
-    /// A queue on the real clock with short back-offs.
     fn queue() -> RateLimitingQueue<String> {
-        RateLimitingQueue::new(
-            &QueueConfig::new("t").clock(RealClock::shared()),
-            ItemExponentialFailureRateLimiter::new(
-                Duration::from_millis(1),
-                Duration::from_secs(1),
-            ),
-        )
-        .expect("queue")
+        RateLimitingQueue::for_tests()
     }
 
     /// Which node updates reach the topology worker.

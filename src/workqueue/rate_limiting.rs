@@ -44,6 +44,20 @@ impl<K: Key> RateLimitingQueue<K> {
         Self::with_shared_limiter(config, Arc::new(limiter))
     }
 
+    /// A queue for unit tests: the real clock, per-item back-off 1 ms to
+    /// 1 s.
+    #[cfg(test)]
+    pub fn for_tests() -> RateLimitingQueue<K> {
+        Self::new(
+            &QueueConfig::new("test").clock(crate::clock::RealClock::shared()),
+            super::ItemExponentialFailureRateLimiter::new(
+                std::time::Duration::from_millis(1),
+                std::time::Duration::from_secs(1),
+            ),
+        )
+        .expect("queue")
+    }
+
     /// Like [`RateLimitingQueue::new`] with a limiter shared elsewhere.
     pub fn with_shared_limiter(
         config: &QueueConfig,
