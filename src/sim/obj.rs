@@ -35,6 +35,41 @@ pub struct Obj {
     index: Index,
 }
 
+/// `value` serialized as kube-apiserver writes an object: `metadata`
+/// first, then the other members (Go writes a struct's fields in
+/// declaration order: `TypeMeta`, `ObjectMeta`, then `spec`/`status`, or
+/// `addressType`/`endpoints`/`ports`, `subsets`, … — for every top-level
+/// type served here that is alphabetical after `metadata`). serde_json's
+/// own order (alphabetical) put an EndpointSlice's `metadata` after its
+/// `endpoints`, so a client reading only the metadata of an answer had to
+/// skip every endpoint first, which the real API server never makes it do.
+fn api_order_json(value: &Value) -> Vec<u8> {
+    let fallback = || serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+    let Some(map) = value.as_object() else {
+        return fallback();
+    };
+    let Some(meta) = map.get("metadata") else {
+        return fallback();
+    };
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(b"{\"metadata\":");
+    if serde_json::to_writer(&mut out, meta).is_err() {
+        return fallback();
+    }
+    for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "metadata") {
+        out.push(b',');
+        if serde_json::to_writer(&mut out, k).is_err() {
+            return fallback();
+        }
+        out.push(b':');
+        if serde_json::to_writer(&mut out, v).is_err() {
+            return fallback();
+        }
+    }
+    out.push(b'}');
+    out
+}
+
 fn meta_str(v: &Value, field: &str) -> Option<String> {
     v.get("metadata")?.get(field)?.as_str().map(str::to_string)
 }
@@ -42,7 +77,7 @@ fn meta_str(v: &Value, field: &str) -> Option<String> {
 impl Obj {
     /// Serialize and index a value (the tree itself is not kept).
     pub fn new(info: &'static ResourceInfo, value: Value) -> Obj {
-        let item = serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec());
+        let item = api_order_json(&value);
         let labels = value
             .pointer("/metadata/labels")
             .and_then(Value::as_object)

@@ -63,12 +63,13 @@ pub fn is_converted(stored: &ResourceInfo, view: &ResourceInfo) -> bool {
     stored != view && super::eventsapi::is_events_api(view)
 }
 
-/// Prefix `apiVersion`/`kind` to a serialized object (`{...}`).
+/// Prefix `kind`/`apiVersion` to a serialized object (`{...}`), in
+/// kube-apiserver's order.
 pub fn with_type_meta(info: &ResourceInfo, item: &[u8]) -> Vec<u8> {
     let head = format!(
-        "{{\"apiVersion\":\"{}\",\"kind\":\"{}\"",
-        info.api_version(),
-        info.kind
+        "{{\"kind\":\"{}\",\"apiVersion\":\"{}\"",
+        info.kind,
+        info.api_version()
     );
     let mut out = Vec::with_capacity(item.len() + head.len() + 1);
     out.extend_from_slice(head.as_bytes());
