@@ -199,6 +199,7 @@ impl Controllers {
             let topo = TopologySync::new(
                 caches.nodes.store(),
                 caches.services.store(),
+                caches.pods.store(),
                 Arc::clone(&p.shared),
                 p.queue.clone(),
             );

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::controller::events::EventSpec;
 use crate::controller::fence::Fence;
-use crate::controller::membership::pods_for_service;
+use crate::controller::membership::{pods_for_service, services_for_pod};
 use crate::controller::podutil::service_is_managed;
 use crate::controller::recorder::Record;
 use crate::controller::trigger::TriggerTimeTracker;
@@ -35,6 +35,10 @@ pub const NAME: &str = "endpoint_slice";
 pub const TOPOLOGY: &str = "endpoint_slice_topology";
 /// The one key of the topology queue.
 pub const TOPOLOGY_KEY: &str = "topologyQueueItemKey";
+/// Prefix of the topology queue's other key, `node/<name>`: re-sync the
+/// Services with a pod on that node (beyond upstream, see
+/// [`NodeHandler`]).
+pub const NODE_KEY_PREFIX: &str = "node/";
 
 /// Slice events enqueue their Service no sooner than this (upstream
 /// `endpointSliceChangeMinSyncDelay`).
@@ -413,6 +417,16 @@ impl EventHandler<EndpointSlice> for SliceHandler {
 /// allocatable CPU changed. Upstream ignores a CPU change, so zone ratios
 /// went stale, and a Ready node that gets its CPU late left every
 /// `topology-mode: Auto` Service without hints until its next pod change.
+///
+/// Also beyond upstream: a node whose zone label changes, or that appears
+/// after the caches synced, queues `node/<name>`, and the topology worker
+/// re-syncs every Service with a pod on it. Upstream reads an endpoint's
+/// zone only when its Service syncs for another reason (C6), so a
+/// relabelled node's endpoints kept the old zone — and their hints were
+/// computed from it — until each Service's next pod change; and the pods
+/// of a node that was missing when their Service synced (skipped with a
+/// `FailedToUpdateEndpointSlices` event) waited for the sync's
+/// exponential retry.
 pub struct NodeHandler {
     queue: RateLimitingQueue<String>,
 }
@@ -425,16 +439,22 @@ impl NodeHandler {
 }
 
 impl EventHandler<Node> for NodeHandler {
-    fn on_add(&self, _obj: &Arc<Node>, _initial: bool) {
+    fn on_add(&self, obj: &Arc<Node>, initial: bool) {
         self.queue.add(TOPOLOGY_KEY.to_string());
+        if !initial {
+            self.queue
+                .add(format!("{NODE_KEY_PREFIX}{}", obj.metadata.name));
+        }
     }
     fn on_update(&self, old: &Arc<Node>, new: &Arc<Node>) {
         let zone = |n: &Node| n.metadata.labels.get(ZONE_LABEL).map(str::to_string);
-        if old.ready != new.ready
-            || zone(old) != zone(new)
-            || old.allocatable_cpu != new.allocatable_cpu
-        {
+        let zone_changed = zone(old) != zone(new);
+        if old.ready != new.ready || zone_changed || old.allocatable_cpu != new.allocatable_cpu {
             self.queue.add(TOPOLOGY_KEY.to_string());
+        }
+        if zone_changed {
+            self.queue
+                .add(format!("{NODE_KEY_PREFIX}{}", new.metadata.name));
         }
     }
     fn on_delete(&self, _obj: &DeletedObject<Node>) {
@@ -451,29 +471,56 @@ impl EventHandler<Node> for NodeHandler {
 pub struct TopologySync {
     nodes: Store<Node>,
     services: Store<Service>,
+    pods: Store<Pod>,
     shared: Arc<Shared>,
     service_queue: RateLimitingQueue<String>,
 }
 
 impl TopologySync {
-    /// A sync reading `nodes`, re-queueing on `service_queue`.
+    /// A sync reading `nodes` (and, for a `node/<name>` key, `pods` and
+    /// their `services`), re-queueing on `service_queue`.
     pub fn new(
         nodes: Store<Node>,
         services: Store<Service>,
+        pods: Store<Pod>,
         shared: Arc<Shared>,
         service_queue: RateLimitingQueue<String>,
     ) -> TopologySync {
         TopologySync {
             nodes,
             services,
+            pods,
             shared,
             service_queue,
+        }
+    }
+
+    /// Queue every Service selecting a pod on `node` (see [`NodeHandler`]).
+    /// Node relabels and late nodes are rare; one pass over the pod cache
+    /// each is cheaper than a per-node index kept for every pod.
+    fn resync_node(&self, node: &str) {
+        let mut keys = std::collections::BTreeSet::new();
+        for pod in self.pods.list() {
+            if &*pod.node_name == node {
+                keys.extend(services_for_pod(&self.services, &pod));
+            }
+        }
+        log::debug!(
+            "{TOPOLOGY}: node {node} changed zone or appeared: re-syncing {} Service(s)",
+            keys.len()
+        );
+        for k in keys {
+            self.service_queue.add(k);
         }
     }
 }
 
 impl Syncer for TopologySync {
-    fn sync(&self, _key: &str) -> Result<(), SyncError> {
+    fn sync(&self, key: &str) -> Result<(), SyncError> {
+        if let Some(node) = key.strip_prefix(NODE_KEY_PREFIX) {
+            self.resync_node(node);
+            return Ok(());
+        }
         let nodes = self.nodes.list();
         let (overloaded, now_sufficient) = {
             let mut t = self
@@ -513,9 +560,19 @@ mod topology_sync_tests {
         RateLimitingQueue::for_tests()
     }
 
-    /// Which node updates reach the topology worker.
+    /// Every key `queue` holds now, taken and marked done.
+    fn drain(queue: &RateLimitingQueue<String>) -> Vec<String> {
+        let mut got = Vec::new();
+        while let Some(k) = queue.try_get() {
+            queue.done(&k);
+            got.push(k);
+        }
+        got
+    }
+
+    /// Which node events reach the topology worker, and with which keys.
     #[test]
-    fn node_updates_that_queue_the_topology_worker() {
+    fn node_events_that_queue_the_topology_worker() {
         let queue = queue();
         let h = NodeHandler::new(queue.clone());
         let base = || {
@@ -526,8 +583,10 @@ mod topology_sync_tests {
             n.allocatable_cpu = Some("4".into());
             n
         };
-        let cases: Vec<(&str, Node, bool)> = vec![
-            ("nothing", base(), false),
+        let topo = || vec![TOPOLOGY_KEY.to_string()];
+        let topo_and_node = || vec![TOPOLOGY_KEY.to_string(), "node/n".to_string()];
+        let cases: Vec<(&str, Node, Vec<String>)> = vec![
+            ("nothing", base(), vec![]),
             (
                 "another label",
                 {
@@ -535,16 +594,25 @@ mod topology_sync_tests {
                     n.metadata.labels = [(ZONE_LABEL, "z1")].into_iter().collect();
                     n
                 },
-                false,
+                vec![],
             ),
             (
-                "zone",
+                "zone (and, beyond upstream, its pods' Services)",
                 {
                     let mut n = base();
                     n.metadata.labels = [(ZONE_LABEL, "z2"), ("other", "x")].into_iter().collect();
                     n
                 },
-                true,
+                topo_and_node(),
+            ),
+            (
+                "zone label removed",
+                {
+                    let mut n = base();
+                    n.metadata.labels = [("other", "x")].into_iter().collect();
+                    n
+                },
+                topo_and_node(),
             ),
             (
                 "not ready",
@@ -552,7 +620,7 @@ mod topology_sync_tests {
                     ready: Some(false),
                     ..base()
                 },
-                true,
+                topo(),
             ),
             (
                 "CPU (beyond upstream)",
@@ -560,7 +628,7 @@ mod topology_sync_tests {
                     allocatable_cpu: Some("8".into()),
                     ..base()
                 },
-                true,
+                topo(),
             ),
             (
                 "CPU gone (beyond upstream)",
@@ -568,17 +636,63 @@ mod topology_sync_tests {
                     allocatable_cpu: None,
                     ..base()
                 },
-                true,
+                topo(),
             ),
         ];
-        for (what, new, queued) in cases {
+        for (what, new, want) in cases {
             h.on_update(&Arc::new(base()), &Arc::new(new));
-            let got = queue.try_get();
-            if let Some(k) = &got {
-                queue.done(k);
-            }
-            assert_eq!(got.is_some(), queued, "{what}");
+            assert_eq!(drain(&queue), want, "{what}");
         }
+        h.on_add(&Arc::new(base()), true);
+        assert_eq!(drain(&queue), topo(), "add from the initial list");
+        h.on_add(&Arc::new(base()), false);
+        assert_eq!(drain(&queue), topo_and_node(), "a node appearing later");
+        h.on_delete(&DeletedObject::Known(Arc::new(base())));
+        assert_eq!(drain(&queue), topo(), "delete");
+    }
+
+    /// `node/<name>` queues exactly the Services selecting a pod on it.
+    #[test]
+    fn a_node_key_resyncs_the_services_of_its_pods() {
+        let services: Store<Service> = Store::new(&[IndexKey::NamespacedSelectorFirstPair]);
+        for (ns, name, app) in [("a", "web", "web"), ("a", "db", "db"), ("b", "web", "web")] {
+            services.apply(WatchEvent::Added(obj::<Service>(serde_json::json!({
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"selector": {"app": app}}
+            }))));
+        }
+        services.apply(WatchEvent::Added(obj::<Service>(serde_json::json!({
+            "metadata": {"name": "no-selector", "namespace": "a"}, "spec": {}
+        }))));
+        let pods: Store<Pod> = Store::new(&[]);
+        for (ns, name, app, node) in [
+            ("a", "web-1", "web", "n1"),
+            ("a", "web-2", "web", "n1"),
+            ("a", "db-1", "db", "n2"),
+            ("b", "web-1", "web", "n2"),
+            ("b", "web-2", "web", ""),
+        ] {
+            pods.apply(WatchEvent::Added(obj::<Pod>(serde_json::json!({
+                "metadata": {"name": name, "namespace": ns, "labels": {"app": app}},
+                "spec": {"nodeName": node, "containers": []}
+            }))));
+        }
+        let queue = queue();
+        let shared = Arc::new(Shared {
+            tracker: Arc::new(EndpointSliceTracker::default()),
+            topology: Arc::new(Mutex::new(TopologyCache::new())),
+        });
+        let sync = TopologySync::new(Store::new(&[]), services, pods, shared, queue.clone());
+        let resynced = |node: &str| {
+            sync.sync(&format!("{NODE_KEY_PREFIX}{node}"))
+                .expect("sync");
+            let mut got = drain(&queue);
+            got.sort();
+            got
+        };
+        assert_eq!(resynced("n1"), vec!["a/web"]);
+        assert_eq!(resynced("n2"), vec!["a/db", "b/web"]);
+        assert_eq!(resynced("n3"), Vec::<String>::new());
     }
 
     /// Upstream's aggregate: one error alone, several in brackets.
@@ -619,7 +733,13 @@ mod topology_sync_tests {
             tracker: Arc::new(EndpointSliceTracker::default()),
             topology: Arc::new(Mutex::new(TopologyCache::new())),
         });
-        let sync = TopologySync::new(nodes.clone(), services, shared, queue.clone());
+        let sync = TopologySync::new(
+            nodes.clone(),
+            services,
+            Store::new(&[]),
+            shared,
+            queue.clone(),
+        );
         sync.sync(TOPOLOGY_KEY).expect("sync");
         assert!(
             queue.try_get().is_none(),
