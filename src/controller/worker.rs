@@ -4,6 +4,13 @@
 //! key has been requeued fewer than 15 times, else drop it with a warning
 //! naming the key and the last error → done.
 //!
+//! Beyond upstream, a dropped key is not lost: it is queued again after
+//! [`DROPPED_RETRY`] (with a fresh backoff). Upstream's KCM relies on its
+//! informers' 12–24 h resync to pick such a Service up again; endpointd
+//! has no resync, so without this a write outage longer than the retries
+//! (about 3 minutes for the Endpoints controller's 5 ms · 2ⁿ) left the
+//! Services that changed during it stale until their next change.
+//!
 //! A panic inside one sync is caught, logged with the key, counted, and
 //! treated as a failed sync: it never kills the worker or the process.
 //! Each worker publishes what it is doing (key and since when) so the
@@ -17,6 +24,9 @@ use crate::workqueue::{RateLimitingQueue, MAX_RETRIES};
 
 /// Delay before a sync that found a stale cache (or a 409) runs again.
 pub const STALE_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+/// Delay before a key dropped after [`MAX_RETRIES`] failed retries is
+/// queued again (beyond upstream, see the module doc).
+pub const DROPPED_RETRY: std::time::Duration = std::time::Duration::from_secs(300);
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -92,6 +102,7 @@ struct Ctx {
     slots: Vec<Slot>,
     wedge: Option<String>,
     stuck: super::stuck::StuckSyncs,
+    dropped_retry: Duration,
 }
 
 /// Running workers of one controller.
@@ -208,10 +219,12 @@ impl Ctx {
             return;
         }
         log::warn!(
-            "{c}: dropping service {key} out of the queue after {MAX_RETRIES} retries: {err}"
+            "{c}: dropping service {key} out of the queue after {MAX_RETRIES} retries: {err}; trying again in {:?}",
+            self.dropped_retry
         );
         self.metrics.result(c, SyncResult::Dropped);
         self.queue.forget(&k);
+        self.queue.add_after(k, self.dropped_retry);
     }
 
     fn set_busy(&self, slot: usize, v: Option<(Instant, String)>) {
@@ -232,6 +245,27 @@ impl WorkerPool {
         metrics: Arc<ControllerMetrics>,
         clock: SharedClock,
     ) -> std::io::Result<WorkerPool> {
+        Self::start_with(
+            controller,
+            workers,
+            queue,
+            syncer,
+            metrics,
+            clock,
+            DROPPED_RETRY,
+        )
+    }
+
+    /// [`WorkerPool::start`] with another delay for dropped keys.
+    fn start_with(
+        controller: &'static str,
+        workers: usize,
+        queue: RateLimitingQueue<String>,
+        syncer: Arc<dyn Syncer>,
+        metrics: Arc<ControllerMetrics>,
+        clock: SharedClock,
+        dropped_retry: Duration,
+    ) -> std::io::Result<WorkerPool> {
         let ctx = Arc::new(Ctx {
             controller,
             queue,
@@ -241,6 +275,7 @@ impl WorkerPool {
             slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
             wedge: test_wedge().map(|(k, _)| k),
             stuck: Default::default(),
+            dropped_retry,
         });
         let mut threads = Vec::with_capacity(ctx.slots.len());
         for i in 0..ctx.slots.len() {
@@ -354,6 +389,13 @@ mod tests {
     fn pool(
         fail_times: HashMap<&'static str, u32>,
     ) -> (WorkerPool, Arc<Scripted>, Arc<ControllerMetrics>) {
+        pool_with(fail_times, DROPPED_RETRY)
+    }
+
+    fn pool_with(
+        fail_times: HashMap<&'static str, u32>,
+        dropped_retry: Duration,
+    ) -> (WorkerPool, Arc<Scripted>, Arc<ControllerMetrics>) {
         let clock = RealClock::shared();
         let queue = RateLimitingQueue::new(
             &QueueConfig::new("").clock(clock.clone()),
@@ -368,8 +410,16 @@ mod tests {
             fail_times,
         });
         let metrics = ControllerMetrics::register(&Registry::new());
-        let p = WorkerPool::start("test", 3, queue, syncer.clone(), metrics.clone(), clock)
-            .expect("pool");
+        let p = WorkerPool::start_with(
+            "test",
+            3,
+            queue,
+            syncer.clone(),
+            metrics.clone(),
+            clock,
+            dropped_retry,
+        )
+        .expect("pool");
         (p, syncer, metrics)
     }
 
@@ -406,6 +456,32 @@ mod tests {
         p.queue().add("ns/after".to_string());
         wait_for(|| syncer.calls.lock().expect("calls").contains_key("ns/after"));
         assert!(p.wedged(Duration::from_secs(60)).is_none());
+        assert!(p.stop(Duration::from_secs(5)));
+    }
+
+    /// Beyond upstream: a dropped key is queued again after the delay,
+    /// with a fresh backoff, so a Service whose writes failed for longer
+    /// than the retries converges once the fault is gone.
+    #[test]
+    fn a_dropped_key_is_tried_again_after_the_delay() {
+        // Fails the first try, its 15 retries and the first try after the
+        // drop; succeeds on the first retry of the second round.
+        let fails = HashMap::from([("ns/outage", 1 + MAX_RETRIES + 1)]);
+        let (p, syncer, m) = pool_with(fails, Duration::from_millis(100));
+        p.queue().add("ns/outage".to_string());
+        wait_for(|| m.count("test", SyncResult::Success) == 1);
+        assert_eq!(m.count("test", SyncResult::Dropped), 1);
+        assert_eq!(
+            syncer.calls.lock().expect("calls")["ns/outage"],
+            1 + MAX_RETRIES + 2,
+            "dropped after 16 tries, then tried again and retried once"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            syncer.calls.lock().expect("calls")["ns/outage"],
+            1 + MAX_RETRIES + 2,
+            "nothing after the success"
+        );
         assert!(p.stop(Duration::from_secs(5)));
     }
 
