@@ -326,3 +326,57 @@ fn readiness_flap_storm_ends_in_every_pods_last_state() {
     assert_eq!(shape(&c, "default", "flap").0.iter().sum::<usize>(), 40);
     assert_eq!(d.stop(), Some(0));
 }
+
+/// The slice watch stalls (a lossy link stops that one stream; new
+/// requests and the other watches work) right before endpointd creates a
+/// Service's slice, and a pod of that Service changes: the cache lacks our
+/// create for longer than the 10 s stale bound. Upstream keeps backing off
+/// and writes nothing; endpointd used to give up on time and create the
+/// same endpoints again in a second slice. It now waits for the cache,
+/// and converges with one slice once the stream is back.
+#[test]
+fn a_stalled_slice_watch_never_gets_a_created_slice_duplicated() {
+    let c = Cluster::start("es-stalled-watch");
+    c.load(vec![
+        node("node-a", "z1"),
+        service("default", "a", "a", json!("http")),
+        pod("default", "a-0", "a", &ip(1), true),
+    ]);
+    let d = Daemon::start(&c, "d", CFG);
+    wait_until("a's slice", LIMIT, || slices(&c, "default", "a").len() == 1);
+    c.sim.faults().stall_watches_of("endpointslices");
+    c.sim.faults().close_all_watches();
+    wait_until("the slice watch is back, silent", LIMIT, || {
+        c.sim.faults().snapshot()["stalledWatches"] == 1
+    });
+    c.load(vec![
+        service("default", "b", "b", json!("http")),
+        pod("default", "b-0", "b", &ip(2), true),
+    ]);
+    wait_until("b's slice created", LIMIT, || {
+        slices(&c, "default", "b").len() == 1
+    });
+    c.set_ready("default", &["b-0".to_string()], false);
+    // Longer than STALE_GIVE_UP (10 s), shorter than the stuck-sync bound
+    // (30 s) after which every informer lists again.
+    std::thread::sleep(Duration::from_secs(13));
+    let creates_of_b = || {
+        c.writes("endpointslices")
+            .iter()
+            .filter(|w| w.verb == "create" && w.name.starts_with("b-"))
+            .count()
+    };
+    assert_eq!(
+        (slices(&c, "default", "b").len(), creates_of_b()),
+        (1, 1),
+        "no second slice while the cache lacks our create"
+    );
+    c.sim.faults().stall_watches(false);
+    wait_until("b-0 not ready in its slice", LIMIT, || {
+        let v = slices(&c, "default", "b");
+        v.len() == 1 && v[0]["endpoints"][0]["conditions"]["ready"] == false
+    });
+    assert_eq!(creates_of_b(), 1);
+    assert_eq!(slices(&c, "default", "a").len(), 1);
+    assert_eq!(d.stop(), Some(0));
+}

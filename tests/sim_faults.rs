@@ -378,10 +378,10 @@ fn fault_request_parsing() {
 #[test]
 fn stall_and_latency_state() {
     let f = faults();
-    assert!(f.stalled_watch().is_none());
+    assert!(f.stalled_watch("pods").is_none());
     f.apply_json(&json!({"stallWatches": true, "latencyMs": 7}))
         .expect("apply");
-    let r = f.stalled_watch().expect("stalled");
+    let r = f.stalled_watch("pods").expect("stalled");
     let Body::Stream(rx) = r.body else {
         panic!("stream")
     };
@@ -390,6 +390,12 @@ fn stall_and_latency_state() {
     f.stall_watches(false);
     // The stream ends (sender dropped) once the stall is lifted.
     assert!(rx.recv().is_err());
+    // One resource only.
+    f.stall_watches_of("endpointslices");
+    assert!(f.stalled_watch("pods").is_none());
+    assert!(f.stalled_watch("endpointslices").is_some());
+    assert_eq!(f.snapshot()["stalledWatches"], 1);
+    f.stall_watches(false);
     assert!(!f.outage(Duration::from_secs(1)), "no server attached");
     f.apply_json(&json!({"clear": true})).expect("clear");
     assert_eq!(f.latency(), Duration::ZERO);

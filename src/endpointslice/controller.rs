@@ -248,11 +248,12 @@ impl SliceController {
             .filter(|s| managed_by_us(s) && s.metadata.deletion_timestamp.is_none())
             .cloned()
             .collect();
-        if self
-            .shared
-            .tracker
-            .stale_slices_at(&svc, ours.iter().map(|s| &**s), self.clock.now())
-        {
+        if self.shared.tracker.stale_slices_at(
+            &svc,
+            ours.iter().map(|s| &**s),
+            self.clock.now(),
+            self.listers.slices.list_count(),
+        ) {
             return Err(SyncError::Stale(format!(
                 "EndpointSlice informer cache is out of date for {key}"
             )));

@@ -144,6 +144,9 @@ struct Busy {
     held_new: Gens,
     /// Since when the cache has looked older than our writes.
     stale_since: Option<std::time::Instant>,
+    /// The slice cache's LIST count when that began (see
+    /// [`EndpointSliceTracker::stale_slices_at`]).
+    stale_lists: Option<u64>,
 }
 
 impl ServiceState {
@@ -197,8 +200,62 @@ type States = HashSet<Slot>;
 /// bookkeeping is taken for wrong and dropped. Watch lag is milliseconds;
 /// what outlasts this is an API server restored from an etcd backup
 /// (generations went back) or a write the cache will never show. Upstream
-/// stays stale until the process restarts; we converge.
+/// stays stale until the process restarts; we converge. (A slice we
+/// created that the cache lacks is given up on only after the cache was
+/// listed again, whatever the time: see
+/// [`EndpointSliceTracker::stale_slices_at`].)
 pub const STALE_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How a Service's cached slices compare with what we wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Staleness {
+    /// They show all our writes.
+    Fresh,
+    /// One shows an older generation than ours, or one we deleted.
+    Older,
+    /// One we wrote (created) is not there.
+    Missing,
+}
+
+/// How `slices` compare with `st` (B6); a recreated Service (new UID)
+/// starts afresh. A missing slice outranks an older one: it is the case
+/// that must not be synced from the cache early.
+fn staleness<'a>(
+    st: &mut ServiceState,
+    svc: &Service,
+    slices: impl IntoIterator<Item = &'a EndpointSlice>,
+) -> Staleness {
+    if st.service_uid.is_empty() {
+        st.service_uid = svc.metadata.uid.clone();
+    } else if svc.metadata.uid != st.service_uid {
+        st.service_uid = svc.metadata.uid.clone();
+        st.generations.clear();
+        return Staleness::Fresh;
+    }
+    let mut older = false;
+    let mut seen = HashSet::new();
+    for s in slices {
+        let uid = Uid::new(&s.metadata.uid);
+        if let Some(g) = st.generations.get(&uid) {
+            if g == DELETION_EXPECTED || g > generation(s) {
+                older = true;
+            }
+        }
+        seen.insert(uid);
+    }
+    if st
+        .generations
+        .as_slice()
+        .iter()
+        .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid))
+    {
+        Staleness::Missing
+    } else if older {
+        Staleness::Older
+    } else {
+        Staleness::Fresh
+    }
+}
 
 /// An update in flight (see [`EndpointSliceTracker::begin_update`]);
 /// dropping it unfinished (the write failed) stops holding events.
@@ -460,65 +517,67 @@ impl EndpointSliceTracker {
         slices: impl IntoIterator<Item = &'a EndpointSlice>,
     ) -> bool {
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
-        self.update_existing(&key, |st| {
-            if st.service_uid.is_empty() {
-                st.service_uid = svc.metadata.uid.clone();
-            } else if svc.metadata.uid != st.service_uid {
-                st.service_uid = svc.metadata.uid.clone();
-                st.generations.clear();
-                return false;
-            }
-            let mut seen = HashSet::new();
-            for s in slices {
-                let uid = Uid::new(&s.metadata.uid);
-                if let Some(g) = st.generations.get(&uid) {
-                    if g == DELETION_EXPECTED || g > generation(s) {
-                        return true;
-                    }
-                }
-                seen.insert(uid);
-            }
-            st.generations
-                .as_slice()
-                .iter()
-                .any(|(uid, g)| *g != DELETION_EXPECTED && !seen.contains(uid))
-        })
-        .unwrap_or(false)
+        self.update_existing(&key, |st| staleness(st, svc, slices) != Staleness::Fresh)
+            .unwrap_or(false)
     }
 
-    /// [`EndpointSliceTracker::stale_slices`] with a bound: a Service whose
-    /// cache has looked stale for [`STALE_GIVE_UP`] has its tracked
-    /// generations dropped (logged) and is synced from the cache as it is.
+    /// [`EndpointSliceTracker::stale_slices`] with a bound, after which the
+    /// Service's tracked generations are dropped (logged) and it is synced
+    /// from the cache as it is; `lists` is the slice cache's
+    /// [`list_count`](crate::informer::Store::list_count).
+    /// - A cached slice older than ours (or one we deleted): after
+    ///   [`STALE_GIVE_UP`]. Syncing from it then is safe: an update carries
+    ///   the resourceVersion it read, so a truly stale one meets a 409.
+    /// - A slice we created that the cache lacks: only once the cache was
+    ///   listed again since this began. A watch that stalls (a lossy link
+    ///   stops one TCP stream while new connections work, until the idle
+    ///   timeout) left the cache without our create; giving up on time then
+    ///   made the sync create the same endpoints again in a second slice.
+    ///   A fresh LIST is a consistent read: lacking the slice then, it is
+    ///   gone (an etcd restore; the history check makes the informers list
+    ///   again). A LIST that began before our create and ended after this
+    ///   began is the one case left; the duplicate it can cause is removed
+    ///   by the next sync.
     pub fn stale_slices_at<'a>(
         &self,
         svc: &Service,
         slices: impl IntoIterator<Item = &'a EndpointSlice>,
         now: std::time::Instant,
+        lists: u64,
     ) -> bool {
-        let stale = self.stale_slices(svc, slices);
         let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
         self.update_existing(&key, |st| {
-            if !stale {
+            let kind = staleness(st, svc, slices);
+            if kind == Staleness::Fresh {
                 if let Some(b) = st.busy.as_mut() {
                     b.stale_since = None;
+                    b.stale_lists = None;
                 }
                 st.tidy();
                 return false;
             }
-            let since = *st.busy().stale_since.get_or_insert(now);
-            if now.saturating_duration_since(since) < STALE_GIVE_UP {
-                return true;
+            let b = st.busy();
+            let since = *b.stale_since.get_or_insert(now);
+            let lists_then = *b.stale_lists.get_or_insert(lists);
+            match kind {
+                Staleness::Missing if lists == lists_then => return true,
+                Staleness::Missing => log::warn!(
+                    "EndpointSlice cache of {key} lacks slices we created even after listing again (an API server restored from a backup?); forgetting what we wrote and syncing from the cache"
+                ),
+                _ if now.saturating_duration_since(since) < STALE_GIVE_UP => return true,
+                _ => log::warn!(
+                    "EndpointSlice cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
+                    STALE_GIVE_UP.as_secs()
+                ),
             }
-            log::warn!(
-                "EndpointSlice cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
-                STALE_GIVE_UP.as_secs()
-            );
             st.generations.clear();
-            st.busy().stale_since = None;
+            let b = st.busy();
+            b.stale_since = None;
+            b.stale_lists = None;
             st.tidy();
             false
         })
-        .unwrap_or(stale)
+        .unwrap_or(false)
     }
 
     /// Remember which Service UID the tracked generations belong to (called
@@ -759,10 +818,10 @@ mod tests {
         // An etcd restore brought the slice back at generation 2.
         let restored = [slice("a", 2)];
         let t0 = std::time::Instant::now();
-        assert!(t.stale_slices_at(&svc("u1"), &restored, t0));
-        assert!(t.stale_slices_at(&svc("u1"), &restored, t0 + STALE_GIVE_UP / 2));
+        assert!(t.stale_slices_at(&svc("u1"), &restored, t0, 1));
+        assert!(t.stale_slices_at(&svc("u1"), &restored, t0 + STALE_GIVE_UP / 2, 1));
         assert!(
-            !t.stale_slices_at(&svc("u1"), &restored, t0 + STALE_GIVE_UP),
+            !t.stale_slices_at(&svc("u1"), &restored, t0 + STALE_GIVE_UP, 1),
             "given up after the bound"
         );
         assert!(
@@ -773,15 +832,53 @@ mod tests {
         t.update(&slice("a", 3));
         let lagging = [slice("a", 2)];
         let t1 = t0 + STALE_GIVE_UP * 2;
-        assert!(t.stale_slices_at(&svc("u1"), &lagging, t1));
+        assert!(t.stale_slices_at(&svc("u1"), &lagging, t1, 1));
         assert!(!t.stale_slices_at(
             &svc("u1"),
             &[slice("a", 3)],
-            t1 + std::time::Duration::from_millis(5)
+            t1 + std::time::Duration::from_millis(5),
+            1
         ));
         assert!(
-            t.stale_slices_at(&svc("u1"), &lagging, t1 + STALE_GIVE_UP),
+            t.stale_slices_at(&svc("u1"), &lagging, t1 + STALE_GIVE_UP, 1),
             "a fresh stale period starts again"
         );
+    }
+
+    /// A slice we created that the cache lacks (its watch stalled) is
+    /// waited for however long it takes, until the cache is listed again;
+    /// giving up on time created the same endpoints in a second slice.
+    #[test]
+    fn a_created_slice_missing_from_the_cache_is_given_up_on_only_after_a_list() {
+        let t = EndpointSliceTracker::default();
+        t.set_service_uid(&svc("u1"));
+        t.update(&slice("a", 1));
+        let t0 = std::time::Instant::now();
+        let (no_slice, at) = ([], |k: u32| t0 + STALE_GIVE_UP * k);
+        assert!(t.stale_slices_at(&svc("u1"), no_slice, at(0), 4));
+        assert!(
+            t.stale_slices_at(&svc("u1"), no_slice, at(30), 4),
+            "no LIST since: still waiting for the watch"
+        );
+        // Missing outranks older: an older slice beside the missing one
+        // does not bring the time bound back.
+        t.update(&slice("b", 5));
+        assert!(t.stale_slices_at(&svc("u1"), &[slice("b", 4)], at(31), 4));
+        assert!(
+            !t.stale_slices_at(&svc("u1"), no_slice, at(31), 5),
+            "listed again and still missing: given up"
+        );
+        assert!(!t.stale_slices(&svc("u1"), no_slice), "bookkeeping dropped");
+        // The watch delivers in time: fresh, and the next stale period
+        // starts from scratch.
+        t.update(&slice("c", 1));
+        assert!(t.stale_slices_at(&svc("u1"), no_slice, at(40), 5));
+        assert!(!t.stale_slices_at(&svc("u1"), &[slice("c", 1)], at(40), 5));
+        assert!(t.stale_slices_at(&svc("u1"), &[slice("c", 0)], at(41), 6));
+        assert!(
+            t.stale_slices_at(&svc("u1"), &[slice("c", 0)], at(41), 7),
+            "older only: a LIST alone does not end it"
+        );
+        assert!(!t.stale_slices_at(&svc("u1"), &[slice("c", 0)], at(42), 7));
     }
 }

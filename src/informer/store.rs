@@ -457,6 +457,8 @@ impl<T: Cacheable> Inner<T> {
 struct Shared<T> {
     index_keys: Vec<IndexKey>,
     inner: RwLock<Inner<T>>,
+    /// How many times the content was replaced by a LIST.
+    lists: std::sync::atomic::AtomicU64,
 }
 
 /// Handle to one informer's cache. Cloning shares the cache.
@@ -480,6 +482,7 @@ impl<T: Cacheable> Store<T> {
             shared: Arc::new(Shared {
                 index_keys: index_keys.to_vec(),
                 inner: RwLock::new(Inner::empty(index_keys, Keyed::default(), [])),
+                lists: Default::default(),
             }),
         }
     }
@@ -664,7 +667,17 @@ impl<T: Cacheable> Store<T> {
             std::mem::replace(&mut *guard, next)
         };
         drop(old);
+        self.shared
+            .lists
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         out
+    }
+
+    /// How many times a LIST has replaced the content so far (0 before the
+    /// first): a change means the cache was read afresh, consistently,
+    /// after any write answered before the change was seen.
+    pub fn list_count(&self) -> u64 {
+        self.shared.lists.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

@@ -436,3 +436,18 @@ mod replace_model {
         }
     }
 }
+
+#[test]
+fn list_count_counts_replacements_only() {
+    let s: Store<crate::model::Service> = Store::new(&[]);
+    assert_eq!(s.list_count(), 0);
+    s.replace(Vec::new(), "5", true);
+    assert_eq!(s.list_count(), 1);
+    let svc: crate::model::Service =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "a", "namespace": "n"}}))
+            .expect("service");
+    s.apply(crate::informer::WatchEvent::Added(svc));
+    assert_eq!(s.list_count(), 1, "a watch event is not a list");
+    s.replace(Vec::new(), "9", false);
+    assert_eq!(s.list_count(), 2);
+}

@@ -40,6 +40,8 @@ struct State {
     rules: Vec<FailRule>,
     latency: Duration,
     stall: bool,
+    /// Stall only the watches of this plural resource (all when `None`).
+    stall_only: Option<String>,
     stalled: Vec<crossbeam_channel::Sender<Vec<u8>>>,
     outages: u64,
     /// Fail one request in every `n` (with this code), deterministically.
@@ -201,9 +203,19 @@ impl Faults {
     pub fn stall_watches(&self, on: bool) {
         let mut st = lock(&self.state);
         st.stall = on;
+        st.stall_only = None;
         if !on {
             st.stalled.clear();
         }
+    }
+
+    /// [`Faults::stall_watches`] on, for the watches of one plural
+    /// `resource` only (a lossy link that stops one stream while the
+    /// others and new requests work).
+    pub fn stall_watches_of(&self, resource: &str) {
+        let mut st = lock(&self.state);
+        st.stall = true;
+        st.stall_only = Some(resource.to_string());
     }
 
     /// While on, watches ignore `sendInitialEvents` (an API server older
@@ -241,6 +253,7 @@ impl Faults {
         st.rules.clear();
         st.latency = Duration::ZERO;
         st.stall = false;
+        st.stall_only = None;
         st.stalled.clear();
         st.bad_watch_lines.clear();
         st.fail_every = None;
@@ -301,7 +314,7 @@ impl Faults {
 
     /// An injected watch response: one pending bad line then the end, or
     /// when watches are stalled an open, silent stream.
-    pub fn stalled_watch(&self) -> Option<Response> {
+    pub fn stalled_watch(&self, resource: &str) -> Option<Response> {
         let mut st = lock(&self.state);
         if let Some(mut line) = st.bad_watch_lines.pop_front() {
             line.push(b'\n');
@@ -313,7 +326,7 @@ impl Faults {
                 body: Body::Stream(rx),
             });
         }
-        if !st.stall {
+        if !st.stall || st.stall_only.as_deref().is_some_and(|r| r != resource) {
             return None;
         }
         let (tx, rx) = crossbeam_channel::unbounded();

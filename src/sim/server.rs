@@ -238,7 +238,7 @@ impl SimHandler {
             return failure;
         }
         if info.verb == Verb::Watch {
-            if let Some(stalled) = self.faults.stalled_watch() {
+            if let Some(stalled) = self.faults.stalled_watch(&info.resource) {
                 return stalled;
             }
         }
