@@ -764,3 +764,110 @@ mod topology_sync_tests {
         );
     }
 }
+
+/// C5: which slice events queue which Service, and how late.
+#[cfg(test)]
+mod slice_handler_tests {
+    use super::*;
+    use crate::endpointslice::{MANAGED_BY, MANAGED_BY_LABEL};
+    use std::collections::BTreeSet;
+
+    /// A slice of Service `svc` (no label when empty) in "ns", managed by
+    /// us or not, at `generation`.
+    fn slice(name: &str, svc: &str, ours: bool, generation: i64) -> Arc<EndpointSlice> {
+        let mut labels = serde_json::Map::new();
+        if !svc.is_empty() {
+            labels.insert(SERVICE_NAME_LABEL.into(), svc.into());
+        }
+        let by = if ours { MANAGED_BY } else { "someone-else" };
+        labels.insert(MANAGED_BY_LABEL.into(), by.into());
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                             "generation": generation, "labels": labels},
+                "addressType": "IPv4", "endpoints": []
+            }))
+            .expect("slice"),
+        )
+    }
+
+    #[test]
+    fn slice_events_queue_their_service_after_at_least_one_second() {
+        let queue = RateLimitingQueue::for_tests();
+        let shared = Arc::new(Shared {
+            tracker: Arc::new(EndpointSliceTracker::default()),
+            topology: Arc::new(Mutex::new(TopologyCache::new())),
+        });
+        let h = SliceHandler::new(queue.clone(), Arc::clone(&shared), Duration::ZERO);
+        assert_eq!(h.delay, SLICE_CHANGE_MIN_DELAY, "max(1 s, batch period)");
+        assert_eq!(
+            SliceHandler::new(queue.clone(), Arc::clone(&shared), Duration::from_secs(3)).delay,
+            Duration::from_secs(3)
+        );
+        let tracker = &shared.tracker;
+        // Adds: ours and untracked → queued; someone else's, or the echo of
+        // our own write (tracked at that generation) → not.
+        h.on_add(&slice("a1", "add-ours", true, 1), false);
+        h.on_add(&slice("a2", "add-foreign", false, 1), false);
+        let echo = slice("a3", "add-echo", true, 2);
+        tracker.update(&echo);
+        h.on_add(&echo, false);
+        // Updates: a service-name relabel queues both Services, whoever
+        // manages the slice; a managed-by flip queues; ours at a tracked
+        // generation does not, at a newer one it does.
+        h.on_update(
+            &slice("u1", "rel-old", false, 1),
+            &slice("u1", "rel-new", false, 1),
+        );
+        h.on_update(
+            &slice("u2", "flip", false, 1),
+            &slice("u2", "flip", true, 1),
+        );
+        h.on_update(
+            &slice("u2b", "unflip", true, 1),
+            &slice("u2b", "unflip", false, 1),
+        );
+        let ours = slice("u3", "upd-echo", true, 4);
+        tracker.update(&ours);
+        h.on_update(&ours, &ours);
+        let ours = slice("u4", "upd-newer", true, 4);
+        tracker.update(&ours);
+        h.on_update(&ours, &slice("u4", "upd-newer", true, 5));
+        h.on_update(
+            &slice("u5", "upd-foreign", false, 1),
+            &slice("u5", "upd-foreign", false, 2),
+        );
+        // Deletes: a tracked slice of ours deleted by someone → queued; one
+        // whose deletion we expect, or an untracked one → not.
+        let gone = slice("d1", "del-unexpected", true, 1);
+        tracker.update(&gone);
+        h.on_delete(&DeletedObject::Known(Arc::clone(&gone)));
+        let gone = slice("d2", "del-expected", true, 1);
+        tracker.update(&gone);
+        tracker.expect_deletion(&gone);
+        h.on_delete(&DeletedObject::Known(gone));
+        h.on_delete(&DeletedObject::Known(slice("d3", "del-untracked", true, 1)));
+        // Without the service-name label: ignored.
+        h.on_add(&slice("x", "", true, 1), false);
+        assert!(queue.try_get().is_none(), "nothing before the delay");
+        std::thread::sleep(SLICE_CHANGE_MIN_DELAY + Duration::from_millis(300));
+        let mut got = BTreeSet::new();
+        while let Some(k) = queue.try_get() {
+            queue.done(&k);
+            got.insert(k);
+        }
+        let want: BTreeSet<String> = [
+            "ns/add-ours",
+            "ns/rel-old",
+            "ns/rel-new",
+            "ns/flip",
+            "ns/unflip",
+            "ns/upd-newer",
+            "ns/del-unexpected",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        assert_eq!(got, want);
+    }
+}
