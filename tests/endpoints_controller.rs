@@ -228,3 +228,63 @@ fn readiness_flap_storm_ends_in_every_pods_last_state() {
     assert_eq!(ready.len() + not_ready.len(), 40);
     assert_eq!(d.stop(), Some(0));
 }
+
+/// The Endpoints watch stalls (a lossy link stops that one stream; new
+/// requests and the other watches work) right before endpointd creates a
+/// Service's Endpoints, and a pod of that Service changes: the cache lacks
+/// our create for longer than the 10 s stale bound. endpointd used to give
+/// up on time and POST again, into a 409 and a `FailedToCreateEndpoint`
+/// warning on every retry; it now waits for the cache and converges with
+/// one update once the stream is back.
+#[test]
+fn a_stalled_endpoints_watch_never_gets_a_created_endpoints_posted_again() {
+    let c = Cluster::start("ep-stalled-watch");
+    c.load(vec![
+        service("default", "a", "a", json!("http")),
+        pod("default", "a-0", "a", &ip(1), true),
+    ]);
+    let d = Daemon::start(&c, "d", CFG);
+    wait_until("a's Endpoints", LIMIT, || {
+        c.get("endpoints", "default", "a").is_some()
+    });
+    c.sim.faults().stall_watches_of("endpoints");
+    c.sim.faults().close_all_watches();
+    wait_until("the Endpoints watch is back, silent", LIMIT, || {
+        c.sim.faults().snapshot()["stalledWatches"] == 1
+    });
+    c.load(vec![
+        service("default", "b", "b", json!("http")),
+        pod("default", "b-0", "b", &ip(2), true),
+    ]);
+    wait_until("b's Endpoints created", LIMIT, || {
+        c.get("endpoints", "default", "b").is_some()
+    });
+    c.set_ready("default", &["b-0".to_string()], false);
+    // Longer than STALE_GIVE_UP (10 s), shorter than the stuck-sync bound
+    // (30 s) after which every informer lists again.
+    std::thread::sleep(Duration::from_secs(13));
+    let creates_of_b = || {
+        c.writes("endpoints")
+            .iter()
+            .filter(|w| w.verb == "create" && w.name == "b")
+            .count()
+    };
+    let warnings = || {
+        c.all("events")
+            .iter()
+            .filter(|e| e["reason"] == "FailedToCreateEndpoint")
+            .count()
+    };
+    assert_eq!(
+        (creates_of_b(), warnings()),
+        (1, 0),
+        "no POST again while the cache lacks our create"
+    );
+    c.sim.faults().stall_watches(false);
+    wait_until("b-0 not ready in b's Endpoints", LIMIT, || {
+        c.get("endpoints", "default", "b")
+            .is_some_and(|ep| addresses(&ep) == (BTreeSet::new(), BTreeSet::from([ip(2)])))
+    });
+    assert_eq!((creates_of_b(), warnings()), (1, 0));
+    assert_eq!(d.stop(), Some(0));
+}

@@ -97,8 +97,9 @@ pub struct EndpointsWriter {
     sent: Mutex<Sent>,
     /// Keys the `sent` hashes.
     key_hasher: RandomState,
-    /// Since when each key's cache has looked older than our writes.
-    stale_since: Mutex<HashMap<String, std::time::Instant>>,
+    /// Since when each key's cache has looked older than our writes, and
+    /// the cache's LIST count then.
+    stale_since: Mutex<HashMap<String, (std::time::Instant, u64)>>,
     /// Keys whose DELETE we sent and whose delete the cache has not shown
     /// yet (recorded before the request: the event may overtake the
     /// response), with the UID of the object the cache showed then (`None`:
@@ -180,8 +181,20 @@ impl EndpointsWriter {
     /// [`STALE_GIVE_UP`](crate::endpointslice::tracker::STALE_GIVE_UP) has
     /// its bookkeeping dropped (logged) and is synced from the cache as it
     /// is — after an API server was restored from a backup, resourceVersions
-    /// go back and would otherwise keep the key stale forever.
-    pub fn is_stale_bounded(&self, key: &str, current: Option<&Endpoints>, cache_rv: &str) -> bool {
+    /// go back and would otherwise keep the key stale forever. An
+    /// Endpoints we created that the cache lacks is given up on only once
+    /// the cache was listed again since (`lists`, the cache's
+    /// [`list_count`](crate::informer::Store::list_count)), whatever the
+    /// time: a stalled Endpoints watch otherwise got a POST into a 409 and
+    /// a `FailedToCreateEndpoint` warning on every retry until the stream
+    /// came back. (See `EndpointSliceTracker::stale_slices_at`.)
+    pub fn is_stale_bounded(
+        &self,
+        key: &str,
+        current: Option<&Endpoints>,
+        cache_rv: &str,
+        lists: u64,
+    ) -> bool {
         let stale = self.is_stale(key, current, cache_rv);
         let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());
         if !stale {
@@ -189,17 +202,27 @@ impl EndpointsWriter {
             return false;
         }
         let now = self.clock.now();
-        let first = *since.entry(key.to_string()).or_insert(now);
+        let (first, lists_then) = *since.entry(key.to_string()).or_insert((now, lists));
         let limit = crate::endpointslice::tracker::STALE_GIVE_UP;
-        if now.saturating_duration_since(first) < limit {
+        // Stale with nothing cached: our create is what the cache lacks.
+        let give_up = match current {
+            None => lists != lists_then,
+            Some(_) => now.saturating_duration_since(first) >= limit,
+        };
+        if !give_up {
             return true;
         }
         since.remove(key);
         drop(since);
-        log::warn!(
-            "Endpoints cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
-            limit.as_secs()
-        );
+        match current {
+            None => log::warn!(
+                "Endpoints cache of {key} lacks the Endpoints we created even after listing again (an API server restored from a backup?); forgetting what we wrote and syncing from the cache"
+            ),
+            Some(_) => log::warn!(
+                "Endpoints cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
+                limit.as_secs()
+            ),
+        }
         self.stale.delete(key);
         self.forget_created(key);
         self.forget_delete(key);

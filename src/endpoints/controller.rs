@@ -120,10 +120,12 @@ impl EndpointsController {
         let trigger_time = self.triggers.compute(key, &svc, &pods);
         let current = self.listers.endpoints.get(key);
         let cache_rv = self.listers.endpoints.resource_version();
-        if self
-            .writer
-            .is_stale_bounded(key, current.as_deref(), &cache_rv)
-        {
+        if self.writer.is_stale_bounded(
+            key,
+            current.as_deref(),
+            &cache_rv,
+            self.listers.endpoints.list_count(),
+        ) {
             return Err(SyncError::Stale(format!(
                 "endpoints informer cache is out of date for {key}"
             )));
