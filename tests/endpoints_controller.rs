@@ -247,11 +247,7 @@ fn a_stalled_endpoints_watch_never_gets_a_created_endpoints_posted_again() {
     wait_until("a's Endpoints", LIMIT, || {
         c.get("endpoints", "default", "a").is_some()
     });
-    c.sim.faults().stall_watches_of("endpoints");
-    c.sim.faults().close_all_watches();
-    wait_until("the Endpoints watch is back, silent", LIMIT, || {
-        c.sim.faults().snapshot()["stalledWatches"] == 1
-    });
+    c.stall_watches_of("endpoints", LIMIT);
     c.load(vec![
         service("default", "b", "b", json!("http")),
         pod("default", "b-0", "b", &ip(2), true),

@@ -102,7 +102,8 @@ struct Ctx {
     slots: Vec<Slot>,
     wedge: Option<String>,
     stuck: super::stuck::StuckSyncs,
-    dropped_retry: Duration,
+    /// [`DROPPED_RETRY`], in ms (tests shorten it).
+    dropped_retry_ms: AtomicU64,
 }
 
 /// Running workers of one controller.
@@ -218,13 +219,13 @@ impl Ctx {
             self.queue.add_rate_limited(k);
             return;
         }
+        let again = Duration::from_millis(self.dropped_retry_ms.load(Ordering::Relaxed));
         log::warn!(
-            "{c}: dropping service {key} out of the queue after {MAX_RETRIES} retries: {err}; trying again in {:?}",
-            self.dropped_retry
+            "{c}: dropping service {key} out of the queue after {MAX_RETRIES} retries: {err}; trying again in {again:?}"
         );
         self.metrics.result(c, SyncResult::Dropped);
         self.queue.forget(&k);
-        self.queue.add_after(k, self.dropped_retry);
+        self.queue.add_after(k, again);
     }
 
     fn set_busy(&self, slot: usize, v: Option<(Instant, String)>) {
@@ -245,27 +246,6 @@ impl WorkerPool {
         metrics: Arc<ControllerMetrics>,
         clock: SharedClock,
     ) -> std::io::Result<WorkerPool> {
-        Self::start_with(
-            controller,
-            workers,
-            queue,
-            syncer,
-            metrics,
-            clock,
-            DROPPED_RETRY,
-        )
-    }
-
-    /// [`WorkerPool::start`] with another delay for dropped keys.
-    fn start_with(
-        controller: &'static str,
-        workers: usize,
-        queue: RateLimitingQueue<String>,
-        syncer: Arc<dyn Syncer>,
-        metrics: Arc<ControllerMetrics>,
-        clock: SharedClock,
-        dropped_retry: Duration,
-    ) -> std::io::Result<WorkerPool> {
         let ctx = Arc::new(Ctx {
             controller,
             queue,
@@ -275,7 +255,7 @@ impl WorkerPool {
             slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
             wedge: test_wedge().map(|(k, _)| k),
             stuck: Default::default(),
-            dropped_retry,
+            dropped_retry_ms: AtomicU64::new(DROPPED_RETRY.as_millis() as u64),
         });
         let mut threads = Vec::with_capacity(ctx.slots.len());
         for i in 0..ctx.slots.len() {
@@ -410,16 +390,11 @@ mod tests {
             fail_times,
         });
         let metrics = ControllerMetrics::register(&Registry::new());
-        let p = WorkerPool::start_with(
-            "test",
-            3,
-            queue,
-            syncer.clone(),
-            metrics.clone(),
-            clock,
-            dropped_retry,
-        )
-        .expect("pool");
+        let p = WorkerPool::start("test", 3, queue, syncer.clone(), metrics.clone(), clock)
+            .expect("pool");
+        p.ctx
+            .dropped_retry_ms
+            .store(dropped_retry.as_millis() as u64, Ordering::Relaxed);
         (p, syncer, metrics)
     }
 

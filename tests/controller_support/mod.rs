@@ -131,6 +131,18 @@ impl Cluster {
         });
     }
 
+    /// Stall the watches of `resource` only (a lossy link stopping that
+    /// one stream) and end every open watch, so that the informer of
+    /// `resource` comes back into a silent stream; returns once it has.
+    /// `Faults::stall_watches(false)` lifts it.
+    pub fn stall_watches_of(&self, resource: &str, limit: Duration) {
+        self.sim.faults().stall_watches_of(resource);
+        self.sim.faults().close_all_watches();
+        wait_until(&format!("the {resource} watch back, silent"), limit, || {
+            self.sim.faults().snapshot()["stalledWatches"] == 1
+        });
+    }
+
     /// Set the Ready condition of pods, in one transaction.
     pub fn set_ready(&self, ns: &str, names: &[String], ready: bool) {
         self.modify("pods", ns, names, |v| {
