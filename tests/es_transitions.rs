@@ -1255,5 +1255,29 @@ fn dual_stack_transitions() {
             "Warning FailedToUpdateEndpointSlices: Error updating Endpoint Slices for Service default/dual: failed to update {v4} EndpointSlice for Service default/dual: injected failure 403 for update endpointslices"
         )]
     );
+    // On the Service, from the EndpointSlice controller (B7, G6).
+    let failed: Vec<Value> =
+        s.c.all("events")
+            .into_iter()
+            .filter(|e| e["reason"] == "FailedToUpdateEndpointSlices")
+            .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let e = &failed[0];
+    // events.k8s.io or core/v1 field names, as kube-sim stores them.
+    let about = match e["regarding"].is_object() {
+        true => &e["regarding"],
+        false => &e["involvedObject"],
+    };
+    assert_eq!(
+        (&about["kind"], &about["namespace"], &about["name"]),
+        (&json!("Service"), &json!("default"), &json!("dual")),
+        "{e:#}"
+    );
+    assert_eq!(about["uid"], json!(s.uid("services", "dual")), "{e:#}");
+    let reporter = e["reportingController"]
+        .as_str()
+        .or(e["reportingComponent"].as_str())
+        .or(e["source"]["component"].as_str());
+    assert_eq!(reporter, Some("endpoint-slice-controller"), "{e:#}");
     assert_eq!(s.d.stop(), Some(0));
 }
