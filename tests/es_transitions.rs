@@ -416,6 +416,26 @@ fn service_spec_transitions() {
     nothing(&step);
     assert_eq!(s.slice("web").labels, want);
 
+    // clusterIP → None (as a delete and re-create would make it): the
+    // headless label is reserved, so not compared (B22): no write; the
+    // next write of the slice adds it.
+    let cluster_ip =
+        s.c.get("services", "default", "web").expect("web")["spec"]["clusterIP"].clone();
+    let step = s.step(
+        "clusterIP None",
+        |_| {
+            s.svc("web", |v| {
+                v["spec"]["clusterIP"] = json!("None");
+                v["spec"]["clusterIPs"] = json!(["None"]);
+            })
+        },
+        || true,
+    );
+    nothing(&step);
+    assert_eq!(s.slice("web").labels, want);
+    let mut headless = want.clone();
+    headless.insert("service.kubernetes.io/headless".into(), String::new());
+
     // Selector changed: every endpoint replaced, in the same slice.
     let step = s.step(
         "selector app=other",
@@ -426,6 +446,7 @@ fn service_spec_transitions() {
     );
     assert_eq!(step.writes, [format!("update {name}")]);
     let sl = s.slice("web");
+    assert_eq!(sl.labels, headless, "the headless label with the write");
     assert_eq!(sl.endpoints.len(), 2);
     assert_eq!(
         sl.annotations[TRIGGER], "2026-01-01T00:00:00Z",
@@ -445,12 +466,26 @@ fn service_spec_transitions() {
     );
     nothing(&step);
     assert_eq!(s.slice("web").endpoints.len(), 2);
+    // clusterIP back: no write either; the next one drops the label.
+    let step = s.step(
+        "clusterIP back",
+        |_| {
+            s.svc("web", |v| {
+                v["spec"]["clusterIP"] = cluster_ip.clone();
+                v["spec"]["clusterIPs"] = json!([cluster_ip.clone()]);
+            })
+        },
+        || true,
+    );
+    nothing(&step);
+    assert_eq!(s.slice("web").labels, headless);
     let step = s.step(
         "selector app=web again",
         |_| s.svc("web", |v| v["spec"]["selector"] = json!({"app": "web"})),
         s.until("web", |v| v.len() == 1 && addrs(&v[0]) == web),
     );
     assert_eq!(step.writes, [format!("update {name}")]);
+    assert_eq!(s.slice("web").labels, want, "the headless label dropped");
 
     // ExternalName: not the controller's either; back: nothing changed.
     let step = s.step(
