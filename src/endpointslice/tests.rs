@@ -93,6 +93,8 @@ struct Fake {
     fail_create: bool,
     /// Creates and updates of this address type fail with a 500.
     fail_type: Option<AddressType>,
+    /// Deletes find the slice gone (404).
+    delete_gone: bool,
     n: RefCell<usize>,
 }
 
@@ -132,6 +134,11 @@ impl SliceWriter for Fake {
     }
     fn delete(&self, _ns: &str, name: &str) -> Result<(), kube::Error> {
         self.log.borrow_mut().push(format!("delete {name}"));
+        if self.delete_gone {
+            return Err(kube::Error::Api(kube::Status::from_value(
+                serde_json::json!({"kind": "Status", "code": 404, "reason": "NotFound"}),
+            )));
+        }
         Ok(())
     }
 }
@@ -653,4 +660,54 @@ fn pods_sharing_an_ip_are_two_endpoints_and_a_recreated_pod_is_updated_in_place(
     let before = names(&now[0].endpoints);
     assert_eq!(before[0], "pod0001", "{before:?}");
     assert_eq!(names(&u.endpoints), before, "the same position");
+}
+
+/// B19, B29: a DELETE answered 404 (someone else deleted the slice first)
+/// is no error, and is not recorded as our deletion: a slice we had
+/// tracked stays tracked, so its delete event counts as someone else's and
+/// syncs the Service; one we had not leaves nothing behind. A DELETE that
+/// succeeds is expected.
+#[test]
+fn a_delete_answered_not_found_is_not_expected_as_ours() {
+    let s = svc();
+    let now = apply(&s, &[], &plan(&s, &pods(0..3), &[]));
+    let old = &now[0];
+    // A re-created Service: the old slice is not its own, so deleted.
+    let mut recreated = svc();
+    recreated.metadata.uid = "new-uid".into();
+    let p = plan(&recreated, &pods(0..3), &now);
+    assert_eq!(counts(&p), (1, 0, 1));
+    let run = |tracked: bool, delete_gone: bool| {
+        let tracker = EndpointSliceTracker::default();
+        if tracked {
+            tracker.update(old);
+        }
+        let fake = Fake {
+            delete_gone,
+            ..Fake::default()
+        };
+        let (out, errors) = finalize(&recreated, &p, None, &fake, &tracker);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            fake.log.borrow().last().cloned(),
+            Some(format!("delete {}", old.metadata.name))
+        );
+        (out, tracker)
+    };
+
+    let (out, tracker) = run(true, true);
+    assert_eq!((out.created, out.deleted), (1, 0), "a 404 deletes nothing");
+    assert!(tracker.has(old));
+    assert!(!tracker.should_sync(old), "its generation as before");
+    assert!(
+        !tracker.handle_deletion(old),
+        "its delete event is someone else's"
+    );
+
+    let (_, tracker) = run(false, true);
+    assert!(!tracker.has(old), "nothing left behind");
+
+    let (out, tracker) = run(true, false);
+    assert_eq!(out.deleted, 1);
+    assert!(tracker.handle_deletion(old), "our own delete's event");
 }
