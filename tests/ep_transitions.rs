@@ -1372,3 +1372,79 @@ fn refused_writes_record_one_warning_each_then_retry() {
     assert_eq!(annotation(&ep, TRIGGER), None);
     assert_eq!(fx.d.stop(), Some(0));
 }
+
+/// A Service in a namespace being deleted (held by a finalizer, as a
+/// load balancer's), its Endpoints deleted by the namespace's collector:
+/// the re-creating POST is refused 403 with the `NamespaceTerminating`
+/// cause. As upstream (A21), that is no error: no `FailedToCreateEndpoint`
+/// event (not even an attempt, which the terminating namespace would
+/// refuse too), no retry — one POST, and the sync counts as a success.
+#[test]
+fn create_refused_in_a_terminating_namespace_is_dropped() {
+    let ns = "doomed";
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    let mut s = service(ns, "term", "term", json!("http"));
+    s["metadata"]["finalizers"] = json!(["service.kubernetes.io/load-balancer-cleanup"]);
+    let mut p = pod(ns, "t1", "term", "10.0.12.1", true);
+    p["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    let fx = Fx::start("ep-tr-terminating", vec![namespace, s, p]);
+    let ep = || fx.c.get("endpoints", ns, "term");
+    wait_until("term created", LIMIT, || ep().is_some());
+    fx.settle(0.0);
+    let event_requests = || {
+        let r = fx.c.sim.requests();
+        [Verb::Create, Verb::Update, Verb::Patch]
+            .iter()
+            .map(|v| r.get(*v, "events"))
+            .sum::<u64>()
+    };
+    let errors = || {
+        fx.d.metric("endpointd_syncs_total{controller=\"endpoint\",result=\"error\"}")
+            .unwrap_or(0.0)
+    };
+    // The namespace DELETEd (kube-sim marks it so), its collector has
+    // marked what finalizers hold (one step each, so that each is one
+    // sync): the pod, terminating, leaves the Endpoints.
+    let gone = "2026-01-01T00:02:00Z";
+    fx.c.modify("namespaces", "", &[ns.to_string()], |n| {
+        n["metadata"]["deletionTimestamp"] = json!(gone);
+        n["status"] = json!({"phase": "Terminating"});
+    });
+    let before = fx.syncs();
+    fx.c.modify("services", ns, &["term".to_string()], |s| {
+        s["metadata"]["deletionTimestamp"] = json!(gone)
+    });
+    fx.settle(before);
+    let before = fx.syncs();
+    fx.c.modify("pods", ns, &["t1".to_string()], |p| {
+        p["metadata"]["deletionTimestamp"] = json!(gone)
+    });
+    wait_until("t1 gone from the Endpoints", LIMIT, || {
+        ep().is_some_and(|e| subsets(&e).is_empty())
+    });
+    fx.settle(before);
+    let (events, errors_before) = (event_requests(), errors());
+
+    // The collector deletes the Endpoints; endpointd's POST is refused.
+    let mark = fx.mark();
+    let before = fx.syncs();
+    fx.c.delete("endpoints", ns, &["term".to_string()]);
+    wait_until("the sync's end", LIMIT, || {
+        fx.syncs() > before || errors() > errors_before
+    });
+    assert_eq!(errors(), errors_before, "not an error");
+    fx.settle(before);
+    assert_eq!(
+        fx.writes(mark, "term"),
+        ["unlogged ×1"],
+        "one refused POST, not retried"
+    );
+    assert!(ep().is_none());
+    assert!(
+        fx.c.get("namespaces", "", ns).is_some(),
+        "still terminating"
+    );
+    assert_eq!(event_requests(), events, "no event, not even tried");
+    assert_eq!(errors(), errors_before, "never an error");
+    assert_eq!(fx.d.stop(), Some(0));
+}

@@ -416,6 +416,26 @@ fn service_spec_transitions() {
     nothing(&step);
     assert_eq!(s.slice("web").labels, want);
 
+    // clusterIP → None (as a delete and re-create would make it): the
+    // headless label is reserved, so not compared (B22): no write; the
+    // next write of the slice adds it.
+    let cluster_ip =
+        s.c.get("services", "default", "web").expect("web")["spec"]["clusterIP"].clone();
+    let step = s.step(
+        "clusterIP None",
+        |_| {
+            s.svc("web", |v| {
+                v["spec"]["clusterIP"] = json!("None");
+                v["spec"]["clusterIPs"] = json!(["None"]);
+            })
+        },
+        || true,
+    );
+    nothing(&step);
+    assert_eq!(s.slice("web").labels, want);
+    let mut headless = want.clone();
+    headless.insert("service.kubernetes.io/headless".into(), String::new());
+
     // Selector changed: every endpoint replaced, in the same slice.
     let step = s.step(
         "selector app=other",
@@ -426,6 +446,7 @@ fn service_spec_transitions() {
     );
     assert_eq!(step.writes, [format!("update {name}")]);
     let sl = s.slice("web");
+    assert_eq!(sl.labels, headless, "the headless label with the write");
     assert_eq!(sl.endpoints.len(), 2);
     assert_eq!(
         sl.annotations[TRIGGER], "2026-01-01T00:00:00Z",
@@ -445,12 +466,26 @@ fn service_spec_transitions() {
     );
     nothing(&step);
     assert_eq!(s.slice("web").endpoints.len(), 2);
+    // clusterIP back: no write either; the next one drops the label.
+    let step = s.step(
+        "clusterIP back",
+        |_| {
+            s.svc("web", |v| {
+                v["spec"]["clusterIP"] = cluster_ip.clone();
+                v["spec"]["clusterIPs"] = json!([cluster_ip.clone()]);
+            })
+        },
+        || true,
+    );
+    nothing(&step);
+    assert_eq!(s.slice("web").labels, headless);
     let step = s.step(
         "selector app=web again",
         |_| s.svc("web", |v| v["spec"]["selector"] = json!({"app": "web"})),
         s.until("web", |v| v.len() == 1 && addrs(&v[0]) == web),
     );
     assert_eq!(step.writes, [format!("update {name}")]);
+    assert_eq!(s.slice("web").labels, want, "the headless label dropped");
 
     // ExternalName: not the controller's either; back: nothing changed.
     let step = s.step(
@@ -1255,5 +1290,29 @@ fn dual_stack_transitions() {
             "Warning FailedToUpdateEndpointSlices: Error updating Endpoint Slices for Service default/dual: failed to update {v4} EndpointSlice for Service default/dual: injected failure 403 for update endpointslices"
         )]
     );
+    // On the Service, from the EndpointSlice controller (B7, G6).
+    let failed: Vec<Value> =
+        s.c.all("events")
+            .into_iter()
+            .filter(|e| e["reason"] == "FailedToUpdateEndpointSlices")
+            .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let e = &failed[0];
+    // events.k8s.io or core/v1 field names, as kube-sim stores them.
+    let about = match e["regarding"].is_object() {
+        true => &e["regarding"],
+        false => &e["involvedObject"],
+    };
+    assert_eq!(
+        (&about["kind"], &about["namespace"], &about["name"]),
+        (&json!("Service"), &json!("default"), &json!("dual")),
+        "{e:#}"
+    );
+    assert_eq!(about["uid"], json!(s.uid("services", "dual")), "{e:#}");
+    let reporter = e["reportingController"]
+        .as_str()
+        .or(e["reportingComponent"].as_str())
+        .or(e["source"]["component"].as_str());
+    assert_eq!(reporter, Some("endpoint-slice-controller"), "{e:#}");
     assert_eq!(s.d.stop(), Some(0));
 }

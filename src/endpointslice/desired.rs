@@ -226,4 +226,123 @@ mod tests {
         assert_eq!(ips(&all, AddressType::IPv6), vec!["2001:db8::1"]);
         assert!(ips(&[], AddressType::IPv4).is_empty());
     }
+
+    /// B8, as upstream `getAddressTypesForService`: `ipFamilies` when
+    /// any; else the clusterIP's family; else (headless, or no clusterIP:
+    /// the legacy path) both.
+    #[test]
+    fn address_types_for_service_rows() {
+        use AddressType::{IPv4, IPv6};
+        let rows: &[(&[&str], &str, &[AddressType])] = &[
+            (&["IPv4"], "10.96.0.1", &[IPv4]),
+            (&["IPv6"], "fd00::1", &[IPv6]),
+            (&["IPv6", "IPv4"], "fd00::1", &[IPv4, IPv6]),
+            (&["IPv4"], "None", &[IPv4]),
+            (&["IPv6"], "None", &[IPv6]),
+            (&[], "10.96.0.1", &[IPv4]),
+            (&[], "fd00::1", &[IPv6]),
+            (&[], "not-an-ip", &[IPv4]),
+            (&[], "None", &[IPv4, IPv6]),
+            (&[], "", &[IPv4, IPv6]),
+            (&["SCTP?"], "None", &[IPv4, IPv6]),
+        ];
+        for (families, cluster_ip, want) in rows {
+            let svc = Service {
+                ip_families: families.iter().map(|f| (*f).into()).collect(),
+                cluster_ip: (*cluster_ip).into(),
+                ..Service::default()
+            };
+            assert_eq!(
+                address_types_for_service(&svc),
+                want.to_vec(),
+                "ipFamilies {families:?}, clusterIP {cluster_ip:?}"
+            );
+        }
+    }
+
+    /// B15, as upstream `EndpointsEqualBeyondHash`: nodeName, zone, each
+    /// condition (nil and false differ) and targetRef but its
+    /// resourceVersion. Hints are not compared (the topology and
+    /// trafficDistribution code owns them), nor what the identity (B14)
+    /// already holds.
+    #[test]
+    fn equal_beyond_hash_rows() {
+        let base = serde_json::json!({
+            "addresses": ["10.0.0.1"],
+            "conditions": {"ready": false, "serving": false, "terminating": false},
+            "nodeName": "node-1", "zone": "z1",
+            "hints": {"forZones": [{"name": "z1"}]},
+            "targetRef": {"kind": "Pod", "namespace": "ns", "name": "p", "uid": "u1",
+                          "resourceVersion": "5"}});
+        let rows: &[(&str, &str, serde_json::Value, bool)] = &[
+            ("", "", serde_json::json!(null), true),
+            ("the same", "/zone", serde_json::json!("z1"), true),
+            (
+                "hints only",
+                "/hints",
+                serde_json::json!({"forZones": [{"name": "z2"}]}),
+                true,
+            ),
+            ("hints removed", "/hints", serde_json::json!(null), true),
+            (
+                "node hints",
+                "/hints",
+                serde_json::json!({"forNodes": [{"name": "node-1"}]}),
+                true,
+            ),
+            (
+                "targetRef resourceVersion",
+                "/targetRef/resourceVersion",
+                serde_json::json!("6"),
+                true,
+            ),
+            (
+                "ready nil vs false",
+                "/conditions/ready",
+                serde_json::json!(null),
+                false,
+            ),
+            (
+                "serving nil vs false",
+                "/conditions/serving",
+                serde_json::json!(null),
+                false,
+            ),
+            (
+                "terminating nil vs false",
+                "/conditions/terminating",
+                serde_json::json!(null),
+                false,
+            ),
+            (
+                "ready true",
+                "/conditions/ready",
+                serde_json::json!(true),
+                false,
+            ),
+            ("nodeName", "/nodeName", serde_json::json!("node-2"), false),
+            ("nodeName nil", "/nodeName", serde_json::json!(null), false),
+            ("zone", "/zone", serde_json::json!("z2"), false),
+            (
+                "targetRef uid (a re-created pod)",
+                "/targetRef/uid",
+                serde_json::json!("u2"),
+                false,
+            ),
+            ("no targetRef", "/targetRef", serde_json::json!(null), false),
+        ];
+        let endpoint = |v: &serde_json::Value| -> Endpoint {
+            serde_json::from_value(v.clone()).expect("an endpoint")
+        };
+        let a = endpoint(&base);
+        for (what, at, value, want) in rows {
+            let mut v = base.clone();
+            if !at.is_empty() {
+                *v.pointer_mut(at).expect("a field of the base") = value.clone();
+            }
+            let b = endpoint(&v);
+            assert_eq!(equal_beyond_hash(&a, &b), *want, "{what}: {v}");
+            assert_eq!(equal_beyond_hash(&b, &a), *want, "{what} (reversed)");
+        }
+    }
 }

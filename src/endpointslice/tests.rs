@@ -93,6 +93,8 @@ struct Fake {
     fail_create: bool,
     /// Creates and updates of this address type fail with a 500.
     fail_type: Option<AddressType>,
+    /// Deletes find the slice gone (404).
+    delete_gone: bool,
     n: RefCell<usize>,
 }
 
@@ -132,6 +134,11 @@ impl SliceWriter for Fake {
     }
     fn delete(&self, _ns: &str, name: &str) -> Result<(), kube::Error> {
         self.log.borrow_mut().push(format!("delete {name}"));
+        if self.delete_gone {
+            return Err(kube::Error::Api(kube::Status::from_value(
+                serde_json::json!({"kind": "Status", "code": 404, "reason": "NotFound"}),
+            )));
+        }
         Ok(())
     }
 }
@@ -585,4 +592,122 @@ fn legacy_ip_and_unknown_address_types_decode_and_are_deleted() {
         1,
         "an IPv4 slice is created, not recycled from the IP one"
     );
+}
+
+/// B14: an endpoint is its addresses, hostname and pod namespace/name.
+/// Two pods sharing an IP (hostNetwork pods of one node) are two
+/// endpoints, neither dropped as a duplicate; a pod re-created under the
+/// same name (a new UID) is the same endpoint, updated in place in its
+/// slice.
+#[test]
+fn pods_sharing_an_ip_are_two_endpoints_and_a_recreated_pod_is_updated_in_place() {
+    let s = svc();
+    let mut twin = pod(1);
+    twin.metadata.name = "twin".into();
+    twin.metadata.uid = "uid-twin".into();
+    let ps = vec![Arc::new(pod(1)), Arc::new(twin)];
+    let p = plan(&s, &ps, &[]);
+    assert_eq!(counts(&p), (1, 0, 0));
+    let eps = &p.by_type[0].1.creates[0].endpoints;
+    let mut seen: Vec<(String, String)> = eps
+        .iter()
+        .map(|e| {
+            (
+                e.addresses.join(","),
+                e.target_ref
+                    .as_ref()
+                    .map(|t| t.name.to_string())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("10.0.0.2".to_string(), "pod0001".to_string()),
+            ("10.0.0.2".to_string(), "twin".to_string())
+        ]
+    );
+    let now = apply(&s, &[], &p);
+    assert_eq!(counts(&plan(&s, &ps, &now)), (0, 0, 0), "converged");
+
+    // pod0001 deleted and created again under its name, with its
+    // address: another UID.
+    let mut again = pod(1);
+    again.metadata.uid = "uid1-again".into();
+    let ps = vec![Arc::new(again), ps[1].clone()];
+    let p = plan(&s, &ps, &now);
+    assert_eq!(counts(&p), (0, 1, 0), "an update, no create or delete");
+    let u = &p.by_type[0].1.updates[0];
+    assert_eq!(u.metadata.name, now[0].metadata.name, "the same slice");
+    assert_eq!(u.endpoints.len(), 2, "still two endpoints");
+    let uid_of = |name: &str| {
+        u.endpoints
+            .iter()
+            .filter_map(|e| e.target_ref.as_ref())
+            .find(|t| t.name == name)
+            .map(|t| t.uid.to_string())
+    };
+    assert_eq!(uid_of("pod0001").as_deref(), Some("uid1-again"));
+    assert_eq!(uid_of("twin").as_deref(), Some("uid-twin"));
+    // In place: where it was, not removed and appended as a new one.
+    let names = |v: &[Endpoint]| -> Vec<String> {
+        v.iter()
+            .filter_map(|e| e.target_ref.as_ref().map(|t| t.name.to_string()))
+            .collect()
+    };
+    let before = names(&now[0].endpoints);
+    assert_eq!(before[0], "pod0001", "{before:?}");
+    assert_eq!(names(&u.endpoints), before, "the same position");
+}
+
+/// B19, B29: a DELETE answered 404 (someone else deleted the slice first)
+/// is no error, and is not recorded as our deletion: a slice we had
+/// tracked stays tracked, so its delete event counts as someone else's and
+/// syncs the Service; one we had not leaves nothing behind. A DELETE that
+/// succeeds is expected.
+#[test]
+fn a_delete_answered_not_found_is_not_expected_as_ours() {
+    let s = svc();
+    let now = apply(&s, &[], &plan(&s, &pods(0..3), &[]));
+    let old = &now[0];
+    // A re-created Service: the old slice is not its own, so deleted.
+    let mut recreated = svc();
+    recreated.metadata.uid = "new-uid".into();
+    let p = plan(&recreated, &pods(0..3), &now);
+    assert_eq!(counts(&p), (1, 0, 1));
+    let run = |tracked: bool, delete_gone: bool| {
+        let tracker = EndpointSliceTracker::default();
+        if tracked {
+            tracker.update(old);
+        }
+        let fake = Fake {
+            delete_gone,
+            ..Fake::default()
+        };
+        let (out, errors) = finalize(&recreated, &p, None, &fake, &tracker);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            fake.log.borrow().last().cloned(),
+            Some(format!("delete {}", old.metadata.name))
+        );
+        (out, tracker)
+    };
+
+    let (out, tracker) = run(true, true);
+    assert_eq!((out.created, out.deleted), (1, 0), "a 404 deletes nothing");
+    assert!(tracker.has(old));
+    assert!(!tracker.should_sync(old), "its generation as before");
+    assert!(
+        !tracker.handle_deletion(old),
+        "its delete event is someone else's"
+    );
+
+    let (_, tracker) = run(false, true);
+    assert!(!tracker.has(old), "nothing left behind");
+
+    let (out, tracker) = run(true, false);
+    assert_eq!(out.deleted, 1);
+    assert!(tracker.handle_deletion(old), "our own delete's event");
 }
