@@ -1,7 +1,8 @@
 //! The daemon's view of the cluster: one informer per resource the
-//! controllers read (pods, services, nodes, namespaces, and the Endpoints
-//! and EndpointSlices they own), started from the validated configuration
-//! over one shared API client.
+//! controllers read (pods, services, nodes, and the Endpoints and
+//! EndpointSlices they own) plus namespaces (issue 4; only counted in the
+//! status line), started from the validated configuration over one shared
+//! API client.
 //!
 //! Owns starting, supervising and stopping those informers, and registering
 //! the controllers' handlers ([`Hooks`]) before each informer starts. It

@@ -1,5 +1,8 @@
 //! The trimmed Namespace projection: metadata and `status.phase`
-//! (`Active` / `Terminating`), so writers can skip namespaces being deleted.
+//! (`Active` / `Terminating`). The namespaces informer (issue 4) feeds only
+//! the daemon's status line today: the writers learn that a namespace is
+//! being deleted from the API's 403 `NamespaceTerminating` cause, as
+//! upstream's controllers (which watch no namespaces) do.
 //!
 //! Must never keep spec.finalizers or conditions: nothing reads them.
 
