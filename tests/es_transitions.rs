@@ -32,6 +32,15 @@ fn nodes() -> Vec<Value> {
     vec![node("node-a", "z1"), node("node-b", "z2")]
 }
 
+/// Node `name` in `zone`, Ready, without allocatable CPU.
+fn node_without_cpu(name: &str, zone: &str) -> Value {
+    let mut n = node(name, zone);
+    if let Some(status) = n["status"].as_object_mut() {
+        status.remove("allocatable");
+    }
+    n
+}
+
 /// One slice as the tests look at it: address type, ports as a set,
 /// endpoints by address with their conditions, zone and hints.
 #[derive(Debug)]
@@ -712,10 +721,7 @@ fn hint_transitions() {
 
     // A node without allocatable CPU: node information insufficient,
     // hints removed with a warning; the CPU shows up: hints back.
-    let mut bare = node("node-c", "z1");
-    bare["status"]
-        .as_object_mut()
-        .map(|m| m.remove("allocatable"));
+    let bare = node_without_cpu("node-c", "z1");
     let step = s.step(
         "node-c without CPU",
         |c| c.load(vec![bare]),
@@ -740,10 +746,7 @@ fn hint_transitions() {
     // upstream (whose node handler ignores allocatable changes, so the
     // Service stayed without hints until its next pod change): the hints
     // come back at once, shared 2:1 by the zones' CPU (z1 now 8 of 12).
-    let mut bare = node("node-d", "z1");
-    bare["status"]
-        .as_object_mut()
-        .map(|m| m.remove("allocatable"));
+    let bare = node_without_cpu("node-d", "z1");
     let step = s.step(
         "node-d without CPU",
         |c| c.load(vec![bare]),

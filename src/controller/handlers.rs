@@ -104,12 +104,9 @@ mod tests {
         RateLimitingQueue::for_tests()
     }
 
+    /// The keys ready now, sorted.
     fn drain(q: &RateLimitingQueue<String>) -> Vec<String> {
-        let mut v = Vec::new();
-        while let Some(k) = q.try_get() {
-            q.done(&k);
-            v.push(k);
-        }
+        let mut v = q.drain_for_tests();
         v.sort();
         v
     }

@@ -27,6 +27,7 @@ use crate::controller::events::EventSpec;
 use crate::controller::fence::Fence;
 use crate::controller::recorder::Record;
 use crate::controller::worker::SyncError;
+use crate::endpointslice::tracker::give_up_stale;
 use crate::kube::{self, Client, ENDPOINTS};
 use crate::model::{Endpoints, Object, ObjectReference, UidText};
 use std::collections::HashMap;
@@ -203,26 +204,13 @@ impl EndpointsWriter {
         }
         let now = self.clock.now();
         let (first, lists_then) = *since.entry(key.to_string()).or_insert((now, lists));
-        let limit = crate::endpointslice::tracker::STALE_GIVE_UP;
         // Stale with nothing cached: our create is what the cache lacks.
-        let give_up = match current {
-            None => lists != lists_then,
-            Some(_) => now.saturating_duration_since(first) >= limit,
-        };
-        if !give_up {
+        let missing = current.is_none();
+        if !give_up_stale("Endpoints", key, missing, (first, lists_then), (now, lists)) {
             return true;
         }
         since.remove(key);
         drop(since);
-        match current {
-            None => log::warn!(
-                "Endpoints cache of {key} lacks the Endpoints we created even after listing again (an API server restored from a backup?); forgetting what we wrote and syncing from the cache"
-            ),
-            Some(_) => log::warn!(
-                "Endpoints cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
-                limit.as_secs()
-            ),
-        }
         self.stale.delete(key);
         self.forget_created(key);
         self.forget_delete(key);

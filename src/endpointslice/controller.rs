@@ -561,16 +561,6 @@ mod topology_sync_tests {
         RateLimitingQueue::for_tests()
     }
 
-    /// Every key `queue` holds now, taken and marked done.
-    fn drain(queue: &RateLimitingQueue<String>) -> Vec<String> {
-        let mut got = Vec::new();
-        while let Some(k) = queue.try_get() {
-            queue.done(&k);
-            got.push(k);
-        }
-        got
-    }
-
     /// Which node events reach the topology worker, and with which keys.
     #[test]
     fn node_events_that_queue_the_topology_worker() {
@@ -642,14 +632,18 @@ mod topology_sync_tests {
         ];
         for (what, new, want) in cases {
             h.on_update(&Arc::new(base()), &Arc::new(new));
-            assert_eq!(drain(&queue), want, "{what}");
+            assert_eq!(queue.drain_for_tests(), want, "{what}");
         }
         h.on_add(&Arc::new(base()), true);
-        assert_eq!(drain(&queue), topo(), "add from the initial list");
+        assert_eq!(queue.drain_for_tests(), topo(), "add from the initial list");
         h.on_add(&Arc::new(base()), false);
-        assert_eq!(drain(&queue), topo_and_node(), "a node appearing later");
+        assert_eq!(
+            queue.drain_for_tests(),
+            topo_and_node(),
+            "a node appearing later"
+        );
         h.on_delete(&DeletedObject::Known(Arc::new(base())));
-        assert_eq!(drain(&queue), topo(), "delete");
+        assert_eq!(queue.drain_for_tests(), topo(), "delete");
     }
 
     /// `node/<name>` queues exactly the Services selecting a pod on it.
@@ -687,7 +681,7 @@ mod topology_sync_tests {
         let resynced = |node: &str| {
             sync.sync(&format!("{NODE_KEY_PREFIX}{node}"))
                 .expect("sync");
-            let mut got = drain(&queue);
+            let mut got = queue.drain_for_tests();
             got.sort();
             got
         };
@@ -851,11 +845,7 @@ mod slice_handler_tests {
         h.on_add(&slice("x", "", true, 1), false);
         assert!(queue.try_get().is_none(), "nothing before the delay");
         std::thread::sleep(SLICE_CHANGE_MIN_DELAY + Duration::from_millis(300));
-        let mut got = BTreeSet::new();
-        while let Some(k) = queue.try_get() {
-            queue.done(&k);
-            got.insert(k);
-        }
+        let got: BTreeSet<String> = queue.drain_for_tests().into_iter().collect();
         let want: BTreeSet<String> = [
             "ns/add-ours",
             "ns/rel-old",

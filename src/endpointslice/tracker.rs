@@ -206,6 +206,39 @@ type States = HashSet<Slot>;
 /// [`EndpointSliceTracker::stale_slices_at`].)
 pub const STALE_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Whether a cache that has looked older than our writes since `since`
+/// (when its LIST count was `lists_then`) is given up on now (logged), for
+/// both controllers: a write the cache lacks that we *created* only once
+/// the cache was listed again (`lists` differs: a fresh, consistent read
+/// still lacking it means it is gone; before that, the watch may just be
+/// stalled, and syncing from the cache would create it twice); any other
+/// staleness after [`STALE_GIVE_UP`]. `what` names the cache in the log.
+pub fn give_up_stale(
+    what: &str,
+    key: &str,
+    created_missing: bool,
+    (since, lists_then): (std::time::Instant, u64),
+    (now, lists): (std::time::Instant, u64),
+) -> bool {
+    if created_missing {
+        if lists == lists_then {
+            return false;
+        }
+        log::warn!(
+            "{what} cache of {key} lacks what we created even after listing again (an API server restored from a backup?); forgetting what we wrote and syncing from the cache"
+        );
+    } else {
+        if now.saturating_duration_since(since) < STALE_GIVE_UP {
+            return false;
+        }
+        log::warn!(
+            "{what} cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
+            STALE_GIVE_UP.as_secs()
+        );
+    }
+    true
+}
+
 /// How a Service's cached slices compare with what we wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Staleness {
@@ -559,16 +592,15 @@ impl EndpointSliceTracker {
             let b = st.busy();
             let since = *b.stale_since.get_or_insert(now);
             let lists_then = *b.stale_lists.get_or_insert(lists);
-            match kind {
-                Staleness::Missing if lists == lists_then => return true,
-                Staleness::Missing => log::warn!(
-                    "EndpointSlice cache of {key} lacks slices we created even after listing again (an API server restored from a backup?); forgetting what we wrote and syncing from the cache"
-                ),
-                _ if now.saturating_duration_since(since) < STALE_GIVE_UP => return true,
-                _ => log::warn!(
-                    "EndpointSlice cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
-                    STALE_GIVE_UP.as_secs()
-                ),
+            let missing = kind == Staleness::Missing;
+            if !give_up_stale(
+                "EndpointSlice",
+                &key,
+                missing,
+                (since, lists_then),
+                (now, lists),
+            ) {
+                return true;
             }
             st.generations.clear();
             let b = st.busy();

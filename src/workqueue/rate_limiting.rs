@@ -58,6 +58,18 @@ impl<K: Key> RateLimitingQueue<K> {
         .expect("queue")
     }
 
+    /// Every key ready now, taken and marked done, in the order taken
+    /// (unit tests).
+    #[cfg(test)]
+    pub fn drain_for_tests(&self) -> Vec<K> {
+        let mut got = Vec::new();
+        while let Some(k) = self.try_get() {
+            self.done(&k);
+            got.push(k);
+        }
+        got
+    }
+
     /// Like [`RateLimitingQueue::new`] with a limiter shared elsewhere.
     pub fn with_shared_limiter(
         config: &QueueConfig,
