@@ -114,6 +114,10 @@ pub fn client(
         max_items: k.max_list_items,
     };
     cc.user_agent = user_agent(&cfg.leader_election.identity, acting);
+    // A controller's client is shared by its workers, its event recorder
+    // and (EndpointSlice) the topology worker: keep all their connections.
+    let callers = cfg.endpoints.workers.max(cfg.endpointslices.workers) + 2;
+    cc.max_idle_connections = cc.max_idle_connections.max(callers);
     Client::new(cc, clock, Some(registry))
 }
 

@@ -490,3 +490,41 @@ fn api_connections_have_tcp_keepalive_over_http_and_tls() {
         s.stop();
     }
 }
+
+/// Ten threads sharing one client keep ten connections alive: the idle
+/// pool holds every connection the client has in flight (ureq keeps 3 per
+/// host unless told; with more callers than that, every answer beyond the
+/// third closed its connection and the next request opened a new one — a
+/// TCP, and against a real API server a TLS, handshake per request).
+#[test]
+fn ten_concurrent_callers_reuse_their_connections() {
+    let s = sim(false, None);
+    let mut cfg = config(&s);
+    cfg.qps = 0.0;
+    let c = Client::new(cfg, RealClock::shared(), None).expect("client");
+    c.create(&SERVICES, Some("default"), &service("web"))
+        .expect("create");
+    let before = s.connections_accepted();
+    let start = Arc::new(std::sync::Barrier::new(10));
+    let threads: Vec<_> = (0..10)
+        .map(|_| {
+            let c = c.clone();
+            let start = Arc::clone(&start);
+            std::thread::spawn(move || {
+                start.wait();
+                for _ in 0..100 {
+                    c.get::<Service>(&SERVICES, Some("default"), "web")
+                        .expect("get");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("caller");
+    }
+    let opened = s.connections_accepted() - before;
+    assert!(
+        opened <= 10,
+        "1,000 GETs from 10 threads opened {opened} connections"
+    );
+}

@@ -76,6 +76,8 @@ pub(super) struct Shared {
     refuse_until: Mutex<Option<Instant>>,
     conns: Mutex<HashMap<u64, Conn>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Connections accepted so far (served or turned away).
+    accepted: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -136,6 +138,7 @@ impl Server {
             refuse_until: Mutex::new(None),
             conns: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
+            accepted: AtomicU64::new(0),
         });
         let s2 = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -229,6 +232,11 @@ impl ServerControl {
     pub fn connections(&self) -> usize {
         lock(&self.shared.conns).len()
     }
+
+    /// Connections accepted since the start (including refused ones).
+    pub fn accepted(&self) -> u64 {
+        self.shared.accepted.load(Ordering::Relaxed)
+    }
 }
 
 impl Shared {
@@ -269,6 +277,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
                 continue;
             }
         };
+        shared.accepted.fetch_add(1, Ordering::Relaxed);
         if shared.refusing() {
             let _ = stream.shutdown(Shutdown::Both);
             continue;

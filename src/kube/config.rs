@@ -55,6 +55,12 @@ pub struct ClientConfig {
     /// Cap on a non-watch response body, and on the items of one LIST
     /// page (`kubernetes.max_response_bytes`, `kubernetes.max_list_items`).
     pub body_limits: BodyLimits,
+    /// Keep-alive connections kept open while idle (per agent; an agent
+    /// talks to one host). Must cover the threads that share the client:
+    /// past it, each answer beyond the limit closes its connection and the
+    /// next request opens a new one (ureq keeps 3 unless told).
+    /// Default 25, client-go's `MaxIdleConnsPerHost`.
+    pub max_idle_connections: usize,
     /// What this config was loaded from (a path or `in-cluster`), for errors.
     pub source: String,
 }
@@ -78,6 +84,7 @@ impl ClientConfig {
             watch_idle_margin: Duration::from_secs(15),
             watch_idle_timeout: Some(Duration::from_secs(120)),
             body_limits: BodyLimits::default(),
+            max_idle_connections: 25,
             source: server.to_string(),
         }
     }

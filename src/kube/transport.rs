@@ -107,6 +107,8 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<P
         .input_buffer_size(CONN_BUFFER)
         .output_buffer_size(CONN_BUFFER)
         .max_response_header_size(MAX_RESPONSE_HEAD)
+        .max_idle_connections(cfg.max_idle_connections)
+        .max_idle_connections_per_host(cfg.max_idle_connections)
         .max_redirects(0);
     if !watch {
         b = b.timeout_global(Some(cfg.request_timeout));

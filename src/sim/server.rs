@@ -18,7 +18,7 @@ use super::status::ApiError;
 use super::store::{Store, StoreConfig};
 use super::tls::{kubeconfig, SimPki, TlsError};
 use crate::clock::{RealClock, SharedClock};
-use crate::httpd::{Handler, Request, Response, Server, ServerOptions};
+use crate::httpd::{Handler, Request, Response, Server, ServerControl, ServerOptions};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -151,6 +151,8 @@ struct SimHandler {
     authz: super::authz::Authorizer,
     clock: SharedClock,
     addr: OnceLock<String>,
+    /// The listening server (for its connection count).
+    control: OnceLock<ServerControl>,
     stats: Mutex<RequestStats>,
 }
 
@@ -188,6 +190,7 @@ impl SimHandler {
             "writes": self.store.write_log(),
             "access": self.authz.log(),
             "resourceVersion": self.store.current_rv().to_string(),
+            "connectionsAccepted": self.control.get().map_or(0, ServerControl::accepted),
         }))
     }
 
@@ -387,6 +390,7 @@ impl SimServer {
             },
             clock: Arc::clone(&opts.clock),
             addr: OnceLock::new(),
+            control: OnceLock::new(),
             stats: Mutex::new(RequestStats::default()),
         });
         let server_opts = ServerOptions {
@@ -397,6 +401,7 @@ impl SimServer {
             .map_err(SimError::Listen)?;
         let addr = http.local_addr();
         let _ = handler.addr.set(addr.to_string());
+        let _ = handler.control.set(http.control());
         faults.attach(http.control());
         let scheme = if opts.tls { "https" } else { "http" };
         let kubelet = match &opts.kubelet {
@@ -430,6 +435,15 @@ impl SimServer {
     /// The fault switchboard.
     pub fn faults(&self) -> &Faults {
         &self.faults
+    }
+
+    /// TCP connections accepted so far (a client that keeps its
+    /// connections alive opens about as many as it has requests in flight).
+    pub fn connections_accepted(&self) -> u64 {
+        self.handler
+            .control
+            .get()
+            .map_or(0, ServerControl::accepted)
     }
 
     /// Requests seen so far, per verb and resource.
