@@ -11,7 +11,7 @@
 //!
 //! Scenarios: **cold** start (time until every object is written and
 //! writes stop; writes vs the minimum; the floor: the same number of objects
-//! POSTed by a bare client with concurrency 5), **churn** (readiness flips
+//! POSTed by a bare client with endpointd's concurrency, 10), **churn** (readiness flips
 //! at R/s: change → EndpointSlice and → Endpoints latency through watches,
 //! the floor = a bare Lease write observed through a watch interleaved with
 //! the churn, writes per change, CPU per 1,000 changes, RSS), **lifecycle**

@@ -13,7 +13,7 @@
 //! - **Cold-start floor with the same objects**: every slice and Endpoints
 //!   endpointd wrote at cold start, POSTed by a bare client with
 //!   endpointd's concurrency (its 5 + 5 workers). The floor (the
-//!   same number of small Leases, 5 threads) stays the target's floor; this
+//!   same number of small Leases, 10 threads) stays the target's floor; this
 //!   one shows how much of the gap is the objects' own size.
 //!
 //! Must never touch the main run's kube-sim except to read from it.
