@@ -528,3 +528,39 @@ fn ten_concurrent_callers_reuse_their_connections() {
         "1,000 GETs from 10 threads opened {opened} connections"
     );
 }
+
+/// An idle connection is reused until `idle_connection_timeout` (default
+/// 60 s, below kube-apiserver's 90 s), then replaced by a new one.
+#[test]
+fn idle_connections_are_reused_until_the_idle_timeout() {
+    assert_eq!(
+        ClientConfig::new("http://x").idle_connection_timeout,
+        Duration::from_secs(60)
+    );
+    let s = sim(false, None);
+    let get = |c: &Client| {
+        c.get::<Service>(&SERVICES, Some("default"), "web")
+            .expect("get")
+    };
+    let kept = client(&s, RealClock::shared());
+    kept.create(&SERVICES, Some("default"), &service("web"))
+        .expect("create");
+    let mut cfg = config(&s);
+    cfg.idle_connection_timeout = Duration::from_millis(300);
+    let short = Client::new(cfg, RealClock::shared(), None).expect("client");
+    get(&short);
+    let before = s.connections_accepted();
+    std::thread::sleep(Duration::from_millis(600));
+    get(&kept);
+    assert_eq!(
+        s.connections_accepted(),
+        before,
+        "idle 0.6 s < 60 s: reused"
+    );
+    get(&short);
+    assert_eq!(
+        s.connections_accepted(),
+        before + 1,
+        "idle 0.6 s > 0.3 s: a new connection"
+    );
+}

@@ -36,7 +36,12 @@
 //!   never retried here (the reflector owns that backoff). See `retry`.
 //! * HTTP/1.1 keep-alive through ureq's pool: each concurrent watch holds
 //!   its own connection (no HTTP/2), which is fine for the ~6 watches of
-//!   endpointd.
+//!   endpointd. The pool keeps up to 25 idle connections per agent
+//!   (client-go's `MaxIdleConnsPerHost`; the daemon raises it to cover a
+//!   controller's workers) for 60 s (client-go 90 s, as long as
+//!   kube-apiserver's idle timeout; 60 s stays clear of the server's close).
+//!   ureq's defaults, 3 for 15 s, made every answer past the third close its
+//!   connection, and a quiet cluster's every write a new TLS handshake.
 //! * JSON only (no protobuf); LIST pages are parsed from the socket with a
 //!   64 KiB buffer, so a page never exists twice in memory; every non-watch
 //!   body is capped (`body`: 64 MiB, and a LIST page's items), so a hostile

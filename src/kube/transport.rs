@@ -109,6 +109,7 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<P
         .max_response_header_size(MAX_RESPONSE_HEAD)
         .max_idle_connections(cfg.max_idle_connections)
         .max_idle_connections_per_host(cfg.max_idle_connections)
+        .max_idle_age(cfg.idle_connection_timeout)
         .max_redirects(0);
     if !watch {
         b = b.timeout_global(Some(cfg.request_timeout));
