@@ -32,7 +32,9 @@ pub struct Caches {
     pub services: Informer<Service>,
     /// Nodes (zones for topology hints).
     pub nodes: Informer<Node>,
-    /// Namespaces (terminating ones are skipped).
+    /// Namespaces (issue 4): only counted in the status line; no controller
+    /// reads them (a create in a terminating namespace is refused by the
+    /// API server, which the writers handle).
     pub namespaces: Informer<Namespace>,
     /// Endpoints, when that controller is enabled.
     pub endpoints: Option<Informer<Endpoints>>,
