@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -91,10 +91,13 @@ pub struct Server {
     accept: Option<JoinHandle<()>>,
 }
 
-/// A cloneable handle for fault injection on a running server.
+/// A cloneable handle for fault injection on a running server. It does
+/// not keep the server alive (a handler that holds one would otherwise
+/// form a cycle with the server that holds the handler); once the server
+/// is gone its operations do nothing.
 #[derive(Clone)]
 pub struct ServerControl {
-    shared: Arc<Shared>,
+    shared: Weak<Shared>,
 }
 
 impl std::fmt::Debug for ServerControl {
@@ -159,7 +162,7 @@ impl Server {
     /// A handle for fault injection.
     pub fn control(&self) -> ServerControl {
         ServerControl {
-            shared: Arc::clone(&self.shared),
+            shared: Arc::downgrade(&self.shared),
         }
     }
 
@@ -210,32 +213,39 @@ impl ServerControl {
     /// Shut down every open connection. When called from a handler, that
     /// handler's own connection is not cut: it closes after its response.
     pub fn drop_all_connections(&self) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
         let current = CURRENT_CONN.with(Cell::get);
-        let mine = lock(&self.shared.conns).contains_key(&current);
+        let mine = lock(&shared.conns).contains_key(&current);
         if mine {
             close_after_response();
         }
-        self.shared.close_conns(mine.then_some(current));
+        shared.close_conns(mine.then_some(current));
     }
 
     /// Accept and at once close every new connection until `until`.
     pub fn refuse_until(&self, until: Instant) {
-        *lock(&self.shared.refuse_until) = Some(until);
+        if let Some(shared) = self.shared.upgrade() {
+            *lock(&shared.refuse_until) = Some(until);
+        }
     }
 
     /// Whether new connections are being refused now.
     pub fn refusing(&self) -> bool {
-        self.shared.refusing()
+        self.shared.upgrade().is_some_and(|s| s.refusing())
     }
 
     /// Number of open connections.
     pub fn connections(&self) -> usize {
-        lock(&self.shared.conns).len()
+        self.shared.upgrade().map_or(0, |s| lock(&s.conns).len())
     }
 
     /// Connections accepted since the start (including refused ones).
     pub fn accepted(&self) -> u64 {
-        self.shared.accepted.load(Ordering::Relaxed)
+        self.shared
+            .upgrade()
+            .map_or(0, |s| s.accepted.load(Ordering::Relaxed))
     }
 }
 

@@ -531,6 +531,22 @@ mod tests {
         send_sync::<RequestStats>();
     }
 
+    /// A stopped kube-sim frees its store: the handler and the fault
+    /// switchboard hold the server's control, the server holds the
+    /// handler, so a strong control was a cycle that kept every object of
+    /// every kube-sim a test process ever started.
+    #[test]
+    fn a_stopped_sim_frees_its_store() {
+        let s = SimServer::start(SimOptions::default()).expect("kube-sim");
+        let store = Arc::downgrade(s.store());
+        s.stop();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while store.upgrade().is_some() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(store.upgrade().is_none(), "the store outlived its server");
+    }
+
     #[test]
     fn sim_options_debug_redacts_the_token() {
         let o = SimOptions {
