@@ -40,6 +40,13 @@ fn client(s: &SimServer, clock: SharedClock) -> Client {
     Client::new(config(s), clock, None).expect("client")
 }
 
+/// A client of `s` with its config changed by `tweak`.
+fn client_with(s: &SimServer, tweak: impl FnOnce(&mut ClientConfig)) -> Client {
+    let mut cfg = config(s);
+    tweak(&mut cfg);
+    Client::new(cfg, RealClock::shared(), None).expect("client")
+}
+
 fn pod(name: &str) -> DynamicObject {
     DynamicObject::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -69,9 +76,9 @@ fn token_auth_and_wrong_token() {
         .list(&PODS, Some("default"), &ListParams::default())
         .expect("list with token");
     assert!(l.items.is_empty());
-    let mut cfg = config(&s);
-    cfg.auth = endpointd::kube::Auth::Bearer("wrong".into());
-    let bad = Client::new(cfg, RealClock::shared(), None).expect("client");
+    let bad = client_with(&s, |c| {
+        c.auth = endpointd::kube::Auth::Bearer("wrong".into());
+    });
     let e = bad
         .list::<Pod>(&PODS, Some("default"), &ListParams::default())
         .expect_err("401");
@@ -88,10 +95,10 @@ fn client_certificate_tls_and_wrong_ca() {
     let p: Pod = c.get(&PODS, Some("default"), "p1").expect("get over mTLS");
     assert_eq!(p.key(), "default/p1");
     let other = sim(true, None);
-    let mut cfg = config(&s);
-    cfg.tls.ca_pem = other.ca_pem().map(|p| p.as_bytes().to_vec());
-    cfg.max_retries = 0;
-    let wrong = Client::new(cfg, RealClock::shared(), None).expect("client");
+    let wrong = client_with(&s, |c| {
+        c.tls.ca_pem = other.ca_pem().map(|p| p.as_bytes().to_vec());
+        c.max_retries = 0;
+    });
     let e = wrong
         .get::<Pod>(&PODS, Some("default"), "p1")
         .expect_err("wrong CA");
@@ -277,9 +284,9 @@ fn huge_retry_after_from_the_server_is_capped() {
     // Header and details.retryAfterSeconds of u64::MAX seconds: kept
     // uncapped, the informer's `now + retry_after` overflowed and panicked.
     let s = sim(false, None);
-    let mut cfg = config(&s);
-    cfg.max_retries = 0;
-    let c = Client::new(cfg, RealClock::shared(), None).expect("client");
+    let c = client_with(&s, |c| {
+        c.max_retries = 0;
+    });
     s.faults().fail_next(
         1,
         Some(Verb::List),
@@ -499,9 +506,9 @@ fn api_connections_have_tcp_keepalive_over_http_and_tls() {
 #[test]
 fn ten_concurrent_callers_reuse_their_connections() {
     let s = sim(false, None);
-    let mut cfg = config(&s);
-    cfg.qps = 0.0;
-    let c = Client::new(cfg, RealClock::shared(), None).expect("client");
+    let c = client_with(&s, |c| {
+        c.qps = 0.0;
+    });
     c.create(&SERVICES, Some("default"), &service("web"))
         .expect("create");
     let before = s.connections_accepted();
@@ -545,9 +552,9 @@ fn idle_connections_are_reused_until_the_idle_timeout() {
     let kept = client(&s, RealClock::shared());
     kept.create(&SERVICES, Some("default"), &service("web"))
         .expect("create");
-    let mut cfg = config(&s);
-    cfg.idle_connection_timeout = Duration::from_millis(300);
-    let short = Client::new(cfg, RealClock::shared(), None).expect("client");
+    let short = client_with(&s, |c| {
+        c.idle_connection_timeout = Duration::from_millis(300);
+    });
     get(&short);
     let before = s.connections_accepted();
     std::thread::sleep(Duration::from_millis(600));

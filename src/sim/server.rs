@@ -178,6 +178,10 @@ impl SimHandler {
         self.stats.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn connections_accepted(&self) -> u64 {
+        self.control.get().map_or(0, ServerControl::accepted)
+    }
+
     fn sim_requests(&self) -> Response {
         let counters: Vec<Value> = self
             .stats()
@@ -190,7 +194,7 @@ impl SimHandler {
             "writes": self.store.write_log(),
             "access": self.authz.log(),
             "resourceVersion": self.store.current_rv().to_string(),
-            "connectionsAccepted": self.control.get().map_or(0, ServerControl::accepted),
+            "connectionsAccepted": self.connections_accepted(),
         }))
     }
 
@@ -440,10 +444,7 @@ impl SimServer {
     /// TCP connections accepted so far (a client that keeps its
     /// connections alive opens about as many as it has requests in flight).
     pub fn connections_accepted(&self) -> u64 {
-        self.handler
-            .control
-            .get()
-            .map_or(0, ServerControl::accepted)
+        self.handler.connections_accepted()
     }
 
     /// Requests seen so far, per verb and resource.
