@@ -120,6 +120,37 @@ fn admin_endpoint_injects_500_and_503_and_reports_state() {
 }
 
 #[test]
+fn requests_since_returns_only_the_newer_writes() {
+    let s = sim();
+    let a = agent();
+    let log = |q: &str| call(&a, "GET", &format!("{}/sim/requests{q}", s.url()), None).2;
+    let base = log("")["writesTotal"].as_u64().expect("writesTotal");
+    assert_eq!(
+        log("")["writes"].as_array().map(Vec::len),
+        Some(base as usize)
+    );
+    create_pod(&s, "a");
+    create_pod(&s, "b");
+    let tail = log(&format!("?since={}", base + 1));
+    let names: Vec<&str> = tail["writes"]
+        .as_array()
+        .expect("writes")
+        .iter()
+        .filter_map(|w| w["name"].as_str())
+        .collect();
+    assert_eq!(names, ["b"]);
+    assert_eq!(tail["writesTotal"], base + 2);
+    let past = log(&format!("?since={}", base + 10));
+    assert_eq!(past["writes"], json!([]));
+    assert_eq!(past["writesTotal"], base + 2);
+    // Not a number: the whole log, as without `since`.
+    assert_eq!(
+        log("?since=x")["writes"].as_array().map(Vec::len),
+        Some(base as usize + 2)
+    );
+}
+
+#[test]
 fn latency_delays_resource_requests_only() {
     let s = sim();
     let a = agent();

@@ -75,20 +75,28 @@ pub fn main_run(
     let mut failures = Vec::new();
     let empty = empty_rss(dir);
     let (_sim, url, kc) = kube_sim(dir, &cluster(*size));
+    // Read before the start, so the polls while endpointd starts fetch only
+    // its writes.
+    let mut log = procs::WriteLog::new(&url);
     let t0 = Instant::now();
     let wall0 = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let (d, addr) = endpointd(dir, &kc, "bench-a", "");
-    let ((ep, sl), last) = settle(&url, Duration::from_millis(1500), Duration::from_secs(600));
+    let ((ep, sl), last) = procs::settle_log(
+        &mut log,
+        Duration::from_millis(1500),
+        Duration::from_secs(600),
+    );
     // When the writes stopped as the polling loop saw it: late by up to
     // one 50 ms poll plus the fetch of the whole request log.
     let polled = last.saturating_duration_since(t0);
     // When the last write happened by kube-sim's own log (same machine,
     // same clock): the figure compared with the floor, which is timed by
     // its client directly.
-    let cold = procs::last_write_time(&url)
+    let cold = log
+        .last_write_time()
         .map(|t| Duration::from_secs_f64((t - wall0).max(0.0)))
         .unwrap_or(polled);
     let min = minimum_writes(*size);

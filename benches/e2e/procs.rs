@@ -174,56 +174,93 @@ pub fn http_get(addr: &str, path: &str) -> Option<String> {
     r.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
 }
 
-/// When (kube-sim's clock, seconds since the epoch) endpointd last wrote
-/// an Endpoints or EndpointSlice, from kube-sim's log.
-pub fn last_write_time(sim_url: &str) -> Option<f64> {
-    let addr = sim_url.trim_start_matches("http://");
-    let body = http_get(addr, "/sim/requests")?;
-    let v: Value = serde_json::from_str(&body).ok()?;
-    v["writes"]
-        .as_array()?
-        .iter()
-        .filter(|w| {
-            w["userAgent"]
+/// endpointd's Endpoints and EndpointSlice writes (by user agent) in
+/// kube-sim's log, read incrementally (`/sim/requests?since=N`): each poll
+/// fetches only the writes since the previous one. The whole log of a
+/// full-size run is 2.3 MB, which kube-sim clones under its store's lock
+/// and this side parses; fetched every 50 ms while a cold start was being
+/// timed, it took CPU (and the store lock) from the two processes being
+/// measured.
+pub struct WriteLog {
+    addr: String,
+    next: u64,
+    counts: (usize, usize),
+    last: Option<f64>,
+}
+
+impl WriteLog {
+    /// A cursor that has read the log so far.
+    pub fn new(sim_url: &str) -> WriteLog {
+        let mut w = WriteLog {
+            addr: sim_url.trim_start_matches("http://").to_string(),
+            next: 0,
+            counts: (0, 0),
+            last: None,
+        };
+        w.poll();
+        w
+    }
+
+    /// Read what was written since the last poll; endpointd's (Endpoints,
+    /// slices) writes so far.
+    pub fn poll(&mut self) -> (usize, usize) {
+        let path = format!("/sim/requests?since={}", self.next);
+        let Some(v) =
+            http_get(&self.addr, &path).and_then(|b| serde_json::from_str::<Value>(&b).ok())
+        else {
+            return self.counts;
+        };
+        for w in v["writes"].as_array().into_iter().flatten() {
+            if !w["userAgent"]
                 .as_str()
                 .unwrap_or("")
                 .starts_with("endpointd/")
-                && matches!(w["resource"].as_str(), Some("endpoints" | "endpointslices"))
-        })
-        .filter_map(|w| w["time"].as_f64())
-        .reduce(f64::max)
+            {
+                continue;
+            }
+            match w["resource"].as_str() {
+                Some("endpoints") => self.counts.0 += 1,
+                Some("endpointslices") => self.counts.1 += 1,
+                _ => continue,
+            }
+            if let Some(t) = w["time"].as_f64() {
+                self.last = Some(self.last.map_or(t, |l| l.max(t)));
+            }
+        }
+        if let Some(n) = v["writesTotal"].as_u64() {
+            self.next = n;
+        }
+        self.counts
+    }
+
+    /// When (kube-sim's clock, seconds since the epoch) endpointd last
+    /// wrote an Endpoints or EndpointSlice, as far as read.
+    pub fn last_write_time(&self) -> Option<f64> {
+        self.last
+    }
 }
 
 /// Endpointd's writes (by user agent) per resource, from kube-sim's log.
 pub fn writes(sim_url: &str) -> (usize, usize) {
-    let addr = sim_url.trim_start_matches("http://");
-    let body = http_get(addr, "/sim/requests").unwrap_or_default();
-    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    let mut out = (0, 0);
-    for w in v["writes"].as_array().into_iter().flatten() {
-        if !w["userAgent"]
-            .as_str()
-            .unwrap_or("")
-            .starts_with("endpointd/")
-        {
-            continue;
-        }
-        match w["resource"].as_str() {
-            Some("endpoints") => out.0 += 1,
-            Some("endpointslices") => out.1 += 1,
-            _ => {}
-        }
-    }
-    out
+    WriteLog::new(sim_url).counts
 }
 
 /// Wait until endpointd's write counts stop moving for `quiet`.
 pub fn settle(sim_url: &str, quiet: Duration, limit: Duration) -> ((usize, usize), Instant) {
+    settle_log(&mut WriteLog::new(sim_url), quiet, limit)
+}
+
+/// [`settle`] reading through `log`.
+pub fn settle_log(
+    log: &mut WriteLog,
+    quiet: Duration,
+    limit: Duration,
+) -> ((usize, usize), Instant) {
     let deadline = Instant::now() + limit;
-    let mut last = (writes(sim_url), Instant::now());
+    let mut last = (log.counts, Instant::now());
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
-        let w = writes(sim_url);
+        let w = log.poll();
         if w != last.0 {
             last = (w, Instant::now());
         } else if last.1.elapsed() >= quiet {

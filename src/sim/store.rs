@@ -180,6 +180,14 @@ impl Store {
         self.lock().log.clone()
     }
 
+    /// The write log from entry `since` on (empty when `since` is past its
+    /// end), and the log's length.
+    pub fn write_log_since(&self, since: usize) -> (Vec<WriteRecord>, usize) {
+        let inner = self.lock();
+        let tail = inner.log.get(since..).unwrap_or_default().to_vec();
+        (tail, inner.log.len())
+    }
+
     /// Create the objects of a `v1 List` (items with apiVersion/kind).
     /// Returns how many were created.
     pub fn load_list(&self, list: &Value) -> Result<usize, String> {
