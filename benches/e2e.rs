@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench e2e -- [--services S] [--pods P] [--nodes N]
 //!                            [--rate R] [--duration SECS] [--scenario churn|lifecycle|restart|cold|burst|all]
+//!                            [--server-latency-ms MS]
 //! ```
 //! Defaults are CI-sized (20 services, 200 pods, 5 nodes, 20 changes/s for
 //! 5 s). Full size: `--services 1000 --pods 10000 --nodes 100 --rate 100
@@ -22,6 +23,11 @@
 //! ready), **burst** (1,000 flips of one 100-pod service within a second,
 //! batch_period 0 s and 1 s). With default sizes it asserts correctness
 //! and exits 1 on a violation. Human lines first, a JSON summary last.
+//!
+//! `--server-latency-ms MS` (default 0) makes every kube-sim of the run,
+//! the floors' too, answer each resource request after MS ms: kube-sim
+//! answers a write in tens of microseconds, a real API server (etcd) in
+//! milliseconds, which changes what the floors mean.
 
 #[path = "e2e/churn.rs"]
 mod churn;
@@ -41,6 +47,7 @@ struct Args {
     rate: f64,
     duration: Duration,
     scenario: String,
+    server_latency_ms: u64,
 }
 
 fn args() -> Args {
@@ -53,6 +60,7 @@ fn args() -> Args {
         rate: 20.0,
         duration: Duration::from_secs(5),
         scenario: "all".into(),
+        server_latency_ms: 0,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -65,6 +73,7 @@ fn args() -> Args {
             "--rate" => a.rate = val.parse().unwrap_or(a.rate),
             "--duration" => a.duration = Duration::from_secs(val.parse().unwrap_or(5)),
             "--scenario" => a.scenario = val,
+            "--server-latency-ms" => a.server_latency_ms = val.parse().unwrap_or(0),
             _ => {
                 i += 1;
                 continue;
@@ -77,6 +86,7 @@ fn args() -> Args {
 
 fn main() {
     let a = args();
+    procs::SERVER_LATENCY_MS.store(a.server_latency_ms, std::sync::atomic::Ordering::Relaxed);
     let default = a.size.services == 20 && a.size.pods == 200;
     let dir = std::env::temp_dir().join(format!("endpointd-e2e-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -84,7 +94,7 @@ fn main() {
     let run = |s: &str| a.scenario == "all" || a.scenario == s;
     let mut summary = serde_json::Map::new();
     let mut failures: Vec<String> = Vec::new();
-    summary.insert("size".into(), json!({"services": a.size.services, "pods": a.size.pods, "nodes": a.size.nodes, "rate": a.rate, "duration_s": a.duration.as_secs()}));
+    summary.insert("size".into(), json!({"services": a.size.services, "pods": a.size.pods, "nodes": a.size.nodes, "rate": a.rate, "duration_s": a.duration.as_secs(), "server_latency_ms": a.server_latency_ms}));
     if run("cold") || run("churn") || run("lifecycle") || run("restart") {
         let r = churn::main_run(
             &dir,

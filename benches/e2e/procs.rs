@@ -126,8 +126,20 @@ pub fn kube_sim(dir: &Path, list: &Value) -> (Proc, String, PathBuf) {
     let mut line = String::new();
     let out = child.stdout.take().expect("stdout");
     BufReader::new(out).read_line(&mut line).expect("url");
-    (Proc { child }, line.trim().to_string(), kc)
+    let url = line.trim().to_string();
+    let latency = SERVER_LATENCY_MS.load(std::sync::atomic::Ordering::Relaxed);
+    if latency > 0 {
+        let body = json!({ "latencyMs": latency }).to_string();
+        let addr = url.trim_start_matches("http://");
+        http_send(addr, "POST", "/sim/faults", &body).expect("set kube-sim's latency");
+    }
+    (Proc { child }, url, kc)
 }
+
+/// `--server-latency-ms`: every kube-sim the bench starts answers each
+/// resource request after this long (its `latencyMs` fault), standing in
+/// for the per-request cost of a real API server and its etcd.
+pub static SERVER_LATENCY_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Start `endpointd run` with `extra` TOML; its metrics address.
 pub fn endpointd(dir: &Path, kc: &Path, name: &str, extra: &str) -> (Proc, String) {
@@ -158,12 +170,18 @@ pub fn endpointd(dir: &Path, kc: &Path, name: &str, extra: &str) -> (Proc, Strin
 }
 
 pub fn http_get(addr: &str, path: &str) -> Option<String> {
+    http_send(addr, "GET", path, "")
+}
+
+/// One request with `body` (JSON when not empty); the body of a 200 answer.
+pub fn http_send(addr: &str, method: &str, path: &str, body: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
     )
     .ok()?;
     let mut r = String::new();
