@@ -90,7 +90,7 @@ pub fn main_run(
         Duration::from_secs(600),
     );
     // When the writes stopped as the polling loop saw it: late by up to
-    // one 50 ms poll plus the fetch of the whole request log.
+    // one 50 ms poll plus the fetch of the writes since the previous poll.
     let polled = last.saturating_duration_since(t0);
     // When the last write happened by kube-sim's own log (same machine,
     // same clock): the figure compared with the floor, which is timed by

@@ -1,7 +1,9 @@
 # soak.py URL MINUTES PID: 50 changes/s for MINUTES against a kube-sim on loopback (40 % pods
 # created with fresh names and IPs, 40 % deleted, 20 % readiness flips, a Service deleted and created
 # again every 10 s); prints the RSS of PID every 30 s, then a "done" line.
-import json, random, sys, time, urllib.request
+import json, os, random, sys, time, urllib.request
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import ip, pod  # noqa: E402
 url, minutes, pid = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 def req(method, path, body=None):
     data = json.dumps(body).encode() if body is not None else None
@@ -15,15 +17,6 @@ def rss():
     for l in open(f"/proc/{pid}/status"):
         if l.startswith("VmRSS"):
             return int(l.split()[1])
-def pod(name, svc, i):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "bench", "labels": {"app": f"s-{svc}"}},
-            "spec": {"nodeName": f"n-{i % 100}", "containers": [{"name": "c", "image": "i",
-                     "ports": [{"name": "http", "containerPort": 8080}]}]},
-            "status": {"phase": "Running", "podIP": f"10.{200 + (i // 65536) % 50}.{(i // 256) % 256}.{i % 256}",
-                       "podIPs": [{"ip": f"10.{200 + (i // 65536) % 50}.{(i // 256) % 256}.{i % 256}"}],
-                       "conditions": [{"type": "Ready", "status": "True",
-                                       "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
 live = []  # names of our pods
 n = 0; ops = 0; svc_cycles = 0
 t0 = time.time(); nxt = t0
@@ -34,7 +27,7 @@ while time.time() - t0 < minutes * 60:
         r = random.random()
         if r < 0.4 or len(live) < 500:
             name = f"soak{int(t0)%100000}-{n}"; svc = random.randrange(1000)
-            req("POST", "/api/v1/namespaces/bench/pods", pod(name, svc, n)); live.append(name); n += 1
+            req("POST", "/api/v1/namespaces/bench/pods", pod(name, svc, n, ip(n % (50 * 65536), 200))); live.append(name); n += 1
         elif r < 0.8:
             name = live.pop(random.randrange(len(live)))
             req("DELETE", f"/api/v1/namespaces/bench/pods/{name}?gracePeriodSeconds=0")

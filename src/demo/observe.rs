@@ -124,14 +124,14 @@ impl Writes {
 
 /// The write log's length now (a mark for [`writes_since`]).
 pub fn mark(store: &Store) -> usize {
-    store.write_log().len()
+    store.write_log_since(usize::MAX).1
 }
 
 /// Endpoints and EndpointSlice writes after `mark`.
 pub fn writes_since(store: &Store, mark: usize) -> Writes {
-    let log = store.write_log();
+    let (log, _) = store.write_log_since(mark);
     let mut w = Writes::default();
-    for r in log.into_iter().skip(mark) {
+    for r in log {
         match r.resource.as_str() {
             "endpoints" => w.endpoints.push(r),
             "endpointslices" => w.slices.push(r),

@@ -177,7 +177,7 @@ impl Store {
 
     /// Every write so far, oldest first.
     pub fn write_log(&self) -> Vec<WriteRecord> {
-        self.lock().log.clone()
+        self.write_log_since(0).0
     }
 
     /// The write log from entry `since` on (empty when `since` is past its
