@@ -52,6 +52,10 @@ pub struct SimOptions {
     /// Authorize requests with RBAC (`--authorization-mode RBAC`): the
     /// policy is the RBAC items of the `load` file.
     pub rbac: bool,
+    /// After loading, before listening: what `etcdutl snapshot restore
+    /// --bump-revision N --mark-compacted` does (0: nothing), so a restored
+    /// server is never seen with its revisions unbumped.
+    pub bump_revision: u64,
 }
 
 impl std::fmt::Debug for SimOptions {
@@ -66,6 +70,7 @@ impl std::fmt::Debug for SimOptions {
             .field("clock", &self.clock)
             .field("token_users", &self.token_users)
             .field("rbac", &self.rbac)
+            .field("bump_revision", &self.bump_revision)
             .finish()
     }
 }
@@ -84,6 +89,7 @@ impl Default for SimOptions {
             kubelet: None,
             token_users: Vec::new(),
             rbac: false,
+            bump_revision: 0,
         }
     }
 }
@@ -382,6 +388,9 @@ impl SimServer {
             let (list, p) = super::load::read_file(path).map_err(load_err)?;
             store.load_list(&list).map_err(load_err)?;
             policy = p;
+        }
+        if opts.bump_revision > 0 {
+            store.bump_revision(opts.bump_revision);
         }
         let pki = if opts.tls {
             Some(SimPki::generate().map_err(SimError::Tls)?)

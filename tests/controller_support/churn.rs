@@ -156,14 +156,18 @@ pub fn replace_sim(c: &mut Cluster, down: Duration, items: Vec<Value>, bump: u64
     let placeholder = SimServer::start(SimOptions::default()).expect("placeholder");
     std::mem::replace(&mut c.sim, placeholder).stop();
     std::thread::sleep(down);
+    // Loaded (and bumped) before it listens, as a restored API server is:
+    // loading after it is up let endpointd's lease thread create its Lease
+    // first, and the load then failed on "already exists".
+    let load = c.dir.join("restore.json");
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(&load, list.to_string()).expect("write the restore file");
     let fresh = SimServer::start(SimOptions {
         listen: addr,
+        load: Some(load),
+        bump_revision: bump,
         ..SimOptions::default()
     })
-    .expect("a fresh kube-sim on the same address");
+    .expect("a fresh kube-sim on the same address, loaded");
     std::mem::replace(&mut c.sim, fresh).stop();
-    c.load(items);
-    if bump > 0 {
-        c.sim.store().bump_revision(bump);
-    }
 }
