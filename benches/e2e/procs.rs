@@ -203,6 +203,7 @@ pub struct WriteLog {
     addr: String,
     next: u64,
     counts: (usize, usize),
+    first: Option<f64>,
     last: Option<f64>,
 }
 
@@ -213,6 +214,7 @@ impl WriteLog {
             addr: sim_url.trim_start_matches("http://").to_string(),
             next: 0,
             counts: (0, 0),
+            first: None,
             last: None,
         };
         w.poll();
@@ -242,6 +244,7 @@ impl WriteLog {
                 _ => continue,
             }
             if let Some(t) = w["time"].as_f64() {
+                self.first = Some(self.first.map_or(t, |f| f.min(t)));
                 self.last = Some(self.last.map_or(t, |l| l.max(t)));
             }
         }
@@ -255,6 +258,11 @@ impl WriteLog {
     /// wrote an Endpoints or EndpointSlice, as far as read.
     pub fn last_write_time(&self) -> Option<f64> {
         self.last
+    }
+
+    /// When endpointd first wrote one, as far as read.
+    pub fn first_write_time(&self) -> Option<f64> {
+        self.first
     }
 }
 
