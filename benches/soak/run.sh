@@ -29,6 +29,8 @@ burst = 2000
 identity = "soak"
 [log]
 level = "warn"
+[server]
+listen = "127.0.0.1:0"
 EOT
 start() {
   "$B/endpointd" run --config "$d/ed.toml" >"$d/ed-$1.out" 2>&1 &
