@@ -4,7 +4,8 @@
 //!
 //! Must never drop metadata it does not model (see [`ObjectMeta::extra`]).
 
-use super::pod::{null_default, null_default_vec};
+use super::exact_vec::{null_default_vec, scratch};
+use super::pod::null_default;
 use super::{impl_object, IStr, ObjectMeta, ObjectReference, Protocol};
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
@@ -57,6 +58,8 @@ impl_object!(Endpoints, {
         true
     }
 });
+
+scratch!(EndpointSubset, EndpointAddress, EndpointPort);
 
 /// `v1.EndpointSubset`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

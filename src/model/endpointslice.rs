@@ -6,7 +6,8 @@
 //!
 //! Must never drop metadata it does not model (see [`ObjectMeta::extra`]).
 
-use super::pod::{null_default, null_default_vec};
+use super::exact_vec::{null_default_seq, null_default_vec, scratch, take_exact};
+use super::pod::null_default;
 use super::{impl_object, IStr, ObjectMeta, ObjectReference, Protocol};
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
@@ -179,9 +180,15 @@ impl Serialize for Addresses {
 impl<'de> Deserialize<'de> for Addresses {
     /// An array of strings; null as empty.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Addresses, D::Error> {
-        null_default_vec::<D, CompactString>(d).map(Addresses::from)
+        // The usual single address is kept without allocating for it.
+        null_default_seq(d, |buf: &mut Vec<CompactString>| match buf.len() {
+            1 => Addresses(AddrRepr::One(buf.pop().unwrap_or_default())),
+            _ => Addresses(AddrRepr::Many(take_exact(buf).into_boxed_slice())),
+        })
     }
 }
+
+scratch!(Endpoint, EndpointSlicePort, CompactString);
 
 /// `discovery/v1.EndpointConditions` (pointers upstream).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

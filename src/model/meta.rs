@@ -864,7 +864,7 @@ mod compact_tests {
         annotations: Labels,
         #[serde(
             skip_serializing_if = "Vec::is_empty",
-            deserialize_with = "crate::model::pod::null_default_vec"
+            deserialize_with = "crate::model::exact_vec::null_default_vec"
         )]
         owner_references: Vec<LegacyOwner>,
         #[serde(rename = "managedFields", skip_serializing)]
@@ -885,6 +885,7 @@ mod compact_tests {
         #[serde(skip_serializing_if = "is_false")]
         block_owner_deletion: bool,
     }
+    crate::model::exact_vec::scratch!(LegacyOwner);
 
     const UUID: &str = "6f1c2a7e-3b4d-4c5e-9f60-0123456789ab";
 

@@ -23,6 +23,7 @@ mod dynamic;
 mod endpoints;
 mod endpointslice;
 mod event;
+mod exact_vec;
 mod intern;
 mod json_out;
 mod labels;

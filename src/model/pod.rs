@@ -323,19 +323,6 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// Deserialize a possibly-null array into a `Vec` without spare capacity:
-/// a JSON array has no length hint, so the `Vec` grows by doubling and a
-/// cached 10-address Endpoints subset would keep room for 16.
-pub(crate) fn null_default_vec<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    let mut v = Option::<Vec<T>>::deserialize(d)?.unwrap_or_default();
-    v.shrink_to_fit();
-    Ok(v)
-}
-
 #[derive(Default, Deserialize)]
 #[serde(default)]
 struct PodWire {
