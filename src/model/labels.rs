@@ -272,22 +272,54 @@ impl<'de> Visitor<'de> for LabelsVisitor {
         d.deserialize_map(LabelsVisitor)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Labels, A::Error> {
-        let mut text = String::new();
-        let mut v: Vec<(Range<usize>, Range<usize>)> = Vec::new();
-        while let Some(k) = a.next_key_seed(Append(&mut text))? {
-            let val = a.next_value_seed(Append(&mut text))?;
-            v.push((k, val));
+        // The keys and values are gathered in this thread's buffers (kept
+        // between decodes, as every pod, Service and slice carries labels),
+        // so a decode allocates only the packed result.
+        let (mut text, mut v) = SCRATCH.take();
+        let r = gather(&mut a, &mut text, &mut v).map(|()| {
+            let s = |r: &Range<usize>| &text[r.clone()];
+            // Stable: of equal keys the later entry stays last.
+            v.sort_by(|a, b| s(&a.0).cmp(s(&b.0)));
+            // JSON objects from the API server never repeat keys; if one
+            // does, keep the last value like a Go map would.
+            v.reverse();
+            v.dedup_by(|a, b| s(&a.0) == s(&b.0));
+            v.reverse();
+            Labels::pack(v.iter().map(|(k, val)| (s(k), s(val))))
+        });
+        text.clear();
+        v.clear();
+        if text.capacity() <= SCRATCH_KEEP_BYTES && v.capacity() <= SCRATCH_KEEP_LABELS {
+            SCRATCH.set((text, v));
         }
-        let s = |r: &Range<usize>| &text[r.clone()];
-        // Stable: of equal keys the later entry stays last.
-        v.sort_by(|a, b| s(&a.0).cmp(s(&b.0)));
-        // JSON objects from the API server never repeat keys; if one does,
-        // keep the last value like a Go map would.
-        v.reverse();
-        v.dedup_by(|a, b| s(&a.0) == s(&b.0));
-        v.reverse();
-        Ok(Labels::pack(v.iter().map(|(k, val)| (s(k), s(val)))))
+        r
     }
+}
+
+/// Key and value ranges into the text they were appended to.
+type Ranges = Vec<(Range<usize>, Range<usize>)>;
+
+thread_local! {
+    /// This thread's buffers for [`LabelsVisitor`], empty between decodes.
+    static SCRATCH: std::cell::Cell<(String, Ranges)> =
+        const { std::cell::Cell::new((String::new(), Vec::new())) };
+}
+
+/// Larger buffers (a pod with thousands of labels) are freed after use.
+const SCRATCH_KEEP_BYTES: usize = 16 * 1024;
+const SCRATCH_KEEP_LABELS: usize = 256;
+
+/// Append every key and value of `a` to `text`, their ranges to `v`.
+fn gather<'de, A: MapAccess<'de>>(
+    a: &mut A,
+    text: &mut String,
+    v: &mut Ranges,
+) -> Result<(), A::Error> {
+    while let Some(k) = a.next_key_seed(Append(text))? {
+        let val = a.next_value_seed(Append(text))?;
+        v.push((k, val));
+    }
+    Ok(())
 }
 
 impl<'de> Deserialize<'de> for Labels {
@@ -312,6 +344,18 @@ mod tests {
         let n: Labels = serde_json::from_str("null").expect("null labels");
         assert!(n.is_empty());
         assert!(serde_json::from_str::<Labels>(r#"{"a":1}"#).is_err());
+    }
+
+    #[test]
+    fn a_failed_decode_leaves_nothing_for_the_next() {
+        assert!(serde_json::from_str::<Labels>(r#"{"x":"1","y":2}"#).is_err());
+        let l: Labels = serde_json::from_str(r#"{"b":"2"}"#).expect("after an error");
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![("b", "2")]);
+        let big: String = (0..2000).map(|i| format!(r#""k{i}":"{i}","#)).collect();
+        let l: Labels = serde_json::from_str(&format!("{{{}\"z\":\"\"}}", big)).expect("big");
+        assert_eq!(l.len(), 2001);
+        let l: Labels = serde_json::from_str(r#"{"a":"1"}"#).expect("after a big one");
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![("a", "1")]);
     }
 
     #[test]
