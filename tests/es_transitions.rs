@@ -1037,10 +1037,13 @@ fn pod_transitions() {
     // retried, a warning on the Service; the Node appears: the pod is in.
     let m = s.mark();
     s.c.load(vec![pod_on("web-3", "web", "node-x", &ip(3), true)]);
-    wait_until("two failed syncs", LIMIT, || {
+    // The syncs are counted before their warnings reach the server (the
+    // recorder writes them from its own thread): wait for both.
+    wait_until("two failed syncs and their warnings", LIMIT, || {
         s.d.metric("endpointd_syncs_total{controller=\"endpoint_slice\",result=\"error\"}")
             .unwrap_or(0.0)
             >= 2.0
+            && s.since(&m).events.len() >= 2
     });
     let step = s.since(&m);
     assert!(
