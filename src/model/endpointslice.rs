@@ -147,12 +147,21 @@ impl std::ops::Deref for Addresses {
     }
 }
 
+impl Addresses {
+    /// The addresses taken out of `buf` (left empty): the usual single one
+    /// inline, without an allocation; none or several in one of their
+    /// exact size.
+    fn take_from(buf: &mut Vec<CompactString>) -> Addresses {
+        match buf.len() {
+            1 => Addresses(AddrRepr::One(buf.pop().unwrap_or_default())),
+            _ => Addresses(AddrRepr::Many(take_exact(buf).into_boxed_slice())),
+        }
+    }
+}
+
 impl From<Vec<CompactString>> for Addresses {
     fn from(mut v: Vec<CompactString>) -> Addresses {
-        match v.len() {
-            1 => Addresses(AddrRepr::One(v.pop().unwrap_or_default())),
-            _ => Addresses(AddrRepr::Many(v.into_boxed_slice())),
-        }
+        Addresses::take_from(&mut v)
     }
 }
 
@@ -180,11 +189,7 @@ impl Serialize for Addresses {
 impl<'de> Deserialize<'de> for Addresses {
     /// An array of strings; null as empty.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Addresses, D::Error> {
-        // The usual single address is kept without allocating for it.
-        null_default_seq(d, |buf: &mut Vec<CompactString>| match buf.len() {
-            1 => Addresses(AddrRepr::One(buf.pop().unwrap_or_default())),
-            _ => Addresses(AddrRepr::Many(take_exact(buf).into_boxed_slice())),
-        })
+        null_default_seq(d, Addresses::take_from)
     }
 }
 
