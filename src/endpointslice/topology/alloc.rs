@@ -106,8 +106,12 @@ pub fn giving_and_receiving(
         }
     }
     let (mut giving, mut receiving) = (ZoneCounts::new(), ZoneCounts::new());
+    // Upstream's stop: no zone left on either side, both sides short of a
+    // whole endpoint, or either side short of half of one. So a zone with
+    // a whole endpoint to spare still gives it to a zone that needs 0.5 or
+    // more (and the reverse).
     while let (Some((g, ng)), Some((r, nr))) = (most(&giving_f), most(&receiving_f)) {
-        if ng < 1.0 || nr < 1.0 {
+        if (ng < 1.0 && nr < 1.0) || ng < 0.5 || nr < 0.5 {
             break;
         }
         *giving.entry(g.clone()).or_default() += 1;

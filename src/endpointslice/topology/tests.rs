@@ -447,3 +447,135 @@ fn remove_hints_from_slices_moves_hinted_unchanged_slices() {
     assert_eq!(u[0].metadata.name, "h");
     assert!(hint_zones(&u).iter().all(Option::is_none));
 }
+
+/// Upstream `Test_getGivingAndReceivingZones`, less its three cases with
+/// negative allocated counts (ours are unsigned: a slice cannot hold fewer
+/// than no hints).
+#[test]
+fn giving_and_receiving_table() {
+    let alloc = |d: &[(&str, f64)]| -> BTreeMap<String, Allocation> {
+        d.iter()
+            .map(|(z, desired)| {
+                let a = Allocation {
+                    minimum: 0,
+                    maximum: 0,
+                    desired: *desired,
+                };
+                (z.to_string(), a)
+            })
+            .collect()
+    };
+    let counts = |c: &[(&str, usize)]| -> ZoneCounts {
+        c.iter().map(|(z, n)| (z.to_string(), *n)).collect()
+    };
+    type Row = (
+        &'static str,
+        Vec<(&'static str, f64)>,
+        Vec<(&'static str, usize)>,
+        Vec<(&'static str, usize)>,
+        Vec<(&'static str, usize)>,
+    );
+    let rows: Vec<Row> = vec![
+        ("empty", vec![], vec![], vec![], vec![]),
+        (
+            "no need for rebalancing",
+            vec![("zone-a", 1.2), ("zone-b", 1.1), ("zone-c", 1.0)],
+            vec![("zone-a", 1), ("zone-b", 1), ("zone-c", 1)],
+            vec![],
+            vec![],
+        ),
+        (
+            "same zone preferred even when one more would distribute slightly better",
+            vec![("zone-a", 5.1), ("zone-b", 5.1), ("zone-c", 5.8)],
+            vec![("zone-a", 16)],
+            vec![("zone-a", 10)],
+            vec![("zone-b", 5), ("zone-c", 5)],
+        ),
+        (
+            "two zones need < 1: the one that needs it most gets it",
+            vec![("zone-a", 5.0), ("zone-b", 5.6), ("zone-c", 5.4)],
+            vec![("zone-a", 16)],
+            vec![("zone-a", 11)],
+            vec![("zone-b", 6), ("zone-c", 5)],
+        ),
+        (
+            "two zones with extra: the one with most extra gives",
+            vec![("zone-a", 5.0), ("zone-b", 5.6), ("zone-c", 5.4)],
+            vec![("zone-b", 8), ("zone-c", 8)],
+            vec![("zone-b", 2), ("zone-c", 3)],
+            vec![("zone-a", 5)],
+        ),
+        (
+            "more allocated than allocations",
+            vec![("zone-a", 5.0), ("zone-b", 5.0), ("zone-c", 5.0)],
+            vec![("zone-a", 6), ("zone-b", 6), ("zone-c", 6)],
+            vec![],
+            vec![],
+        ),
+        (
+            "negative allocations",
+            vec![("zone-a", -5.0), ("zone-b", -5.0), ("zone-c", -5.0)],
+            vec![("zone-a", 6), ("zone-b", 6), ("zone-c", 6)],
+            vec![],
+            vec![],
+        ),
+    ];
+    for (name, desired, allocated, giving, receiving) in rows {
+        let (g, r) = giving_and_receiving(&alloc(&desired), &counts(&allocated));
+        assert_eq!(g, counts(&giving), "{name}: giving");
+        assert_eq!(r, counts(&receiving), "{name}: receiving");
+    }
+}
+
+fn hints_per_zone(slices: &[EndpointSlice]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for z in hint_zones(slices).into_iter().flatten() {
+        *m.entry(z).or_default() += 1;
+    }
+    m
+}
+
+#[test]
+fn a_zone_without_endpoints_gets_its_minimum() {
+    // Three zones of equal CPU, 5 + 5 ready endpoints in two of them:
+    // desired 3.33 each, minimum 3, maximum 4. Upstream gives zone-c three
+    // (2 from zone-a, 1 from zone-b); stopping when either side is short
+    // of a whole endpoint gave it two, below its minimum, and left the
+    // Service overloaded.
+    let mut c = TopologyCache::new();
+    c.set_nodes(&[
+        node("n1", Some("zone-a"), Some("4"), true, false),
+        node("n2", Some("zone-b"), Some("4"), true, false),
+        node("n3", Some("zone-c"), Some("4"), true, false),
+    ]);
+    let mut eps: Vec<Endpoint> = (0..5).map(|_| ep(Some("zone-a"), true)).collect();
+    eps.extend((0..5).map(|_| ep(Some("zone-b"), true)));
+    let (created, _, _) = c.add_hints(&si(vec![slice("", eps)], vec![]));
+    let per_zone = hints_per_zone(&created);
+    let want: BTreeMap<String, usize> = [("zone-a", 3), ("zone-b", 4), ("zone-c", 3)]
+        .into_iter()
+        .map(|(z, n)| (z.to_string(), n))
+        .collect();
+    assert_eq!(per_zone, want);
+    assert!(c.get_overloaded_services().is_empty());
+}
+
+#[test]
+fn hints_within_every_maximum_are_kept_on_the_next_sync() {
+    // 7 : 1 CPU, 12 ready endpoints all in zone-a: desired 10.5 / 2,
+    // maximum 10 / 3. Upstream hints 10 + 2, which the next sync keeps;
+    // 11 + 1 was over zone-a's maximum, so every sync rewrote the slice.
+    let mut c = two_zones("7", "1");
+    let eps: Vec<Endpoint> = (0..12).map(|_| ep(Some("zone-a"), true)).collect();
+    let (created, _, _) = c.add_hints(&si(vec![slice("", eps)], vec![]));
+    let want: BTreeMap<String, usize> = [("zone-a", 10), ("zone-b", 2)]
+        .into_iter()
+        .map(|(z, n)| (z.to_string(), n))
+        .collect();
+    assert_eq!(hints_per_zone(&created), want);
+    let mut written = created[0].clone();
+    written.metadata.name = "svc-1".into();
+    let (creates, updates, _) = c.add_hints(&si(vec![], vec![written]));
+    assert!(creates.is_empty() && updates.is_empty(), "{updates:?}");
+    assert!(c.get_overloaded_services().is_empty());
+}
