@@ -7,7 +7,7 @@
 use endpointd::clock::{FakeClock, RealClock, SharedClock};
 use endpointd::kube::{
     Client, ClientConfig, Error, ListParams, ObjectList, Preconditions, WatchEvent, WatchParams,
-    ENDPOINTSLICES, LEASES, PODS, SERVICES,
+    WriteGate, ENDPOINTSLICES, LEASES, PODS, SERVICES,
 };
 use endpointd::model::{
     AddressType, DynamicObject, Endpoint, EndpointConditions, EndpointSlice, EndpointSlicePort,
@@ -17,7 +17,7 @@ use endpointd::sim::requestinfo::Verb;
 use endpointd::sim::server::{SimOptions, SimServer};
 use serde_json::json;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -276,6 +276,91 @@ fn retries_on_503_and_429_are_bounded_and_counted_by_the_sim() {
     c.create(&SERVICES, Some("default"), &service("a"))
         .expect("POST retried after 429");
     assert_eq!(s.requests().get(Verb::Create, "services"), 3);
+    s.stop();
+}
+
+/// A write gate that allows `n` attempts, each granted `within`, then
+/// refuses (a leader whose lease lapsed while its write was being retried).
+#[derive(Debug)]
+struct Allow {
+    left: AtomicU32,
+    within: Option<Duration>,
+}
+
+impl Allow {
+    fn new(n: u32, within: Option<Duration>) -> Arc<Allow> {
+        Arc::new(Allow {
+            left: AtomicU32::new(n),
+            within,
+        })
+    }
+}
+
+impl WriteGate for Allow {
+    fn time_left(&self) -> Result<Option<Duration>, String> {
+        match self
+            .left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        {
+            Ok(_) => Ok(self.within),
+            Err(_) => Err("lease lapsed".into()),
+        }
+    }
+}
+
+fn refused(e: &Error) -> bool {
+    matches!(e, Error::InvalidRequest(m) if m.contains("lease lapsed"))
+}
+
+#[test]
+fn a_gated_write_is_asked_before_every_attempt_and_bounded_by_it() {
+    let s = sim(false, None);
+    let c = client(&s, RealClock::shared());
+    let svc: DynamicObject = c
+        .create(&SERVICES, Some("default"), &service("a"))
+        .expect("create");
+    // The first PUT fails with 503 and the gate closes meanwhile: the
+    // retry is never sent.
+    s.faults()
+        .fail_next(1, Some(Verb::Update), Some("services".into()), 503, None);
+    let e = c
+        .gated(Allow::new(1, None))
+        .update(&SERVICES, Some("default"), &svc)
+        .expect_err("refused on retry");
+    assert!(refused(&e), "{e}");
+    assert_eq!(s.requests().get(Verb::Update, "services"), 1);
+    // Closed from the start: nothing is sent, whatever the verb.
+    let closed = c.gated(Allow::new(0, None));
+    let e = closed
+        .create(&SERVICES, Some("default"), &service("b"))
+        .expect_err("refused");
+    assert!(refused(&e), "{e}");
+    let e = closed
+        .delete(&SERVICES, Some("default"), "a", None)
+        .expect_err("refused");
+    assert!(refused(&e), "{e}");
+    assert_eq!(s.requests().get(Verb::Create, "services"), 1);
+    assert_eq!(s.requests().get(Verb::Delete, "services"), 0);
+    // Reads are not gated.
+    closed
+        .get::<DynamicObject>(&SERVICES, Some("default"), "a")
+        .expect("get");
+    // An attempt ends when the time granted does, not after
+    // `request_timeout` (30 s): the server answers after 3 s, the gate
+    // granted 300 ms, and the retry is refused.
+    s.faults().set_latency(Duration::from_secs(3));
+    let t = std::time::Instant::now();
+    let e = c
+        .gated(Allow::new(1, Some(Duration::from_millis(300))))
+        .update(&SERVICES, Some("default"), &svc)
+        .expect_err("timed out, then refused");
+    assert!(refused(&e), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "bounded by the gate: {:?}",
+        t.elapsed()
+    );
+    s.faults().set_latency(Duration::ZERO);
     s.stop();
 }
 

@@ -7,11 +7,14 @@
 //! paused (SIGSTOP, a frozen VM) or cut off from the API server therefore
 //! sends nothing until the lease thread has re-confirmed leadership —
 //! stricter than client-go, whose paused leader may finish in-flight syncs
-//! after its lease was taken. Without election the fence is always open.
+//! after its lease was taken. The writers' clients carry the fence as their
+//! [`WriteGate`], so it is asked again before every retry and bounds each
+//! attempt. Without election the fence is always open.
 //!
 //! Owns that decision only; never talks to the API server.
 
 use crate::clock::SharedClock;
+use crate::kube::WriteGate;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -77,8 +80,13 @@ impl Fence {
 
     /// `Ok` if a write may be sent now.
     pub fn check(&self) -> Result<(), Fenced> {
+        self.left().map(|_| ())
+    }
+
+    /// How long writes may still be sent (`None`: no limit), or why not.
+    fn left(&self) -> Result<Option<Duration>, Fenced> {
         match &*self.0 {
-            Mode::Open => Ok(()),
+            Mode::Open => Ok(None),
             Mode::Leased {
                 clock,
                 renew_deadline,
@@ -90,7 +98,7 @@ impl Fence {
                     Some(t) => {
                         let age = clock.now().saturating_duration_since(t);
                         if age < *renew_deadline {
-                            Ok(())
+                            Ok(Some(*renew_deadline - age))
                         } else {
                             Err(Fenced(format!(
                                 "leadership not confirmed for {:.1}s (renew_deadline {:.1}s)",
@@ -102,6 +110,16 @@ impl Fence {
                 }
             }
         }
+    }
+}
+
+/// The client asks the fence before every attempt of a write, retries
+/// included, and ends the attempt by the fence's deadline: a write that
+/// waited (rate limiter, backoff, a slow link) past `renew_deadline` since
+/// the last renewal is not sent, and one in flight is abandoned then.
+impl WriteGate for Fence {
+    fn time_left(&self) -> Result<Option<Duration>, String> {
+        self.left().map_err(|e| e.to_string())
     }
 }
 
@@ -134,5 +152,19 @@ mod tests {
         assert!(f.check().is_ok());
         f.revoke();
         assert!(f.check().is_err());
+    }
+
+    #[test]
+    fn as_a_write_gate_it_grants_what_is_left_of_renew_deadline() {
+        let clock = FakeClock::new();
+        let f = Fence::leased(clock.clone(), Duration::from_secs(10));
+        assert_eq!(f.time_left(), Err("write refused: not the leader".into()));
+        f.renewed(clock.now());
+        clock.step(Duration::from_millis(9_250));
+        assert_eq!(f.time_left(), Ok(Some(Duration::from_millis(750))));
+        clock.step(Duration::from_millis(750));
+        let e = f.time_left().expect_err("lapsed");
+        assert!(e.contains("leadership not confirmed for 10.0s"), "{e}");
+        assert_eq!(Fence::open().time_left(), Ok(None));
     }
 }

@@ -166,7 +166,7 @@ impl EventRecorder {
     ) -> std::io::Result<EventRecorder> {
         let (tx, rx) = bounded(QUEUE);
         let w = Writer {
-            client,
+            client: client.gated(Arc::new(fence.clone())),
             fence,
             clock,
             correlator: Correlator::new(&cfg.component, &cfg.instance),

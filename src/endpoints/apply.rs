@@ -158,7 +158,7 @@ impl EndpointsWriter {
     /// A writer through `client`, gated by `fence`.
     pub fn new(client: Client, fence: Fence, recorder: Arc<dyn Record>) -> EndpointsWriter {
         EndpointsWriter {
-            client,
+            client: client.gated(Arc::new(fence.clone())),
             fence,
             recorder,
             stale: StaleTracker::default(),

@@ -74,7 +74,10 @@ pub struct ApiSliceWriter {
 impl ApiSliceWriter {
     /// A writer through `client`, gated by `fence`.
     pub fn new(client: Client, fence: Fence) -> ApiSliceWriter {
-        ApiSliceWriter { client, fence }
+        ApiSliceWriter {
+            client: client.gated(Arc::new(fence.clone())),
+            fence,
+        }
     }
 
     fn gate(&self) -> Result<(), kube::Error> {

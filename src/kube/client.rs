@@ -11,6 +11,7 @@
 use super::body;
 use super::config::ClientConfig;
 use super::error::Error;
+use super::gate::WriteGate;
 use super::request::{self, ListParams, PatchType, Preconditions, Resource, WatchParams};
 use super::retry::Verb;
 use super::transport::{Payload, Req, Transport};
@@ -40,10 +41,12 @@ pub struct ObjectList<T> {
 }
 
 /// A blocking Kubernetes API client. Cheap to clone; clones share the
-/// connection pools, the rate limiter and the metrics.
+/// connection pools, the rate limiter and the metrics (and a clone keeps
+/// its original's write gate, if any).
 #[derive(Clone, Debug)]
 pub struct Client {
     t: Arc<Transport>,
+    gate: Option<Arc<dyn WriteGate>>,
 }
 
 fn with_query(path: String, q: String) -> String {
@@ -76,7 +79,27 @@ impl Client {
     ) -> Result<Client, Error> {
         Ok(Client {
             t: Arc::new(Transport::new(&cfg, clock, metrics)?),
+            gate: None,
         })
+    }
+
+    /// This client (same connections, limiter and metrics) with every
+    /// create, update, patch and delete sent — and retried — only while
+    /// `gate` allows, each attempt ending within the time it grants.
+    /// Reads and watches are not gated.
+    pub fn gated(&self, gate: Arc<dyn WriteGate>) -> Client {
+        Client {
+            t: self.t.clone(),
+            gate: Some(gate),
+        }
+    }
+
+    /// The gate for `verb`: writes only.
+    fn gate_for(&self, verb: Verb) -> Option<&dyn WriteGate> {
+        match verb {
+            Verb::Get | Verb::List | Verb::Watch => None,
+            _ => self.gate.as_deref(),
+        }
     }
 
     /// The API server URL.
@@ -117,7 +140,7 @@ impl Client {
     /// [`Client::run`], decoding `part` of the response body.
     fn run_as<T: DeserializeOwned>(&self, req: Req<'_>, part: body::Part) -> Result<T, Error> {
         let what = format!("{} {}", req.verb.as_str(), req.resource.label());
-        let resp = self.t.execute(&req)?;
+        let resp = self.t.execute(&req, self.gate_for(req.verb))?;
         let body = resp.into_body().into_reader();
         body::decode_part(
             body,
@@ -163,7 +186,7 @@ impl Client {
         let what = format!("list {}", req.resource.label());
         let resp = self
             .t
-            .execute(&req)
+            .execute(&req, None)
             .inspect_err(|_| body::release_list_page())?;
         // Items cost at least their in-memory size whatever their JSON
         // size (`{}` is 2 bytes): a page may hold no more items than fit in
@@ -373,16 +396,19 @@ impl Client {
         pre: Option<Preconditions>,
     ) -> Result<(), Error> {
         let body = pre.map(|p| request::delete_body(&p));
-        let resp = self.t.execute(&Req {
-            verb: Verb::Delete,
-            resource: r,
-            method: "DELETE",
-            path_and_query: r.path(namespace, Some(named(r, name)?), None),
-            payload: body.as_deref().map(|b| Payload {
-                content_type: "application/json",
-                bytes: b.as_bytes(),
-            }),
-        })?;
+        let resp = self.t.execute(
+            &Req {
+                verb: Verb::Delete,
+                resource: r,
+                method: "DELETE",
+                path_and_query: r.path(namespace, Some(named(r, name)?), None),
+                payload: body.as_deref().map(|b| Payload {
+                    content_type: "application/json",
+                    bytes: b.as_bytes(),
+                }),
+            },
+            self.gate_for(Verb::Delete),
+        )?;
         // Drain the (small) body so the connection returns to the pool.
         let _ = std::io::copy(&mut resp.into_body().into_reader(), &mut std::io::sink());
         Ok(())

@@ -59,6 +59,7 @@ pub mod body;
 mod client;
 mod config;
 mod error;
+mod gate;
 pub mod keepalive;
 mod kubeconfig;
 mod metrics;
@@ -76,6 +77,7 @@ pub use body::{BodyLimits, DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::{Client, ObjectList, DEFAULT_WATCH_TIMEOUT};
 pub use config::{ClientConfig, TlsMaterial, SERVICE_ACCOUNT_DIR};
 pub use error::{Cause, Error, Status};
+pub use gate::WriteGate;
 pub use ratelimit::TokenBucket;
 pub use request::{
     ListParams, PatchType, Preconditions, Resource, WatchParams, ENDPOINTS, ENDPOINTSLICES,

@@ -10,6 +10,7 @@ use super::auth::Auth;
 use super::body::BodyLimits;
 use super::config::ClientConfig;
 use super::error::{Error, Status};
+use super::gate::WriteGate;
 use super::keepalive::{KeepaliveConnector, Sockets};
 use super::metrics::Metrics;
 use super::ratelimit::TokenBucket;
@@ -56,6 +57,17 @@ pub(crate) struct Req<'a> {
     pub method: &'static str,
     pub path_and_query: String,
     pub payload: Option<Payload<'a>>,
+}
+
+/// How long one attempt may take.
+#[derive(Clone, Copy, Debug)]
+enum Limit {
+    /// The agent's `request_timeout`.
+    Agent,
+    /// A watch: no overall limit, at most this long between reads.
+    Idle(Duration),
+    /// The write gate's time left (never more than `request_timeout`).
+    Within(Duration),
 }
 
 /// Shared state behind every clone of a client.
@@ -353,43 +365,42 @@ impl Transport {
         &self,
         rb: RequestBuilder<B>,
         auth: Option<&str>,
-        idle: Option<Duration>,
+        limit: Limit,
     ) -> RequestBuilder<B> {
         let mut rb = rb.header("Accept", "application/json");
         if let Some(a) = auth {
             rb = rb.header("Authorization", a);
         }
-        match idle {
-            Some(d) => rb
+        match limit {
+            Limit::Idle(d) => rb
                 .config()
                 .timeout_global(None)
                 .timeout_recv_body(None)
                 .timeout_per_read(Some(d))
                 .build(),
-            None => rb,
+            Limit::Within(d) => rb
+                .config()
+                .timeout_global(Some(d.min(self.agent_cfg.request_timeout)))
+                .build(),
+            Limit::Agent => rb,
         }
     }
 
     /// One attempt on `agent`.
-    fn attempt(
-        &self,
-        agent: &Agent,
-        req: &Req<'_>,
-        idle: Option<Duration>,
-    ) -> Result<Response<Body>, Error> {
+    fn attempt(&self, agent: &Agent, req: &Req<'_>, limit: Limit) -> Result<Response<Body>, Error> {
         let auth = self.auth.header(&self.clock)?;
         let auth = auth.as_deref();
         let url = format!("{}{}", self.base, req.path_and_query);
         let send = |rb: RequestBuilder<ureq::typestate::WithBody>| match &req.payload {
             Some(p) => self
-                .prep(rb, auth, idle)
+                .prep(rb, auth, limit)
                 .header("Content-Type", p.content_type)
                 .send(p.bytes),
-            None => self.prep(rb, auth, idle).send_empty(),
+            None => self.prep(rb, auth, limit).send_empty(),
         };
         let res = match (req.method, &req.payload) {
-            ("GET", _) => self.prep(agent.get(&url), auth, idle).call(),
-            ("DELETE", None) => self.prep(agent.delete(&url), auth, idle).call(),
+            ("GET", _) => self.prep(agent.get(&url), auth, limit).call(),
+            ("DELETE", None) => self.prep(agent.delete(&url), auth, limit).call(),
             ("DELETE", Some(_)) => send(agent.delete(&url).force_send_body()),
             ("POST", _) => send(agent.post(&url)),
             ("PUT", _) => send(agent.put(&url)),
@@ -398,12 +409,14 @@ impl Transport {
         res.map_err(|e| self.transport_err(e))
     }
 
-    /// Rate-limit, send, record metrics, decode failures into `Status`.
+    /// Rate-limit, ask the write gate (if any), send, record metrics,
+    /// decode failures into `Status`. A watch passes its idle timeout.
     fn once(
         &self,
         agent: &Agent,
         req: &Req<'_>,
         idle: Option<Duration>,
+        gate: Option<&dyn WriteGate>,
     ) -> Result<Response<Body>, Error> {
         let wait = self.limiter.reserve();
         if !wait.is_zero() && !self.pause(wait) {
@@ -412,8 +425,17 @@ impl Transport {
         if self.is_cancelled() {
             return Err(Error::Shutdown);
         }
+        // Asked here, after the rate limiter's wait and before each retry:
+        // a write that waited past its gate's deadline is never sent, and
+        // one sent may not outlast it.
+        let limit = match (idle, gate.map(|g| g.time_left())) {
+            (Some(d), _) => Limit::Idle(d),
+            (None, Some(Err(why))) => return Err(Error::InvalidRequest(why)),
+            (None, Some(Ok(Some(d)))) => Limit::Within(d),
+            (None, _) => Limit::Agent,
+        };
         let start = self.clock.now();
-        let res = self.attempt(agent, req, idle);
+        let res = self.attempt(agent, req, limit);
         let secs = self
             .clock
             .now()
@@ -447,8 +469,13 @@ impl Transport {
     }
 
     /// An ordinary request with the retry policy and one re-authentication
-    /// after a 401 when credentials can change (token files).
-    pub fn execute(&self, req: &Req<'_>) -> Result<Response<Body>, Error> {
+    /// after a 401 when credentials can change (token files); a write is
+    /// sent, and sent again, only while `gate` allows it.
+    pub fn execute(
+        &self,
+        req: &Req<'_>,
+        gate: Option<&dyn WriteGate>,
+    ) -> Result<Response<Body>, Error> {
         let mut attempt = 0;
         let mut reauthed = false;
         loop {
@@ -458,7 +485,7 @@ impl Transport {
                 .unwrap_or_else(|p| p.into_inner())
                 .agent
                 .clone();
-            let err = match self.once(&agent, req, None) {
+            let err = match self.once(&agent, req, None, gate) {
                 Ok(r) => return Ok(r),
                 Err(e) => e,
             };
@@ -488,10 +515,10 @@ impl Transport {
             let g = self.watch_agent.lock().unwrap_or_else(|p| p.into_inner());
             g.as_ref().map(|p| p.agent.clone()).ok_or(Error::Shutdown)?
         };
-        match self.once(&agent, req, Some(idle)) {
+        match self.once(&agent, req, Some(idle), None) {
             Err(_) if self.watch_shutdown.load(Ordering::SeqCst) => Err(Error::Shutdown),
             Err(e) if e.is_unauthorized() && self.auth.refresh_after_unauthorized() => {
-                self.once(&agent, req, Some(idle))
+                self.once(&agent, req, Some(idle), None)
             }
             other => other,
         }
