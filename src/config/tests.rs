@@ -186,6 +186,10 @@ fn every_rule_names_its_key() {
             "config.toml: leader_election.lease_duration = \"10s\": must be greater than leader_election.renew_deadline (10s) (line 2)",
         ),
         (
+            "[leader_election]\nlease_duration = \"10.9s\"\n",
+            "config.toml: leader_election.lease_duration = \"10.9s\": is written to the Lease in whole seconds (10s), which must be greater than leader_election.renew_deadline (10s) (line 2)",
+        ),
+        (
             "[leader_election]\nretry_period = \"9s\"\n",
             "config.toml: leader_election.renew_deadline: must be greater than leader_election.retry_period × 1.2 (10.8s)",
         ),

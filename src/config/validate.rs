@@ -256,6 +256,16 @@ impl Validator<'_> {
                 format_duration(renew_deadline)
             );
             self.fail("leader_election.lease_duration", &r.lease_duration, msg);
+        } else if Duration::from_secs(lease_duration.as_secs()) <= renew_deadline {
+            // The Lease holds whole seconds (client-go truncates the same
+            // way): standbys would take over before this leader's fence
+            // closed.
+            let msg = format!(
+                "is written to the Lease in whole seconds ({}s), which must be greater than leader_election.renew_deadline ({})",
+                lease_duration.as_secs(),
+                format_duration(renew_deadline)
+            );
+            self.fail("leader_election.lease_duration", &r.lease_duration, msg);
         }
         let jittered = retry_period.mul_f64(LEADER_ELECTION_JITTER_FACTOR);
         if !renew_deadline.is_zero() && renew_deadline <= jittered {
