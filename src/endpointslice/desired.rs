@@ -91,23 +91,54 @@ pub fn port_map_key(ports: &[EndpointSlicePort]) -> PortMapKey {
     v
 }
 
-/// B13: the addresses of the pod's IPs of `family`, in canonical text.
-/// An IPv4 address that parses is already canonical (the parser rejects
-/// leading zeros), so its text is copied rather than formatted again.
+/// B13: the addresses of the pod's IPs of `family`, in canonical text, as
+/// upstream's `getEndpointAddresses` (`ParseIPSloppy`, then the IP's
+/// text): IPv4 with leading zeros counts as decimal (`010.1.2.3` is
+/// `10.1.2.3`) and an IPv4-mapped IPv6 address as IPv4. An IPv4 address
+/// that parses strictly is already canonical (the parser rejects leading
+/// zeros), so its text is copied rather than formatted again. Unparsable
+/// text is left out (upstream writes `<nil>`, which the API server refuses).
 fn addresses(pod: &Pod, family: AddressType) -> Vec<CompactString> {
+    let want_v4 = family != AddressType::IPv6;
     let mut out = Vec::new();
     for text in pod.pod_ips.iter() {
-        let ip = match text.parse::<IpAddr>() {
-            Ok(IpAddr::V4(_)) if family != AddressType::IPv6 => CompactString::from(&**text),
-            Ok(ip @ IpAddr::V6(_)) if family == AddressType::IPv6 => {
-                compact_str::format_compact!("{ip}")
-            }
-            _ => continue,
+        let (v4, reformat) = match text.parse::<IpAddr>() {
+            Ok(IpAddr::V4(_)) => (true, None),
+            Ok(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+                Some(v4) => (true, Some(IpAddr::V4(v4))),
+                None => (false, Some(IpAddr::V6(v6))),
+            },
+            Err(_) => match sloppy_v4(text) {
+                Some(v4) => (true, Some(IpAddr::V4(v4))),
+                None => continue,
+            },
+        };
+        if v4 != want_v4 {
+            continue;
+        }
+        let ip = match reformat {
+            None => CompactString::from(&**text),
+            Some(ip) => compact_str::format_compact!("{ip}"),
         };
         out.reserve_exact(1);
         out.push(ip);
     }
     out
+}
+
+/// Dotted-quad IPv4 whose parts may have leading zeros, read as decimal
+/// (what `ParseIPSloppy` accepts beyond the strict parser).
+fn sloppy_v4(text: &str) -> Option<std::net::Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut parts = text.split('.');
+    for o in &mut octets {
+        let p = parts.next().filter(|p| !p.is_empty())?;
+        if !p.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        *o = p.parse().ok()?;
+    }
+    parts.next().is_none().then_some(octets.into())
 }
 
 /// Upstream `podToEndpoint` (B13); `node` is `None` when the pod's Node is
@@ -210,19 +241,28 @@ mod tests {
             .collect()
     }
 
-    /// IPv4 text is kept as given (it is canonical once it parses), IPv6
-    /// text is canonicalised, unparsable entries and the other family are
-    /// left out.
+    /// As upstream's `ParseIPSloppy` and `String()`: canonical text;
+    /// leading zeros are decimal; IPv4-mapped IPv6 is IPv4; unparsable
+    /// entries and the other family are left out.
     #[test]
     fn addresses_per_family_in_canonical_text() {
         let all = [
             "10.1.2.3",
-            "010.1.2.3",
+            "010.001.002.0003",
             "2001:DB8:0::0001",
+            "::ffff:10.4.5.6",
             "bogus",
+            "10.1.2",
+            "10.1.2.3.4",
+            "10.1.2.256",
+            "10.+1.2.3",
+            "10..2.3",
             "10.9.8.7",
         ];
-        assert_eq!(ips(&all, AddressType::IPv4), vec!["10.1.2.3", "10.9.8.7"]);
+        assert_eq!(
+            ips(&all, AddressType::IPv4),
+            vec!["10.1.2.3", "10.1.2.3", "10.4.5.6", "10.9.8.7"]
+        );
         assert_eq!(ips(&all, AddressType::IPv6), vec!["2001:db8::1"]);
         assert!(ips(&[], AddressType::IPv4).is_empty());
     }
