@@ -8,8 +8,8 @@
 //! sends nothing until the lease thread has re-confirmed leadership —
 //! stricter than client-go, whose paused leader may finish in-flight syncs
 //! after its lease was taken. The writers' clients carry the fence as their
-//! [`WriteGate`], so it is asked again before every retry and bounds each
-//! attempt. Without election the fence is always open.
+//! [`WriteGate`], so it is asked again before every retry and bounds the
+//! connecting and sending of each attempt. Without election the fence is always open.
 //!
 //! Owns that decision only; never talks to the API server.
 
@@ -114,9 +114,9 @@ impl Fence {
 }
 
 /// The client asks the fence before every attempt of a write, retries
-/// included, and ends the attempt by the fence's deadline: a write that
-/// waited (rate limiter, backoff, a slow link) past `renew_deadline` since
-/// the last renewal is not sent, and one in flight is abandoned then.
+/// included, and bounds the attempt's connecting and sending by the
+/// fence's deadline: a write that waited (rate limiter, backoff, a slow
+/// link) past `renew_deadline` since the last renewal is not sent.
 impl WriteGate for Fence {
     fn time_left(&self) -> Result<Option<Duration>, String> {
         self.left().map_err(|e| e.to_string())

@@ -114,6 +114,8 @@ impl Writer {
             Action::Create(e) => (e, false),
             Action::Update(e) => (e, true),
         };
+        // Also asked by the client before each attempt; here first, so a
+        // fenced event costs no rate-limiter token.
         if self.fence.check().is_err() {
             return self.count("fenced");
         }
@@ -127,6 +129,7 @@ impl Writer {
                 self.correlator.stored(&stored);
                 self.count(if update { "series" } else { "written" });
             }
+            Err(e) if e.is_refused() => self.count("fenced"),
             Err(e) => {
                 if update && (e.is_not_found() || e.is_conflict()) {
                     self.correlator.forget(&event.metadata.name);

@@ -368,7 +368,9 @@ impl EndpointsWriter {
         }
     }
 
-    /// POST (A21). A namespace being deleted is not an error.
+    /// POST (A21). A namespace being deleted is not an error. The fence is
+    /// asked first (the client asks again before each attempt), so a
+    /// fenced write costs no rate-limiter token and no bookkeeping.
     pub fn create(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
         self.fence
             .check()
@@ -388,6 +390,9 @@ impl EndpointsWriter {
                 log::debug!("not creating Endpoints {key}: its namespace is terminating");
                 Ok(())
             }
+            // Fenced between the check above and an attempt: not a failure
+            // of the write, so no warning.
+            Err(e) if e.is_refused() => Err(failed("creating", key, &e)),
             Err(e) => {
                 let msg = format!("Failed to create endpoint for service {key}: {e}");
                 self.warn(obj, ns, "FailedToCreateEndpoint", msg);
@@ -409,6 +414,7 @@ impl EndpointsWriter {
                 }
                 Ok(())
             }
+            Err(e) if e.is_refused() => Err(failed("updating", key, &e)),
             Err(e) => {
                 let msg = format!("Failed to update endpoint {key}: {e}");
                 self.warn(obj, ns, "FailedToUpdateEndpoint", msg);

@@ -80,10 +80,12 @@ impl ApiSliceWriter {
         }
     }
 
+    /// Before anything else (the client asks again before each attempt):
+    /// a fenced write costs no rate-limiter token and no bookkeeping.
     fn gate(&self) -> Result<(), kube::Error> {
         self.fence
             .check()
-            .map_err(|e| kube::Error::InvalidRequest(e.to_string()))
+            .map_err(|e| kube::Error::Refused(e.to_string()))
     }
 }
 
@@ -322,7 +324,7 @@ impl SliceController {
 fn error_text(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(status) => status.message.clone(),
-        kube::Error::InvalidRequest(m) => m.clone(),
+        kube::Error::InvalidRequest(m) | kube::Error::Refused(m) => m.clone(),
         other => other.to_string(),
     }
 }

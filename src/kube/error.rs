@@ -197,6 +197,9 @@ pub enum Error {
     /// The request could not be built (e.g. an empty object name). Not
     /// retryable: it is a bug in the caller.
     InvalidRequest(String),
+    /// The client's write gate refused the write: nothing was sent (see
+    /// [`WriteGate`](super::WriteGate)). Not retryable here.
+    Refused(String),
     /// The client (or its watch agent) was shut down. Not retryable.
     Shutdown,
 }
@@ -261,6 +264,10 @@ impl Error {
             _ => false,
         }
     }
+    /// The write gate refused the write; nothing was sent.
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Error::Refused(_))
+    }
     /// The server's requested delay, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         self.status().and_then(|s| s.retry_after)
@@ -284,6 +291,7 @@ impl fmt::Display for Error {
                 message,
             } => write!(f, "client configuration {source}: {field}: {message}"),
             Error::InvalidRequest(m) => write!(f, "invalid request: {m}"),
+            Error::Refused(m) => write!(f, "write not sent: {m}"),
             Error::Shutdown => f.write_str("client is shut down"),
         }
     }

@@ -66,7 +66,7 @@ enum Limit {
     Agent,
     /// A watch: no overall limit, at most this long between reads.
     Idle(Duration),
-    /// The write gate's time left (never more than `request_timeout`).
+    /// The write gate's time left, for connecting and sending.
     Within(Duration),
 }
 
@@ -378,10 +378,17 @@ impl Transport {
                 .timeout_recv_body(None)
                 .timeout_per_read(Some(d))
                 .build(),
-            Limit::Within(d) => rb
-                .config()
-                .timeout_global(Some(d.min(self.agent_cfg.request_timeout)))
-                .build(),
+            // Connecting and sending end by the gate's deadline; the answer
+            // to a write sent in time is still read (abandoning it would
+            // report an applied write as failed).
+            Limit::Within(d) => {
+                let d = d.min(self.agent_cfg.request_timeout);
+                rb.config()
+                    .timeout_connect(Some(d.min(CONNECT_TIMEOUT)))
+                    .timeout_send_request(Some(d))
+                    .timeout_send_body(Some(d))
+                    .build()
+            }
             Limit::Agent => rb,
         }
     }
@@ -426,11 +433,11 @@ impl Transport {
             return Err(Error::Shutdown);
         }
         // Asked here, after the rate limiter's wait and before each retry:
-        // a write that waited past its gate's deadline is never sent, and
-        // one sent may not outlast it.
+        // a write that waited past its gate's deadline is never sent, nor
+        // one whose connecting or sending would outlast it.
         let limit = match (idle, gate.map(|g| g.time_left())) {
             (Some(d), _) => Limit::Idle(d),
-            (None, Some(Err(why))) => return Err(Error::InvalidRequest(why)),
+            (None, Some(Err(why))) => return Err(Error::Refused(why)),
             (None, Some(Ok(Some(d)))) => Limit::Within(d),
             (None, _) => Limit::Agent,
         };
@@ -496,6 +503,15 @@ impl Transport {
             let Some(delay) = self.retry.delay(req.verb, &err, attempt, fastrand::f64()) else {
                 return Err(err);
             };
+            // A retry the gate would refuse after the backoff is not waited
+            // for: the caller gets the error that ended the last attempt.
+            if let Some(g) = gate {
+                match g.time_left() {
+                    Err(_) => return Err(err),
+                    Ok(Some(left)) if left <= delay => return Err(err),
+                    Ok(_) => {}
+                }
+            }
             log::debug!(
                 "{} {} failed ({err}); retry {} in {delay:?}",
                 req.method,
