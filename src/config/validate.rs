@@ -256,13 +256,13 @@ impl Validator<'_> {
                 format_duration(renew_deadline)
             );
             self.fail("leader_election.lease_duration", &r.lease_duration, msg);
-        } else if Duration::from_secs(lease_duration.as_secs()) <= renew_deadline {
+        } else if Duration::from_secs(lease_duration.as_secs().max(1)) <= renew_deadline {
             // The Lease holds whole seconds (client-go truncates the same
             // way): standbys would take over before this leader's fence
             // closed.
             let msg = format!(
                 "is written to the Lease in whole seconds ({}s), which must be greater than leader_election.renew_deadline ({})",
-                lease_duration.as_secs(),
+                lease_duration.as_secs().max(1),
                 format_duration(renew_deadline)
             );
             self.fail("leader_election.lease_duration", &r.lease_duration, msg);
