@@ -6,6 +6,7 @@
 //! Pure functions; must never read a cache or the clock.
 
 use crate::model::{ObjectReference, Pod, Service};
+use std::net::{IpAddr, Ipv4Addr};
 
 /// The `targetRef` of a pod's endpoint: kind, namespace, name and uid,
 /// without resourceVersion (current upstream; comparisons ignore it).
@@ -17,6 +18,43 @@ pub fn pod_reference(pod: &Pod) -> ObjectReference {
         uid: pod.metadata.uid.clone(),
         ..ObjectReference::default()
     }
+}
+
+/// An IP address as upstream reads pod and Service IPs (`ParseIPSloppy`):
+/// IPv4 parts with leading zeros count as decimal (`010.1.2.3` is
+/// `10.1.2.3`) and an IPv4-mapped IPv6 address is IPv4. With it, whether
+/// `text` is already that address's canonical text (strict IPv4: the
+/// strict parser rejects leading zeros).
+pub fn parse_ip_sloppy(text: &str) -> Option<(IpAddr, bool)> {
+    match text.parse::<IpAddr>() {
+        Ok(ip @ IpAddr::V4(_)) => Some((ip, true)),
+        Ok(IpAddr::V6(v6)) => Some(match v6.to_ipv4_mapped() {
+            Some(v4) => (IpAddr::V4(v4), false),
+            None => (IpAddr::V6(v6), false),
+        }),
+        Err(_) => sloppy_v4(text).map(|v4| (IpAddr::V4(v4), false)),
+    }
+}
+
+/// Upstream `IsIPv6String`: the text parses (sloppily) as IPv6 that is not
+/// IPv4-mapped.
+pub fn is_v6_text(text: &str) -> bool {
+    parse_ip_sloppy(text).is_some_and(|(ip, _)| ip.is_ipv6())
+}
+
+/// Dotted-quad IPv4 whose parts may have leading zeros, read as decimal
+/// (what `ParseIPSloppy` accepts beyond the strict parser).
+fn sloppy_v4(text: &str) -> Option<Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut parts = text.split('.');
+    for o in &mut octets {
+        let p = parts.next().filter(|p| !p.is_empty())?;
+        if !p.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        *o = p.parse().ok()?;
+    }
+    parts.next().is_none().then_some(octets.into())
 }
 
 /// Whether the controllers manage endpoints for this Service at all: it has
@@ -121,5 +159,28 @@ mod tests {
         assert!(service_is_managed(&svc), "an empty selector selects all");
         svc.type_ = "ExternalName".into();
         assert!(!service_is_managed(&svc));
+    }
+
+    /// Upstream `ParseIPSloppy` / `IsIPv6String` rows.
+    #[test]
+    fn ips_read_as_upstream_reads_them() {
+        // (text, (address, text already canonical), IPv6)
+        type Row = (&'static str, Option<(&'static str, bool)>, bool);
+        let rows: [Row; 9] = [
+            ("10.1.2.3", Some(("10.1.2.3", true)), false),
+            ("010.001.002.0003", Some(("10.1.2.3", false)), false),
+            ("::ffff:10.4.5.6", Some(("10.4.5.6", false)), false),
+            ("2001:DB8::1", Some(("2001:db8::1", false)), true),
+            ("10.1.2", None, false),
+            ("10.1.2.3.4", None, false),
+            ("10.1.2.256", None, false),
+            ("10.+1.2.3", None, false),
+            ("", None, false),
+        ];
+        for (text, want, v6) in rows {
+            let got = parse_ip_sloppy(text).map(|(ip, c)| (ip.to_string(), c));
+            assert_eq!(got, want.map(|(ip, c)| (ip.to_string(), c)), "{text}");
+            assert_eq!(is_v6_text(text), v6, "{text}");
+        }
     }
 }

@@ -6,14 +6,11 @@
 //!
 //! Pure; must never read a cache or the clock.
 
-use crate::controller::podutil::{hostname_for, pod_reference, should_pod_be_in_endpoints};
+use crate::controller::podutil::{
+    hostname_for, is_v6_text, pod_reference, should_pod_be_in_endpoints,
+};
 use crate::model::{EndpointAddress, EndpointPort, EndpointSubset, Pod, Service};
-use std::net::IpAddr;
 use std::sync::Arc;
-
-fn is_v6(ip: &str) -> bool {
-    matches!(ip.parse::<IpAddr>(), Ok(IpAddr::V6(_)))
-}
 
 /// A11: whether the Service's endpoints are IPv6 — `ipFamilies[0]`, else
 /// the clusterIP's family, else (headless, no families) the pod's IP.
@@ -22,16 +19,16 @@ pub fn wants_v6(svc: &Service, pod: &Pod) -> bool {
         return &**first == "IPv6";
     }
     if svc.is_ip_set() {
-        return is_v6(&svc.cluster_ip);
+        return is_v6_text(&svc.cluster_ip);
     }
-    pod.pod_ips.first().is_some_and(|ip| is_v6(ip))
+    pod.pod_ips.first().is_some_and(|ip| is_v6_text(ip))
 }
 
 /// A11, A12: the pod's address for this Service, if it has an IP of the
 /// Service's family (the first such entry of `status.podIPs`).
 pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
     let v6 = wants_v6(svc, pod);
-    let ip = pod.pod_ips.iter().find(|ip| is_v6(ip) == v6)?;
+    let ip = pod.pod_ips.iter().find(|ip| is_v6_text(ip) == v6)?;
     Some(EndpointAddress {
         ip: (**ip).into(),
         hostname: hostname_for(pod, svc).unwrap_or("").into(),

@@ -6,13 +6,12 @@
 //!
 //! Pure; must never read a cache.
 
-use crate::controller::podutil::{hostname_for, pod_reference};
+use crate::controller::podutil::{hostname_for, is_v6_text, parse_ip_sloppy, pod_reference};
 use crate::model::{
     AddressType, Endpoint, EndpointConditions, EndpointSlicePort, IStr, Node, ObjectReference, Pod,
     Service, ZONE_LABEL,
 };
 use compact_str::CompactString;
-use std::net::IpAddr;
 
 /// B8: the address types of a Service's slices. `ipFamilies` when set;
 /// else the clusterIP's family; else (headless or no clusterIP) both.
@@ -28,9 +27,9 @@ pub fn address_types_for_service(svc: &Service) -> Vec<AddressType> {
         .collect();
     if v.is_empty() {
         if svc.is_ip_set() {
-            v.push(match svc.cluster_ip.parse::<IpAddr>() {
-                Ok(IpAddr::V6(_)) => AddressType::IPv6,
-                _ => AddressType::IPv4,
+            v.push(match is_v6_text(&svc.cluster_ip) {
+                true => AddressType::IPv6,
+                false => AddressType::IPv4,
             });
         } else {
             v = vec![AddressType::IPv4, AddressType::IPv6];
@@ -93,52 +92,27 @@ pub fn port_map_key(ports: &[EndpointSlicePort]) -> PortMapKey {
 
 /// B13: the addresses of the pod's IPs of `family`, in canonical text, as
 /// upstream's `getEndpointAddresses` (`ParseIPSloppy`, then the IP's
-/// text): IPv4 with leading zeros counts as decimal (`010.1.2.3` is
-/// `10.1.2.3`) and an IPv4-mapped IPv6 address as IPv4. An IPv4 address
-/// that parses strictly is already canonical (the parser rejects leading
-/// zeros), so its text is copied rather than formatted again. Unparsable
-/// text is left out (upstream writes `<nil>`, which the API server refuses).
+/// text; see [`parse_ip_sloppy`]): text already canonical is copied rather
+/// than formatted again. Unparsable text is left out (upstream writes
+/// `<nil>`, which the API server refuses).
 fn addresses(pod: &Pod, family: AddressType) -> Vec<CompactString> {
     let want_v4 = family != AddressType::IPv6;
     let mut out = Vec::new();
     for text in pod.pod_ips.iter() {
-        let (v4, reformat) = match text.parse::<IpAddr>() {
-            Ok(IpAddr::V4(_)) => (true, None),
-            Ok(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
-                Some(v4) => (true, Some(IpAddr::V4(v4))),
-                None => (false, Some(IpAddr::V6(v6))),
-            },
-            Err(_) => match sloppy_v4(text) {
-                Some(v4) => (true, Some(IpAddr::V4(v4))),
-                None => continue,
-            },
+        let Some((ip, canonical)) = parse_ip_sloppy(text) else {
+            continue;
         };
-        if v4 != want_v4 {
+        if ip.is_ipv4() != want_v4 {
             continue;
         }
-        let ip = match reformat {
-            None => CompactString::from(&**text),
-            Some(ip) => compact_str::format_compact!("{ip}"),
+        let ip = match canonical {
+            true => CompactString::from(&**text),
+            false => compact_str::format_compact!("{ip}"),
         };
         out.reserve_exact(1);
         out.push(ip);
     }
     out
-}
-
-/// Dotted-quad IPv4 whose parts may have leading zeros, read as decimal
-/// (what `ParseIPSloppy` accepts beyond the strict parser).
-fn sloppy_v4(text: &str) -> Option<std::net::Ipv4Addr> {
-    let mut octets = [0u8; 4];
-    let mut parts = text.split('.');
-    for o in &mut octets {
-        let p = parts.next().filter(|p| !p.is_empty())?;
-        if !p.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        *o = p.parse().ok()?;
-    }
-    parts.next().is_none().then_some(octets.into())
 }
 
 /// Upstream `podToEndpoint` (B13); `node` is `None` when the pod's Node is
