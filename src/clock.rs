@@ -46,9 +46,16 @@ impl RealClock {
 fn boot_now() -> Instant {
     static BASE: std::sync::OnceLock<Option<(Instant, Duration)>> = std::sync::OnceLock::new();
     let base = BASE.get_or_init(|| Some((Instant::now(), boottime()?)));
-    match (base, boottime()) {
-        (Some(base), Some(now)) => since_boot_base(*base, now),
-        _ => Instant::now(),
+    match base {
+        // CLOCK_BOOTTIME does not fail once it has worked (only an unknown
+        // clock or a bad pointer make clock_gettime fail); should it, the
+        // monotonic time since the base stands in, never before the base.
+        Some(base) => {
+            let boot = boottime()
+                .unwrap_or_else(|| base.1 + Instant::now().saturating_duration_since(base.0));
+            since_boot_base(*base, boot)
+        }
+        None => Instant::now(),
     }
 }
 
