@@ -465,9 +465,6 @@ fn giving_and_receiving_table() {
             })
             .collect()
     };
-    let counts = |c: &[(&str, usize)]| -> ZoneCounts {
-        c.iter().map(|(z, n)| (z.to_string(), *n)).collect()
-    };
     type Row = (
         &'static str,
         Vec<(&'static str, f64)>,
@@ -521,13 +518,17 @@ fn giving_and_receiving_table() {
         ),
     ];
     for (name, desired, allocated, giving, receiving) in rows {
-        let (g, r) = giving_and_receiving(&alloc(&desired), &counts(&allocated));
-        assert_eq!(g, counts(&giving), "{name}: giving");
-        assert_eq!(r, counts(&receiving), "{name}: receiving");
+        let (g, r) = giving_and_receiving(&alloc(&desired), &zones(&allocated));
+        assert_eq!(g, zones(&giving), "{name}: giving");
+        assert_eq!(r, zones(&receiving), "{name}: receiving");
     }
 }
 
-fn hints_per_zone(slices: &[EndpointSlice]) -> BTreeMap<String, usize> {
+fn zones(c: &[(&str, usize)]) -> ZoneCounts {
+    c.iter().map(|(z, n)| (z.to_string(), *n)).collect()
+}
+
+fn hints_per_zone(slices: &[EndpointSlice]) -> ZoneCounts {
     let mut m = BTreeMap::new();
     for z in hint_zones(slices).into_iter().flatten() {
         *m.entry(z).or_default() += 1;
@@ -551,12 +552,10 @@ fn a_zone_without_endpoints_gets_its_minimum() {
     let mut eps: Vec<Endpoint> = (0..5).map(|_| ep(Some("zone-a"), true)).collect();
     eps.extend((0..5).map(|_| ep(Some("zone-b"), true)));
     let (created, _, _) = c.add_hints(&si(vec![slice("", eps)], vec![]));
-    let per_zone = hints_per_zone(&created);
-    let want: BTreeMap<String, usize> = [("zone-a", 3), ("zone-b", 4), ("zone-c", 3)]
-        .into_iter()
-        .map(|(z, n)| (z.to_string(), n))
-        .collect();
-    assert_eq!(per_zone, want);
+    assert_eq!(
+        hints_per_zone(&created),
+        zones(&[("zone-a", 3), ("zone-b", 4), ("zone-c", 3)])
+    );
     assert!(c.get_overloaded_services().is_empty());
 }
 
@@ -568,11 +567,10 @@ fn hints_within_every_maximum_are_kept_on_the_next_sync() {
     let mut c = two_zones("7", "1");
     let eps: Vec<Endpoint> = (0..12).map(|_| ep(Some("zone-a"), true)).collect();
     let (created, _, _) = c.add_hints(&si(vec![slice("", eps)], vec![]));
-    let want: BTreeMap<String, usize> = [("zone-a", 10), ("zone-b", 2)]
-        .into_iter()
-        .map(|(z, n)| (z.to_string(), n))
-        .collect();
-    assert_eq!(hints_per_zone(&created), want);
+    assert_eq!(
+        hints_per_zone(&created),
+        zones(&[("zone-a", 10), ("zone-b", 2)])
+    );
     let mut written = created[0].clone();
     written.metadata.name = "svc-1".into();
     let (creates, updates, _) = c.add_hints(&si(vec![], vec![written]));
