@@ -843,7 +843,7 @@ mod slice_handler_tests {
         h.on_delete(&DeletedObject::Known(Arc::clone(&gone)));
         let gone = slice("d2", "del-expected", true, 1);
         tracker.update(&gone);
-        tracker.expect_deletion(&gone);
+        tracker.deleting(&gone);
         h.on_delete(&DeletedObject::Known(gone));
         h.on_delete(&DeletedObject::Known(slice("d3", "del-untracked", true, 1)));
         // Without the service-name label: ignored.

@@ -117,8 +117,9 @@ fn write_type(
     Ok(())
 }
 
-/// Upstream `deleteEndpointSlice`: a slice already gone is no error (and
-/// not expected as our deletion).
+/// Upstream `deleteEndpointSlice`: a slice already gone is no error. The
+/// deletion is expected before it is sent (see
+/// [`EndpointSliceTracker::deleting`]).
 fn delete(
     svc: &Service,
     s: &EndpointSlice,
@@ -126,14 +127,20 @@ fn delete(
     tracker: &EndpointSliceTracker,
     out: &mut FinalizeOutcome,
 ) -> Result<(), kube::Error> {
+    let prev = tracker.deleting(s);
     match writer.delete(&s.metadata.namespace, &s.metadata.name) {
         Ok(()) => {
-            tracker.expect_deletion(s);
             out.deleted += 1;
             Ok(())
         }
-        Err(e) if e.is_not_found() => Ok(()),
-        Err(e) => Err(what("delete", s, svc, &e)),
+        Err(e) if e.is_not_found() => {
+            tracker.deletion_not_done(s, prev, true);
+            Ok(())
+        }
+        Err(e) => {
+            tracker.deletion_not_done(s, prev, false);
+            Err(what("delete", s, svc, &e))
+        }
     }
 }
 

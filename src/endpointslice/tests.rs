@@ -711,3 +711,65 @@ fn a_delete_answered_not_found_is_not_expected_as_ours() {
     assert_eq!(out.deleted, 1);
     assert!(tracker.handle_deletion(old), "our own delete's event");
 }
+
+/// A writer whose DELETE's watch event is handled before its answer
+/// returns (what the watch often does), or whose DELETE fails.
+struct EventFirst<'a> {
+    tracker: &'a EndpointSliceTracker,
+    slice: EndpointSlice,
+    fail: bool,
+}
+
+impl SliceWriter for EventFirst<'_> {
+    fn create(&self, _: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+        Err(internal_error())
+    }
+    fn update(&self, _: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+        Err(internal_error())
+    }
+    fn delete(&self, _: &str, _: &str) -> Result<(), kube::Error> {
+        if self.fail {
+            return Err(internal_error());
+        }
+        assert!(
+            self.tracker.handle_deletion(&self.slice),
+            "the event of our own DELETE must not sync the Service"
+        );
+        Ok(())
+    }
+}
+
+#[test]
+fn the_event_of_our_delete_before_its_answer_leaves_nothing_behind() {
+    let s = svc();
+    let mut old = EndpointSlice::new(AddressType::IPv6);
+    old.metadata.namespace = (*s.metadata.namespace).into();
+    old.metadata.name = "svc-old".into();
+    old.metadata.uid = "old".into();
+    old.metadata.generation = Some(3);
+    old.metadata.labels = [("kubernetes.io/service-name", s.metadata.name.to_string())]
+        .into_iter()
+        .collect();
+    let plan = Plan {
+        unsupported: vec![old.clone()],
+        ..Plan::default()
+    };
+    for fail in [false, true] {
+        let tracker = EndpointSliceTracker::default();
+        tracker.update(&old);
+        let w = EventFirst {
+            tracker: &tracker,
+            slice: old.clone(),
+            fail,
+        };
+        let (out, errors) = finalize(&s, &plan, None, &w, &tracker);
+        if fail {
+            assert_eq!(errors.len(), 1);
+            assert!(!tracker.should_sync(&old), "tracked as before: {out:?}");
+        } else {
+            assert!(errors.is_empty(), "{errors:?}");
+            assert_eq!(out.deleted, 1);
+            assert!(!tracker.has(&old), "no deletion mark left behind");
+        }
+    }
+}

@@ -483,9 +483,39 @@ impl EndpointSliceTracker {
         .unwrap_or(0)
     }
 
-    /// We deleted `s`.
-    pub fn expect_deletion(&self, s: &EndpointSlice) {
-        self.set(s, DELETION_EXPECTED);
+    /// A DELETE of `s` is about to be sent: expect its deletion before the
+    /// answer, since the watch often delivers the event first (marked after
+    /// the answer, such an event was taken for someone else's deletion —
+    /// one more sync — and the mark then stayed forever; upstream marks
+    /// after the answer too). What was tracked before, for
+    /// [`EndpointSliceTracker::deletion_not_done`].
+    pub fn deleting(&self, s: &EndpointSlice) -> Option<i64> {
+        let k = service_key(s)?;
+        let uid = Uid::new(&s.metadata.uid);
+        self.upsert(&k, |st| {
+            let prev = st.generations.get(&uid);
+            st.generations.insert(uid, DELETION_EXPECTED);
+            prev
+        })
+    }
+
+    /// The DELETE of `s` did nothing: it failed (track `s` as before,
+    /// `prev`), or `s` was already gone (forget it). Unless its deletion
+    /// event was handled meanwhile, which has forgotten it already.
+    pub fn deletion_not_done(&self, s: &EndpointSlice, prev: Option<i64>, gone: bool) {
+        let Some(k) = service_key(s) else { return };
+        let uid = Uid::new(&s.metadata.uid);
+        self.update_existing(&k, |st| {
+            if st.generations.get(&uid) != Some(DELETION_EXPECTED) {
+                return;
+            }
+            match prev.filter(|_| !gone) {
+                Some(g) => st.generations.insert(uid, g),
+                None => {
+                    st.generations.remove(&uid);
+                }
+            }
+        });
     }
 
     /// Whether `s`'s UID is tracked.
@@ -798,11 +828,51 @@ mod tests {
         assert!(t.should_sync(&slice("b", 1)), "untracked slice");
         assert!(!t.handle_deletion(&slice("a", 2)), "an unexpected deletion");
         assert!(!t.has(&slice("a", 2)));
-        t.expect_deletion(&slice("b", 1));
+        t.deleting(&slice("b", 1));
         assert!(
             t.should_sync(&slice("b", 1)),
             "-1 counts as lower than every real generation"
         );
+    }
+
+    /// Our DELETE is expected before it is sent: its event, before or
+    /// after the answer, syncs nothing and leaves nothing behind; a failed
+    /// DELETE keeps the slice tracked as it was; one that found the slice
+    /// gone forgets it.
+    #[test]
+    fn deletions_expected_before_they_are_sent() {
+        let t = EndpointSliceTracker::default();
+        let a = slice("a", 1);
+        t.update(&a);
+        assert_eq!(t.deleting(&a), Some(1));
+        assert!(t.handle_deletion(&a), "ours: no sync");
+        assert!(!t.has(&a), "nothing left behind");
+        let b = slice("b", 2);
+        t.update(&b);
+        let prev = t.deleting(&b);
+        t.deletion_not_done(&b, prev, false);
+        assert!(!t.should_sync(&b), "tracked at 2 again");
+        assert!(t.should_sync(&slice("b", 3)));
+        let c = slice("c", 3);
+        t.update(&c);
+        let prev = t.deleting(&c);
+        t.deletion_not_done(&c, prev, true);
+        assert!(!t.has(&c), "gone: forgotten");
+        // Someone else deleted it first (handled: a sync), our DELETE then
+        // finds it gone: no mark stays.
+        let d = slice("d", 1);
+        t.update(&d);
+        assert!(!t.handle_deletion(&d));
+        let prev = t.deleting(&d);
+        t.deletion_not_done(&d, prev, true);
+        assert!(!t.has(&d));
+        // The event came while a failed DELETE was in flight: not re-added.
+        let e = slice("e", 1);
+        t.update(&e);
+        let prev = t.deleting(&e);
+        assert!(t.handle_deletion(&e));
+        t.deletion_not_done(&e, prev, false);
+        assert!(!t.has(&e));
     }
 
     /// Upstream TestEndpointSliceTrackerStaleSlices.
@@ -828,7 +898,7 @@ mod tests {
             t.stale_slices(&svc("u1"), []),
             "tracked slice missing from the cache"
         );
-        t.expect_deletion(&slice("a", 2));
+        t.deleting(&slice("a", 2));
         assert!(
             t.stale_slices(&svc("u1"), &[slice("a", 2)]),
             "deleted by us but still cached"
