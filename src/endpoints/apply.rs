@@ -257,6 +257,13 @@ impl EndpointsWriter {
         if s.remove(&h).is_some() {
             release_if_empty(&mut s);
         }
+        drop(s);
+        // A Service deleted (or unmanaged) while its key looked stale: a
+        // later Service of that name starts its own stale clock.
+        let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());
+        if since.remove(key).is_some() {
+            release_if_empty(&mut since);
+        }
     }
 
     fn sending(&self, key: &str, obj: &Endpoints) {
@@ -479,6 +486,22 @@ mod tests {
         )
         .expect("client");
         EndpointsWriter::new(client, Fence::open(), Arc::new(Discard))
+    }
+
+    /// A key that looked stale when its Service went away leaves no stale
+    /// clock behind (a Service of the same name would inherit it and give
+    /// up at once).
+    #[test]
+    fn a_released_key_forgets_when_it_turned_stale() {
+        let w = writer();
+        w.created().insert("ns/a".into(), 100);
+        assert!(
+            w.is_stale_bounded("ns/a", None, "99", 0),
+            "stale, clock started"
+        );
+        assert_eq!(w.stale_since.lock().map(|m| m.len()).unwrap_or(9), 1);
+        w.release("ns/a");
+        assert!(w.stale_since.lock().map(|m| m.is_empty()).unwrap_or(false));
     }
 
     /// A create is remembered until the cache has passed its
