@@ -71,6 +71,12 @@ pub struct Reflector<T> {
     /// The LIST page size now: `config.page_size`, halved (down to
     /// [`MIN_PAGE_SIZE`]) each time a page is over the client's body limits.
     page_size: u32,
+    /// The next LIST asks for everything at once: a continue token expired
+    /// (410) in the middle of a paged one — client-go's pager falls back the
+    /// same way, at once. Paging again from the first page, after a
+    /// backoff, would expire again on a link slow enough to outlast the
+    /// server's compaction, and the informer would never sync.
+    unpaged: bool,
 }
 
 /// The smallest page a too-large LIST shrinks to; below it the failure is
@@ -91,6 +97,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
             watch_list: config.watch_list,
             watch_list_since: None,
             page_size: config.page_size.max(1),
+            unpaged: false,
             config,
             rng,
             last_list_done: None,
@@ -169,7 +176,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
 
     fn list_request(&self, continue_token: Option<String>) -> ListRequest {
         ListRequest {
-            limit: Some(self.page_size),
+            limit: (!self.unpaged).then_some(self.page_size),
             continue_token,
             resource_version: None,
         }
@@ -191,6 +198,21 @@ impl<T: super::source::Cacheable> Reflector<T> {
     pub fn step(&mut self, input: Input<T>, now: Instant) -> Output<T> {
         match input {
             Input::Listed(Ok(page)) => self.on_page(page, now),
+            Input::Listed(Err(e)) if e.too_large && self.unpaged => {
+                // Everything at once was over the limits: page again.
+                self.unpaged = false;
+                self.state = State::NeedList;
+                Output::None
+            }
+            Input::Listed(Err(e))
+                if e.kind == ErrorKind::Expired
+                    && !self.unpaged
+                    && matches!(self.state, State::Listing { .. }) =>
+            {
+                self.unpaged = true;
+                self.state = State::NeedList;
+                Output::None
+            }
             Input::Listed(Err(e)) if e.too_large && self.page_size > MIN_PAGE_SIZE => {
                 // Not the server's fault: list again at once, in smaller
                 // pages (objects with large annotations exist; the body cap
@@ -200,6 +222,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
                 Output::None
             }
             Input::Listed(Err(e)) => {
+                self.unpaged = false;
                 self.back_off(now, &e, Resume::List);
                 Output::None
             }
@@ -240,6 +263,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
     }
 
     fn on_page(&mut self, page: Page<T>, now: Instant) -> Output<T> {
+        self.unpaged = false;
         let (mut items, mut paging) = match std::mem::replace(&mut self.state, State::NeedList) {
             State::Listing { items, paging, .. } => (items, paging),
             _ => (

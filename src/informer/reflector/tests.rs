@@ -586,3 +586,75 @@ fn watch_list_attempts_each_shorter_than_the_bound_still_fall_back() {
     let out = r.step(Input::WatchEnded, t + Duration::from_secs(90));
     assert!(r.uses_watch_list(), "{out:?}");
 }
+
+#[test]
+fn an_expired_continue_token_lists_everything_at_once_without_backoff() {
+    // client-go's pager: page 2 of a paged LIST answers 410 (the token
+    // outlived the server's compaction); the next LIST is unpaged, at once.
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(cfg());
+    assert!(matches!(r.next_action(now), Action::List(_)));
+    r.step(
+        Input::Listed(Ok(page(vec![obj("a", "1", "3")], "9", Some("c1")))),
+        now,
+    );
+    assert!(matches!(r.next_action(now), Action::List(ref l) if l.continue_token.is_some()));
+    r.step(
+        Input::Listed(Err(SourceError::expired("continue expired"))),
+        now,
+    );
+    let all = ListRequest {
+        limit: None,
+        continue_token: None,
+        resource_version: None,
+    };
+    assert_eq!(r.next_action(now), Action::List(all.clone()));
+    let out = r.step(
+        Input::Listed(Ok(page(
+            vec![obj("a", "1", "3"), obj("a", "2", "4")],
+            "12",
+            None,
+        ))),
+        now,
+    );
+    assert!(
+        matches!(out, Output::Replace { ref items, .. } if items.len() == 2),
+        "{out:?}"
+    );
+    // A fresh reflector: the unpaged LIST over the body limits is paged
+    // again at once, at the same size.
+    let mut r: Reflector<Obj> = Reflector::new(cfg());
+    let Action::List(first) = r.next_action(now) else {
+        panic!("a list");
+    };
+    assert_eq!(first.limit, Some(500));
+    r.step(
+        Input::Listed(Ok(page(vec![obj("a", "1", "3")], "9", Some("c1")))),
+        now,
+    );
+    r.step(
+        Input::Listed(Err(SourceError::expired("continue expired"))),
+        now,
+    );
+    assert_eq!(r.next_action(now), Action::List(all));
+    r.step(
+        Input::Listed(Err(SourceError::other("too large").page_too_large())),
+        now,
+    );
+    let Action::List(again) = r.next_action(now) else {
+        panic!("paged again at once");
+    };
+    assert_eq!((again.limit, again.continue_token), (Some(500), None));
+    // A second expiry right after an unpaged attempt failed otherwise
+    // backs off as any list failure does.
+    r.step(
+        Input::Listed(Ok(page(vec![obj("a", "1", "3")], "9", Some("c2")))),
+        now,
+    );
+    r.step(
+        Input::Listed(Err(SourceError::expired("continue expired"))),
+        now,
+    );
+    r.step(Input::Listed(Err(SourceError::transient("reset"))), now);
+    assert!(matches!(r.next_action(now), Action::Wait(_)));
+}
