@@ -108,6 +108,15 @@ fn a_silent_watch_is_restarted_after_the_idle_bound_without_a_relist() {
         1,
         "restarted from its resourceVersion, no relist"
     );
+    // A silent watch is a normal end (kube-apiserver bookmarks only a
+    // resource whose version moved): no error counted for it.
+    let errors = r.registry.render();
+    assert!(
+        !errors
+            .lines()
+            .any(|l| l.starts_with("endpointd_informer_errors_total{resource=\"pods\"")),
+        "{errors}"
+    );
     // The server recovers: the watch resumes and delivers.
     sim.faults().stall_watches(false);
     create_pod(&sim, "ns-0", "pod-00009");

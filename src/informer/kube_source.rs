@@ -78,6 +78,12 @@ pub fn classify(e: &kube::Error) -> SourceError {
     }
 }
 
+/// The watch read nothing for `watch_idle_timeout` (a watch has no other
+/// timeout on its reads).
+fn is_idle(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Transport { timeout: true, .. })
+}
+
 fn convert<T>(ev: Result<kube::WatchEvent<T>, kube::Error>) -> Result<WatchEvent<T>, SourceError> {
     match ev {
         Ok(kube::WatchEvent::Added(o)) => Ok(WatchEvent::Added(o)),
@@ -133,7 +139,19 @@ impl<T: Object> ListerWatcher<T> for KubeSource<T> {
             .client
             .watch::<T>(&self.resource, self.namespace.as_deref(), &params)
             .map_err(|e| classify(&e))?;
-        Ok(Box::new(stream.map(convert)))
+        let resource = self.name.clone();
+        Ok(Box::new(stream.map_while(move |ev| match ev {
+            Err(e) if is_idle(&e) => {
+                // kube-apiserver bookmarks only a resource whose version
+                // moved, so a quiet resource's watch falls silent: a normal
+                // end (resumed from its resourceVersion at once), not an
+                // error to warn about, count and back off from. A stalled
+                // connection ends the same way and is replaced.
+                log::debug!("informer {resource}: {e}; watching again");
+                None
+            }
+            other => Some(convert(other)),
+        })))
     }
 }
 
