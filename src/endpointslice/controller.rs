@@ -411,8 +411,10 @@ impl EventHandler<EndpointSlice> for SliceHandler {
     }
     fn on_delete(&self, obj: &DeletedObject<EndpointSlice>) {
         let s = obj.object();
-        if managed_by_us(s) && self.shared.tracker.has(s) && !self.shared.tracker.handle_deletion(s)
-        {
+        // An untracked slice of ours may be the held echo of a create in
+        // flight: the tracker still hears of its deletion.
+        let tracked = managed_by_us(s) && self.shared.tracker.has(s);
+        if managed_by_us(s) && !self.shared.tracker.handle_deletion(s) && tracked {
             self.enqueue(s);
         }
     }

@@ -133,13 +133,12 @@ fn delete(
             out.deleted += 1;
             Ok(())
         }
-        Err(e) if e.is_not_found() => {
-            tracker.deletion_not_done(s, prev, true);
-            Ok(())
-        }
         Err(e) => {
-            tracker.deletion_not_done(s, prev, false);
-            Err(what("delete", s, svc, &e))
+            tracker.deletion_not_done(s, prev);
+            match e.is_not_found() {
+                true => Ok(()),
+                false => Err(what("delete", s, svc, &e)),
+            }
         }
     }
 }

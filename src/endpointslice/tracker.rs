@@ -19,6 +19,10 @@ use std::sync::{Mutex, MutexGuard};
 
 /// Upstream `deletionExpected`.
 const DELETION_EXPECTED: i64 = -1;
+/// A held generation meaning: the slice was deleted while our write of it
+/// was in flight (higher than any real generation, so the write's finish
+/// syncs the Service again; the finish does not track the slice).
+const DELETED_MEANWHILE: i64 = i64::MAX;
 
 /// Slice UID → generation, sorted by UID: a Service's usual one slice
 /// inline, more in one exact-size block. A hash map of UID strings cost
@@ -320,7 +324,9 @@ impl InFlight<'_> {
                 .and_then(|b| b.in_flight.remove(uid))
                 .unwrap_or(0);
             entry.tidy();
-            entry.generations.insert(Uid::new(&written.metadata.uid), g);
+            if held != DELETED_MEANWHILE {
+                entry.generations.insert(Uid::new(&written.metadata.uid), g);
+            }
             held > g
         })
     }
@@ -349,13 +355,16 @@ impl Creating<'_> {
         self.tracker.upsert(&k, |entry| {
             let busy = entry.busy();
             busy.creating = busy.creating.saturating_sub(1);
-            let mut again = busy.held_new.remove(&uid).is_some_and(|held| held > g);
+            let held = busy.held_new.remove(&uid);
+            let mut again = held.is_some_and(|held| held > g);
             if busy.creating == 0 && !busy.held_new.is_empty() {
                 busy.held_new.clear();
                 again = true;
             }
             entry.tidy();
-            entry.generations.insert(uid, g);
+            if held != Some(DELETED_MEANWHILE) {
+                entry.generations.insert(uid, g);
+            }
             again
         })
     }
@@ -499,17 +508,18 @@ impl EndpointSliceTracker {
         })
     }
 
-    /// The DELETE of `s` did nothing: it failed (track `s` as before,
-    /// `prev`), or `s` was already gone (forget it). Unless its deletion
-    /// event was handled meanwhile, which has forgotten it already.
-    pub fn deletion_not_done(&self, s: &EndpointSlice, prev: Option<i64>, gone: bool) {
+    /// The DELETE of `s` did nothing (it failed, or `s` was gone already:
+    /// someone else's deletion, whose event then syncs the Service): track
+    /// `s` as before, `prev` — unless its deletion event was handled
+    /// meanwhile, which has forgotten it already.
+    pub fn deletion_not_done(&self, s: &EndpointSlice, prev: Option<i64>) {
         let Some(k) = service_key(s) else { return };
         let uid = Uid::new(&s.metadata.uid);
         self.update_existing(&k, |st| {
             if st.generations.get(&uid) != Some(DELETION_EXPECTED) {
                 return;
             }
-            match prev.filter(|_| !gone) {
+            match prev {
                 Some(g) => st.generations.insert(uid, g),
                 None => {
                     st.generations.remove(&uid);
@@ -555,11 +565,25 @@ impl EndpointSliceTracker {
     }
 
     /// `s` was deleted: forget it; false when the deletion was not ours.
+    /// A write of ours to it still in flight (an update, or the create
+    /// whose echo is held) will not track it again, and its finish asks
+    /// for another sync: tracked again, the slice would count as missing
+    /// from the cache (stale) until the next LIST.
     pub fn handle_deletion(&self, s: &EndpointSlice) -> bool {
         let Some(k) = service_key(s) else { return true };
         let uid = Uid::new(&s.metadata.uid);
         match self
-            .update_existing(&k, |x| x.generations.remove(&uid))
+            .update_existing(&k, |x| {
+                if let Some(b) = x.busy.as_mut() {
+                    for held in [b.in_flight.get_mut(&uid), b.held_new.get_mut(&uid)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        *held = DELETED_MEANWHILE;
+                    }
+                }
+                x.generations.remove(&uid)
+            })
             .flatten()
         {
             Some(g) => g == DELETION_EXPECTED,
@@ -837,8 +861,8 @@ mod tests {
 
     /// Our DELETE is expected before it is sent: its event, before or
     /// after the answer, syncs nothing and leaves nothing behind; a failed
-    /// DELETE keeps the slice tracked as it was; one that found the slice
-    /// gone forgets it.
+    /// DELETE (or one that found the slice gone) keeps the slice tracked
+    /// as it was, unless its deletion event came meanwhile.
     #[test]
     fn deletions_expected_before_they_are_sent() {
         let t = EndpointSliceTracker::default();
@@ -850,29 +874,50 @@ mod tests {
         let b = slice("b", 2);
         t.update(&b);
         let prev = t.deleting(&b);
-        t.deletion_not_done(&b, prev, false);
+        t.deletion_not_done(&b, prev);
         assert!(!t.should_sync(&b), "tracked at 2 again");
         assert!(t.should_sync(&slice("b", 3)));
-        let c = slice("c", 3);
-        t.update(&c);
-        let prev = t.deleting(&c);
-        t.deletion_not_done(&c, prev, true);
-        assert!(!t.has(&c), "gone: forgotten");
         // Someone else deleted it first (handled: a sync), our DELETE then
         // finds it gone: no mark stays.
         let d = slice("d", 1);
         t.update(&d);
         assert!(!t.handle_deletion(&d));
         let prev = t.deleting(&d);
-        t.deletion_not_done(&d, prev, true);
+        t.deletion_not_done(&d, prev);
         assert!(!t.has(&d));
         // The event came while a failed DELETE was in flight: not re-added.
         let e = slice("e", 1);
         t.update(&e);
         let prev = t.deleting(&e);
         assert!(t.handle_deletion(&e));
-        t.deletion_not_done(&e, prev, false);
+        t.deletion_not_done(&e, prev);
         assert!(!t.has(&e));
+    }
+
+    /// A slice deleted by someone else while our write of it is in flight
+    /// (its deletion event before our answer): the write's finish asks for
+    /// another sync and does not track the slice again (tracked, it would
+    /// count as missing from the cache until the next LIST).
+    #[test]
+    fn a_slice_deleted_while_our_write_is_in_flight_is_not_tracked_again() {
+        let t = EndpointSliceTracker::default();
+        let s = slice("s", 3);
+        t.update(&s);
+        let f = t.begin_update(&s);
+        assert!(!t.handle_deletion(&s), "not ours: the handler syncs");
+        assert!(!t.should_sync(&slice("s", 5)), "still held");
+        assert!(f.finish(&slice("s", 4)), "sync again");
+        assert!(!t.has(&s));
+        // A create: its echo held, then its deletion, then our answer.
+        let c = t.begin_create(&slice("", 0));
+        assert!(!t.should_sync(&slice("x", 1)), "the echo is held");
+        assert!(
+            t.handle_deletion(&slice("x", 1)),
+            "untracked: no sync of its own"
+        );
+        assert!(c.finish(&slice("x", 1)), "sync again");
+        assert!(!t.has(&slice("x", 1)));
+        assert!(!t.stale_slices(&svc("u1"), []), "nothing missing");
     }
 
     /// Upstream TestEndpointSliceTrackerStaleSlices.
