@@ -399,6 +399,18 @@ impl EventHandler<EndpointSlice> for SliceHandler {
                 .get(SERVICE_NAME_LABEL)
                 .map(str::to_string)
         };
+        // A slice of ours that leaves its Service's own set without being
+        // deleted — relabelled to another Service, no longer managed by
+        // us, or being deleted behind a finalizer — is forgotten by the
+        // tracker as if deleted: still tracked, it would count as missing
+        // from the cache and keep the Service stale until the next LIST.
+        let deleting = |s: &EndpointSlice| s.metadata.deletion_timestamp.is_some();
+        if managed_by_us(old)
+            && !deleting(old)
+            && (label(old) != label(new) || !managed_by_us(new) || deleting(new))
+        {
+            self.shared.tracker.handle_deletion(old);
+        }
         if label(old) != label(new) {
             self.enqueue(new);
             self.enqueue(old);
@@ -866,5 +878,34 @@ mod slice_handler_tests {
         .map(String::from)
         .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_tracked_slice_leaving_its_services_set_is_forgotten() {
+        let queue = RateLimitingQueue::for_tests();
+        let shared = Arc::new(Shared {
+            tracker: Arc::new(EndpointSliceTracker::default()),
+            topology: Arc::new(Mutex::new(TopologyCache::new())),
+        });
+        let h = SliceHandler::new(queue.clone(), Arc::clone(&shared), Duration::ZERO);
+        let tracker = &shared.tracker;
+        // Relabelled to another Service; no longer managed by us; being
+        // deleted behind a finalizer.
+        let relabelled = slice("r", "web", true, 1);
+        let unmanaged = slice("m", "web", true, 1);
+        let finalized = slice("f", "web", true, 1);
+        for s in [&relabelled, &unmanaged, &finalized] {
+            tracker.update(s);
+        }
+        h.on_update(&relabelled, &slice("r", "other", true, 1));
+        h.on_update(&unmanaged, &slice("m", "web", false, 1));
+        let mut gone = (*finalized).clone();
+        gone.metadata.deletion_timestamp =
+            Some(crate::model::Time(jiff::Timestamp::UNIX_EPOCH)).into();
+        gone.metadata.generation = Some(2);
+        h.on_update(&finalized, &Arc::new(gone));
+        for s in [&relabelled, &unmanaged, &finalized] {
+            assert!(!tracker.has(s), "{} still tracked", s.metadata.name);
+        }
     }
 }
