@@ -804,14 +804,20 @@ mod slice_handler_tests {
         )
     }
 
-    #[test]
-    fn slice_events_queue_their_service_after_at_least_one_second() {
+    /// A handler (batch period 0) over a fresh tracker, and its queue.
+    fn handler() -> (RateLimitingQueue<String>, Arc<Shared>, SliceHandler) {
         let queue = RateLimitingQueue::for_tests();
         let shared = Arc::new(Shared {
             tracker: Arc::new(EndpointSliceTracker::default()),
             topology: Arc::new(Mutex::new(TopologyCache::new())),
         });
         let h = SliceHandler::new(queue.clone(), Arc::clone(&shared), Duration::ZERO);
+        (queue, shared, h)
+    }
+
+    #[test]
+    fn slice_events_queue_their_service_after_at_least_one_second() {
+        let (queue, shared, h) = handler();
         assert_eq!(h.delay, SLICE_CHANGE_MIN_DELAY, "max(1 s, batch period)");
         assert_eq!(
             SliceHandler::new(queue.clone(), Arc::clone(&shared), Duration::from_secs(3)).delay,
@@ -882,12 +888,7 @@ mod slice_handler_tests {
 
     #[test]
     fn a_tracked_slice_leaving_its_services_set_is_forgotten() {
-        let queue = RateLimitingQueue::for_tests();
-        let shared = Arc::new(Shared {
-            tracker: Arc::new(EndpointSliceTracker::default()),
-            topology: Arc::new(Mutex::new(TopologyCache::new())),
-        });
-        let h = SliceHandler::new(queue.clone(), Arc::clone(&shared), Duration::ZERO);
+        let (_queue, shared, h) = handler();
         let tracker = &shared.tracker;
         // Relabelled to another Service; no longer managed by us; being
         // deleted behind a finalizer.
