@@ -393,25 +393,21 @@ impl EventHandler<EndpointSlice> for SliceHandler {
         }
     }
     fn on_update(&self, old: &Arc<EndpointSlice>, new: &Arc<EndpointSlice>) {
-        let label = |s: &EndpointSlice| {
-            s.metadata
-                .labels
-                .get(SERVICE_NAME_LABEL)
-                .map(str::to_string)
-        };
+        let relabelled = old.metadata.labels.get(SERVICE_NAME_LABEL)
+            != new.metadata.labels.get(SERVICE_NAME_LABEL);
         // A slice of ours that leaves its Service's own set without being
         // deleted — relabelled to another Service, no longer managed by
         // us, or being deleted behind a finalizer — is forgotten by the
         // tracker as if deleted: still tracked, it would count as missing
         // from the cache and keep the Service stale until the next LIST.
-        let deleting = |s: &EndpointSlice| s.metadata.deletion_timestamp.is_some();
+        let being_deleted = |s: &EndpointSlice| s.metadata.deletion_timestamp.is_some();
         if managed_by_us(old)
-            && !deleting(old)
-            && (label(old) != label(new) || !managed_by_us(new) || deleting(new))
+            && !being_deleted(old)
+            && (relabelled || !managed_by_us(new) || being_deleted(new))
         {
             self.shared.tracker.handle_deletion(old);
         }
-        if label(old) != label(new) {
+        if relabelled {
             self.enqueue(new);
             self.enqueue(old);
             return;
@@ -423,10 +419,10 @@ impl EventHandler<EndpointSlice> for SliceHandler {
     }
     fn on_delete(&self, obj: &DeletedObject<EndpointSlice>) {
         let s = obj.object();
-        // An untracked slice of ours may be the held echo of a create in
-        // flight: the tracker still hears of its deletion.
-        let tracked = managed_by_us(s) && self.shared.tracker.has(s);
-        if managed_by_us(s) && !self.shared.tracker.handle_deletion(s) && tracked {
+        // Also for an untracked slice of ours (the held echo of a create in
+        // flight, which the tracker marks); only a tracked one whose
+        // deletion was not ours syncs.
+        if managed_by_us(s) && !self.shared.tracker.handle_deletion(s) {
             self.enqueue(s);
         }
     }

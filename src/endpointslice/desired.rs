@@ -27,9 +27,10 @@ pub fn address_types_for_service(svc: &Service) -> Vec<AddressType> {
         .collect();
     if v.is_empty() {
         if svc.is_ip_set() {
-            v.push(match is_v6_text(&svc.cluster_ip) {
-                true => AddressType::IPv6,
-                false => AddressType::IPv4,
+            v.push(if is_v6_text(&svc.cluster_ip) {
+                AddressType::IPv6
+            } else {
+                AddressType::IPv4
             });
         } else {
             v = vec![AddressType::IPv4, AddressType::IPv6];
@@ -105,9 +106,10 @@ fn addresses(pod: &Pod, family: AddressType) -> Vec<CompactString> {
         if ip.is_ipv4() != want_v4 {
             continue;
         }
-        let ip = match canonical {
-            true => CompactString::from(&**text),
-            false => compact_str::format_compact!("{ip}"),
+        let ip = if canonical {
+            CompactString::from(&**text)
+        } else {
+            compact_str::format_compact!("{ip}")
         };
         out.reserve_exact(1);
         out.push(ip);

@@ -135,9 +135,10 @@ fn delete(
         }
         Err(e) => {
             tracker.deletion_not_done(s, prev);
-            match e.is_not_found() {
-                true => Ok(()),
-                false => Err(what("delete", s, svc, &e)),
+            if e.is_not_found() {
+                Ok(())
+            } else {
+                Err(what("delete", s, svc, &e))
             }
         }
     }

@@ -564,7 +564,8 @@ impl EndpointSliceTracker {
         .unwrap_or(true)
     }
 
-    /// `s` was deleted: forget it; false when the deletion was not ours.
+    /// `s` was deleted: forget it; false when it was tracked and the
+    /// deletion was not ours (only then is a sync due).
     /// A write of ours to it still in flight (an update, or the create
     /// whose echo is held) will not track it again, and its finish asks
     /// for another sync: tracked again, the slice would count as missing
