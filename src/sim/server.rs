@@ -132,6 +132,9 @@ impl std::error::Error for SimError {}
 pub struct RequestStats {
     /// Count per (verb as Kubernetes spells it, plural resource).
     pub counts: BTreeMap<(String, String), u64>,
+    /// Of the LISTs, those of one object (`limit=1`, no `continue`): how a
+    /// client reads the current resourceVersion, not a list of the cache.
+    pub one_object_lists: BTreeMap<String, u64>,
 }
 
 impl RequestStats {
@@ -141,6 +144,13 @@ impl RequestStats {
             .get(&(verb.as_str().to_string(), resource.to_string()))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// LISTs of this resource other than those of one object: the lists
+    /// that fill a cache.
+    pub fn full_lists(&self, resource: &str) -> u64 {
+        let one = self.one_object_lists.get(resource).copied().unwrap_or(0);
+        self.get(Verb::List, resource).saturating_sub(one)
     }
 
     /// All resource requests seen.
@@ -255,11 +265,22 @@ impl SimHandler {
         if !latency.is_zero() {
             self.clock.sleep(latency);
         }
-        *self
-            .stats()
-            .counts
-            .entry((info.verb.as_str().to_string(), info.resource.clone()))
-            .or_insert(0) += 1;
+        {
+            let mut stats = self.stats();
+            *stats
+                .counts
+                .entry((info.verb.as_str().to_string(), info.resource.clone()))
+                .or_insert(0) += 1;
+            if info.verb == Verb::List
+                && req.query("limit") == Some("1")
+                && req.query("continue").is_none_or(str::is_empty)
+            {
+                *stats
+                    .one_object_lists
+                    .entry(info.resource.clone())
+                    .or_insert(0) += 1;
+            }
+        }
         if let Some(failure) = self.faults.take_failure(&info) {
             return failure;
         }
