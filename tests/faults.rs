@@ -42,9 +42,20 @@ fn every_watch_dropped_every_2s_for_30s_while_pods_churn() {
     });
     let t = c.wait_converged(LIMIT);
     report("watches dropped", &c, &churn, before, t);
+    // Each drop is followed by a history probe (a LIST of one object), not
+    // by a relist.
+    let relists = d.metric(r#"endpointd_informer_lists_total{resource="pods",kind="relist"}"#);
+    let probes =
+        d.metric(r#"endpointd_informer_history_probes_total{resource="pods",result="current"}"#);
+    eprintln!("pods: {relists:?} relists, {probes:?} history probes");
     assert!(
-        c.sim.requests().get(Verb::List, "pods") <= 3,
+        relists.unwrap_or(0.0) <= 2.0,
         "watches resume from their resourceVersion, no relist storm"
+    );
+    assert!(probes.unwrap_or(0.0) >= 1.0, "an early end is probed");
+    assert!(
+        c.sim.requests().full_lists("pods") <= 3,
+        "no relist storm (kube-sim's count)"
     );
     assert_eq!(d.stop(), Some(0));
 }
@@ -81,7 +92,7 @@ fn history_compacted_again_and_again_and_a_delete_in_a_gap() {
     let t = c.wait_converged(Duration::from_secs(60));
     report("compaction", &c, &churn, before, t);
     assert!(
-        c.sim.requests().get(Verb::List, "pods") >= 2,
+        c.sim.requests().full_lists("pods") >= 2,
         "relisted after 410"
     );
     assert_eq!(d.stop(), Some(0));
@@ -266,6 +277,19 @@ fn an_etcd_restore_behind_the_same_address_is_relisted_and_converged() {
     }
     let t = c.wait_converged(Duration::from_secs(60));
     eprintln!("fault etcd restore: converged {t:?} after the restored server came up");
+    // Found by a probe: the restored server accepted the watches from our
+    // (newer) resourceVersions without a word, as kube-apiserver does.
+    let (_, metrics) = d.http_get("/metrics").expect("metrics");
+    let behind: f64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("endpointd_informer_history_probes_total{"))
+        .filter(|l| l.contains(r#"result="behind""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(
+        behind >= 1.0,
+        "a probe found the history behind:\n{metrics}"
+    );
     assert_eq!(d.stop(), Some(0));
 }
 

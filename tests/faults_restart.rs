@@ -8,7 +8,6 @@ mod controller_support;
 
 use controller_support::churn::*;
 use controller_support::*;
-use endpointd::sim::requestinfo::Verb;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -222,7 +221,7 @@ fn the_api_server_back_after_30s_as_a_fresh_server_with_the_current_objects() {
     let lists = || -> Vec<u64> {
         ["pods", "endpoints", "endpointslices"]
             .iter()
-            .map(|r| c.sim.requests().get(Verb::List, r))
+            .map(|r| c.sim.requests().full_lists(r))
             .collect()
     };
     wait_until(

@@ -90,8 +90,10 @@ pub(crate) enum WatchScript {
 struct Script {
     lists: VecDeque<Result<Page<Obj>, SourceError>>,
     watches: VecDeque<WatchScript>,
+    probes: VecDeque<Result<String, SourceError>>,
     list_reqs: Vec<ListRequest>,
     watch_reqs: Vec<WatchRequest>,
+    probe_reqs: usize,
 }
 
 /// A scripted source. When a script runs out, requests fail as transient
@@ -108,6 +110,15 @@ impl FakeSource {
     pub(crate) fn push_list(&self, r: Result<Page<Obj>, SourceError>) {
         self.lock().lists.push_back(r);
     }
+    /// The answer to the next probe (a consistent LIST of one object); when
+    /// none is scripted, probes answer "" (an opaque resourceVersion, never
+    /// behind ours).
+    pub(crate) fn push_probe(&self, r: Result<String, SourceError>) {
+        self.lock().probes.push_back(r);
+    }
+    pub(crate) fn probes(&self) -> usize {
+        self.lock().probe_reqs
+    }
     pub(crate) fn push_watch(&self, w: WatchScript) {
         self.lock().watches.push_back(w);
     }
@@ -120,7 +131,7 @@ impl FakeSource {
     /// Total requests so far.
     pub(crate) fn requests(&self) -> usize {
         let s = self.lock();
-        s.list_reqs.len() + s.watch_reqs.len()
+        s.list_reqs.len() + s.watch_reqs.len() + s.probe_reqs
     }
 }
 
@@ -130,6 +141,11 @@ impl ListerWatcher<Obj> for FakeSource {
     }
     fn list(&self, req: &ListRequest) -> Result<Page<Obj>, SourceError> {
         let mut s = self.lock();
+        if req.limit == Some(1) && req.continue_token.is_none() {
+            s.probe_reqs += 1;
+            let rv = s.probes.pop_front().unwrap_or_else(|| Ok(String::new()));
+            return rv.map(|rv| page(Vec::new(), &rv, None));
+        }
         s.list_reqs.push(req.clone());
         s.lists
             .pop_front()

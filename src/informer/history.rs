@@ -1,12 +1,15 @@
 //! What the informers of one API server share about its history: how many
 //! times one of them found the server's history behind its own
-//! resourceVersion (told "too large resource version", then listed at a
-//! lower one: an API server restored from a backup, or a fresh one, behind
-//! the same address; an HA server's lagging watch cache says the same but
-//! lists consistently, and moves nothing). An informer that has not listed
-//! since the last such finding lists again before it watches, and ends a
-//! watch open across it at that watch's next event or bookmark, so that no
-//! cache keeps following another history once any informer has noticed.
+//! resourceVersion (an API server restored from a backup, or a fresh one,
+//! behind the same address): a probe before re-watching (a consistent LIST
+//! of one object) answered a lower resourceVersion, or a LIST after "too
+//! large resource version" did (an HA server's lagging watch cache says
+//! "too large" too, but lists consistently, and moves nothing); a
+//! controller stuck on conflicts moves it too. An informer that has not
+//! listed since the last such finding lists again before it watches, cuts
+//! a backoff short, and ends a watch open across it at that watch's next
+//! event or bookmark, so that no cache keeps following another history once
+//! any informer has noticed.
 //!
 //! A counter only: it never blocks, never sleeps and never logs.
 
@@ -22,8 +25,34 @@ impl History {
         self.0.fetch_add(1, Ordering::SeqCst) + 1
     }
 
+    /// Record it only if the epoch is still `seen` (the one the caller's
+    /// last list started in): the new epoch, or None when another finding
+    /// moved it first (two informers noticing the same restore at once move
+    /// it once).
+    pub fn went_back_from(&self, seen: u64) -> Option<u64> {
+        self.0
+            .compare_exchange(seen, seen + 1, Ordering::SeqCst, Ordering::SeqCst)
+            .ok()
+            .map(|e| e + 1)
+    }
+
     /// The current epoch (0 until the history first went back).
     pub fn epoch(&self) -> u64 {
         self.0.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::History;
+
+    #[test]
+    fn two_findings_from_the_same_epoch_move_it_once() {
+        let h = History::default();
+        assert_eq!(h.went_back_from(0), Some(1));
+        assert_eq!(h.went_back_from(0), None, "already moved by the first");
+        assert_eq!(h.epoch(), 1);
+        assert_eq!(h.went_back_from(1), Some(2));
+        assert_eq!(h.went_back(), 3);
     }
 }

@@ -1,6 +1,6 @@
 //! Informer metrics, one family set shared by all informers of a process
 //! and labelled by resource: lists (initial and relists), watch events by
-//! type, watch/list errors by kind, the wall time of the last event (so an
+//! type, watch/list errors by kind, history probes by result, the wall time of the last event (so an
 //! alert can compute its age as `time() - informer_last_event_timestamp_seconds`),
 //! cached object count and the synced flag.
 //!
@@ -24,6 +24,7 @@ pub struct InformerMetrics {
     objects: Arc<Family<Gauge>>,
     synced: Arc<Family<Gauge>>,
     fallbacks: Arc<Family<Counter>>,
+    probes: Arc<Family<Counter>>,
     watch_idle: Arc<Family<Gauge>>,
     /// When each resource's watch last showed life (opened, event, bookmark).
     last_active: Mutex<HashMap<String, Instant>>,
@@ -70,6 +71,11 @@ impl InformerMetrics {
                 "Informers that gave up watch-list (refused or ignored by the server) and use LIST.",
                 &["resource"],
             ),
+            probes: registry.counter(
+                "endpointd_informer_history_probes_total",
+                "Consistent one-object LISTs before re-watching after a watch that did not end by its timeout; result=current|behind|failed (behind: the server's history went back, every informer lists again).",
+                &["resource", "result"],
+            ),
             watch_idle: registry.gauge(
                 "endpointd_informer_watch_idle_seconds",
                 "Seconds since the resource's watch last delivered an event or bookmark (or was opened); a watch silent for longer than kubernetes.watch_idle_timeout is restarted.",
@@ -108,6 +114,12 @@ impl InformerMetrics {
                 last.insert(resource.to_string(), now);
             }
         }
+    }
+
+    /// A history probe of `resource` answered (`current`, `behind`) or
+    /// failed.
+    pub(crate) fn probe(&self, resource: &str, result: &str) {
+        self.probes.with(&[resource, result]).inc();
     }
 
     /// `resource` gave up watch-list.

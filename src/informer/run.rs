@@ -72,9 +72,36 @@ impl<T: Cacheable> Worker<T> {
                     self.listed_epoch = self.history.epoch();
                     self.watch(&req)
                 }
-                Action::Watch(_) if self.history_moved() => self.reflector.relist(),
+                Action::Watch(_) | Action::Probe(_) if self.history_moved() => {
+                    self.reflector.relist()
+                }
+                Action::Probe(req) => {
+                    let res = self.source.list(&req).map(|p| p.resource_version);
+                    if let Err(e) = &res {
+                        self.report_error("probe (list of one)", e);
+                    }
+                    let failed = res.is_err();
+                    let out = self.reflector.step(Input::Probed(res), self.clock.now());
+                    if let Some(m) = &self.metrics {
+                        let result = match (&out, failed) {
+                            (_, true) => "failed",
+                            (Output::WentBack { .. }, _) => "behind",
+                            _ => "current",
+                        };
+                        m.probe(self.source.resource(), result);
+                    }
+                    self.apply(out);
+                }
                 Action::Watch(req) => self.watch(&req),
-                Action::Wait(d) => self.sleep(d),
+                Action::Wait(d) => {
+                    // A backoff (up to a minute after a long outage) is cut
+                    // short when another informer finds the server's history
+                    // behind: caches of two histories side by side make the
+                    // controllers write from both (409s, or writes undone).
+                    if self.sleep(d) && self.history_moved() {
+                        self.reflector.relist();
+                    }
+                }
             }
         }
         log::debug!("informer {resource}: stopped");
@@ -137,6 +164,7 @@ impl<T: Cacheable> Worker<T> {
         match out {
             Output::None => {}
             Output::Failed(e) => self.report_error("list or watch", &e),
+            Output::WentBack { server, ours } => self.went_back(&server, &ours),
             Output::Replace { items, rv } => {
                 self.confirm_history_behind(&rv);
                 let initial = !self.synced.load(Ordering::SeqCst);
@@ -211,8 +239,10 @@ impl<T: Cacheable> Worker<T> {
             (Ok(new), Ok(old)) => new < old,
             _ => false,
         };
-        if behind && self.history.epoch() == self.listed_epoch {
-            let epoch = self.history.went_back();
+        if !behind {
+            return;
+        }
+        if let Some(epoch) = self.history.went_back_from(self.listed_epoch) {
             // This list already follows the new history.
             self.listed_epoch = epoch;
             log::warn!(
@@ -220,6 +250,19 @@ impl<T: Cacheable> Worker<T> {
                 self.source.resource()
             );
         }
+    }
+
+    /// This informer's probe found the server behind the resourceVersion it
+    /// watched from: move the shared epoch (unless another informer did so
+    /// since our last list), so that every informer lists again.
+    fn went_back(&mut self, server: &str, ours: &str) {
+        let Some(epoch) = self.history.went_back_from(self.listed_epoch) else {
+            return;
+        };
+        log::warn!(
+            "informer {}: the API server's history went back (it is at rv {server}, we watched from {ours}: restored from a backup, or a new server?): every informer lists again (#{epoch})",
+            self.source.resource()
+        );
     }
 
     fn report_error(&mut self, what: &str, e: &SourceError) {
@@ -237,15 +280,21 @@ impl<T: Cacheable> Worker<T> {
         }
     }
 
-    fn sleep(&self, d: Duration) {
+    /// Sleep `d`, in slices; true when cut short because the shared
+    /// history epoch moved since our last list.
+    fn sleep(&self, d: Duration) -> bool {
         let deadline = self.clock.now() + d;
         while !self.shutdown.is_triggered() {
             let left = deadline.saturating_duration_since(self.clock.now());
             if left.is_zero() {
-                return;
+                return false;
+            }
+            if self.history.epoch() != self.listed_epoch {
+                return true;
             }
             self.clock.sleep(left.min(SLEEP_SLICE));
         }
+        false
     }
 }
 

@@ -325,6 +325,76 @@ fn a_history_gone_back_makes_every_informer_sharing_it_relist() {
     b.stop(ib, vec![tb, tb2]);
 }
 
+/// kube-apiserver accepts a watch from a resourceVersion newer than its
+/// own (its watch cache and etcd do not answer "too large"): after a
+/// restore, a re-opened watch would be silent, and the caches would follow
+/// the old history. The probe after a broken watch finds the server behind.
+#[test]
+fn a_probe_after_a_broken_watch_finds_a_restored_server_and_everyone_relists() {
+    let history = Arc::new(History::default());
+    let (a, b) = (Harness::new(), Harness::new());
+    let start = |h: &Harness| {
+        Informer::builder(h.src.clone() as Arc<dyn ListerWatcher<Obj>>)
+            .config(ReflectorConfig {
+                seed: Some(1),
+                ..ReflectorConfig::default()
+            })
+            .handler(h.rec.clone())
+            .clock(h.clock.clone())
+            .history(Arc::clone(&history))
+            .start(&h.shutdown)
+            .expect("spawn informer")
+    };
+    for h in [&a, &b] {
+        h.src
+            .push_list(Ok(page(vec![obj("n", "x", "90")], "100", None)));
+    }
+    let (ta, tb) = (a.channel_watch(), b.channel_watch());
+    let (ia, ib) = (start(&a), start(&b));
+    eventually("both watching", || {
+        a.src.watch_reqs().len() == 1 && b.src.watch_reqs().len() == 1
+    });
+    // The server goes away (A's stream breaks) and comes back restored.
+    for h in [&a, &b] {
+        h.src
+            .push_list(Ok(page(vec![obj("n", "x", "7")], "8", None)));
+    }
+    a.src.push_probe(Ok("8".into()));
+    let (ta2, tb2) = (a.channel_watch(), b.channel_watch());
+    // B's stream ends at once without a word (a very short watch): it
+    // backs off (at least 800 ms) before it would probe.
+    drop(tb);
+    assert!(b.clock.wait_for_sleepers(1, Duration::from_secs(5)));
+    ta.send(Err(SourceError::transient("connection reset by peer")))
+        .expect("send");
+    assert!(a.clock.wait_for_sleepers(1, Duration::from_secs(5)));
+    a.clock.step(Duration::from_secs(2));
+    eventually("A probed and relisted", || {
+        a.src.probes() == 1 && a.src.list_reqs().len() == 2
+    });
+    eventually("the epoch moved", || history.epoch() == 1);
+    assert!(
+        a.src.list_reqs()[1].resource_version.is_none(),
+        "consistent"
+    );
+    eventually("A watches from the new list", || {
+        a.src.watch_reqs().len() == 2
+    });
+    assert_eq!(a.src.watch_reqs()[1].resource_version, "8");
+    // A's finding cuts B's backoff short (at its next 100 ms slice) and B
+    // lists again without probing.
+    b.clock.step(ms(100));
+    eventually("B relisted", || b.src.list_reqs().len() == 2);
+    eventually("B watches from the new list", || {
+        b.src.watch_reqs().len() == 2
+    });
+    assert_eq!(b.src.watch_reqs()[1].resource_version, "8");
+    assert_eq!(b.src.probes(), 0);
+    assert_eq!(history.epoch(), 1, "one finding, one epoch");
+    a.stop(ia, vec![ta2]);
+    b.stop(ib, vec![tb2]);
+}
+
 #[test]
 fn too_large_then_a_list_not_behind_moves_nothing() {
     // An HA server whose watch cache lags answers "too large resource

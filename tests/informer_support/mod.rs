@@ -148,8 +148,10 @@ pub fn synced_and_watching(sim: &SimServer, r: &Running) {
     eventually("watch open", 10, || sim.store().watch_count() == 1);
 }
 
+/// LISTs that fill the cache (not the one-object LISTs that probe the
+/// server's resourceVersion after a watch ended early).
 pub fn lists(sim: &SimServer) -> u64 {
-    sim.requests().get(Verb::List, "pods")
+    sim.requests().full_lists("pods")
 }
 
 pub fn watches(sim: &SimServer) -> u64 {

@@ -22,6 +22,15 @@
 //!   and still correct, since a too-old RV is answered with 410.
 //! - Other errors (undecodable events, 403, …) and every LIST failure back
 //!   off and relist. The delay is at least the server's `Retry-After`.
+//! - Beyond client-go: a watch that did not end by its own `timeoutSeconds`
+//!   (a transport error, the server gone, an early or idle end) is followed
+//!   by a probe before the next watch: a consistent LIST of one object. If
+//!   its resourceVersion is behind ours, the server's history went back (an
+//!   etcd restore, a fresh server behind the same address) and we list
+//!   again. kube-apiserver accepts a watch from a resourceVersion newer than
+//!   its own and stays silent until its counter passes it, so without the
+//!   probe the caches would follow the old history (client-go's do, until
+//!   the controllers are restarted).
 //! - Optional watch-list mode (`watch_list`, client-go's WatchListClient):
 //!   instead of a LIST, a watch with `sendInitialEvents=true` from RV ""
 //!   whose `ADDED` events are collected until the bookmark marked
@@ -77,7 +86,21 @@ pub struct Reflector<T> {
     /// backoff, would expire again on a link slow enough to outlast the
     /// server's compaction, and the informer would never sync.
     unpaged: bool,
+    /// Probe the server's resourceVersion before the next watch (the last
+    /// one did not end by its own timeout). Cleared by a probe that finds
+    /// the history not behind, and by a complete list.
+    verify: bool,
+    /// `timeoutSeconds` of the last watch requested: a watch that ends
+    /// sooner (less [`TIMEOUT_SLACK`]) ended for another reason.
+    watch_timeout: Duration,
+    /// When the open watch's stream was opened (a watch-list's `Watching`
+    /// counts from its end bookmark instead; the server's timeout does not).
+    stream_opened: Option<Instant>,
 }
+
+/// How much sooner than its `timeoutSeconds` a watch may end and still
+/// count as ended by it (the server counts from before its answer).
+pub const TIMEOUT_SLACK: Duration = Duration::from_secs(5);
 
 /// The smallest page a too-large LIST shrinks to; below it the failure is
 /// treated like any other (backoff), so a hostile endless body cannot make
@@ -98,6 +121,9 @@ impl<T: super::source::Cacheable> Reflector<T> {
             watch_list_since: None,
             page_size: config.page_size.max(1),
             unpaged: false,
+            verify: false,
+            watch_timeout: Duration::ZERO,
+            stream_opened: None,
             config,
             rng,
             last_list_done: None,
@@ -132,6 +158,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
     /// Forget the watch position: the next action lists (used when another
     /// informer found the server's history behind ours).
     pub fn relist(&mut self) {
+        self.verify = false;
         self.state = State::NeedList;
     }
 
@@ -166,6 +193,11 @@ impl<T: super::source::Cacheable> Reflector<T> {
             State::Listing { continue_token, .. } => {
                 Action::List(self.list_request(Some(continue_token.clone())))
             }
+            State::NeedWatch { .. } if self.verify => Action::Probe(ListRequest {
+                limit: Some(1),
+                continue_token: None,
+                resource_version: None,
+            }),
             State::NeedWatch { rv } | State::Watching { rv, .. } => {
                 let rv = rv.clone();
                 Action::Watch(self.watch_request(rv))
@@ -186,6 +218,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
         let lo = self.config.watch_timeout_min.as_secs();
         let hi = self.config.watch_timeout_max.as_secs().max(lo + 1);
         let secs = self.rng.u64(lo..hi);
+        self.watch_timeout = Duration::from_secs(secs);
         WatchRequest {
             resource_version: rv,
             timeout_seconds: u32::try_from(secs).unwrap_or(u32::MAX),
@@ -227,6 +260,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
                 Output::None
             }
             Input::WatchOpened(Ok(())) => {
+                self.stream_opened = Some(now);
                 match &mut self.state {
                     State::NeedWatch { rv } => {
                         let rv = std::mem::take(rv);
@@ -259,6 +293,42 @@ impl<T: super::source::Cacheable> Reflector<T> {
                 _ => self.on_event(ev),
             },
             Input::WatchEnded => self.on_watch_end(now),
+            Input::Probed(res) => self.on_probe(res, now),
+        }
+    }
+
+    /// The probe's answer: list again if the server is behind us, else
+    /// watch from where we are.
+    fn on_probe(&mut self, res: Result<String, SourceError>, now: Instant) -> Output<T> {
+        let State::NeedWatch { rv } = &self.state else {
+            return Output::None;
+        };
+        let ours = rv.clone();
+        match res {
+            Err(e) if e.kind == ErrorKind::Transient => {
+                // Still unverified: probe again after the backoff.
+                self.back_off(now, &e, Resume::Watch(ours));
+                Output::None
+            }
+            Err(e) => {
+                // A probe that cannot succeed (403, an undecodable object)
+                // must not hold the informer: list again after the backoff,
+                // as after any other failed LIST.
+                self.back_off(now, &e, Resume::List);
+                Output::None
+            }
+            Ok(server) => {
+                self.verify = false;
+                let behind = match (server.parse::<u64>(), ours.parse::<u64>()) {
+                    (Ok(s), Ok(o)) => s < o,
+                    _ => false,
+                };
+                if !behind {
+                    return Output::None;
+                }
+                self.state = State::NeedList;
+                Output::WentBack { server, ours }
+            }
         }
     }
 
@@ -288,6 +358,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
             }
             Ok(None) => {
                 self.last_list_done = Some(now);
+                self.verify = false;
                 self.state = State::NeedWatch {
                     rv: page.resource_version.clone(),
                 };
@@ -362,6 +433,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
             } => {
                 let items = std::mem::take(items);
                 self.watch_list_since = None;
+                self.verify = false;
                 self.state = State::Watching {
                     rv: resource_version.clone(),
                     opened: now,
@@ -431,7 +503,10 @@ impl<T: super::source::Cacheable> Reflector<T> {
                     self.state = State::NeedList;
                 }
             }
-            ErrorKind::Transient => self.back_off(now, &e, Resume::Watch(rv)),
+            ErrorKind::Transient => {
+                self.verify = true;
+                self.back_off(now, &e, Resume::Watch(rv))
+            }
             ErrorKind::Other => self.back_off(now, &e, Resume::List),
         }
         Output::None
@@ -448,8 +523,12 @@ impl<T: super::source::Cacheable> Reflector<T> {
         let State::Watching { rv, opened, events } = &self.state else {
             return Output::None;
         };
-        let healthy =
-            *events > 0 || now.saturating_duration_since(*opened) >= self.config.min_watch_duration;
+        let lasted = now.saturating_duration_since(*opened);
+        let healthy = *events > 0 || lasted >= self.config.min_watch_duration;
+        let streamed = now.saturating_duration_since(self.stream_opened.unwrap_or(*opened));
+        if streamed + TIMEOUT_SLACK < self.watch_timeout {
+            self.verify = true;
+        }
         let rv = rv.clone();
         if healthy {
             self.state = State::NeedWatch { rv };

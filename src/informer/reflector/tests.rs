@@ -97,9 +97,11 @@ fn events_and_bookmarks_advance_rv_and_clean_end_resumes() {
         assert_eq!(out, Output::Apply(ev));
         assert!(matches!(r.state(), State::Watching { rv: cur, .. } if cur == rv));
     }
-    r.step(Input::WatchEnded, now);
-    let Action::Watch(w) = r.next_action(now) else {
-        panic!("a healthy watch end re-watches at once");
+    // Ended by its timeoutSeconds (at most 600 s): no probe.
+    let end = now + Duration::from_secs(600);
+    r.step(Input::WatchEnded, end);
+    let Action::Watch(w) = r.next_action(end) else {
+        panic!("a watch ended by its timeout re-watches at once");
     };
     assert_eq!(w.resource_version, "21");
     assert_eq!(r.lists_started(), 1, "no relist");
@@ -115,6 +117,11 @@ fn very_short_empty_watch_backs_off_then_rewatches() {
     };
     assert!(d >= ms(800) && d < ms(1600), "{d:?}");
     let after = now + ms(10) + d;
+    assert!(
+        matches!(r.next_action(after), Action::Probe(_)),
+        "an early end"
+    );
+    r.step(Input::Probed(Ok("10".into())), after);
     assert!(matches!(r.next_action(after), Action::Watch(w) if w.resource_version == "10"));
     // A second short watch doubles the delay.
     r.step(Input::WatchOpened(Ok(())), after);
@@ -129,11 +136,14 @@ fn very_short_empty_watch_backs_off_then_rewatches() {
 fn long_quiet_watch_end_is_healthy() {
     let now = t0();
     let mut r = watching(now);
-    r.step(Input::WatchEnded, now + Duration::from_secs(2));
-    assert!(matches!(
-        r.next_action(now + Duration::from_secs(2)),
-        Action::Watch(_)
-    ));
+    let end = now + Duration::from_secs(2);
+    r.step(Input::WatchEnded, end);
+    assert!(
+        matches!(r.next_action(end), Action::Probe(_)),
+        "no backoff; but it ended before its timeout: probe first"
+    );
+    r.step(Input::Probed(Ok("12".into())), end);
+    assert!(matches!(r.next_action(end), Action::Watch(w) if w.resource_version == "10"));
 }
 
 /// How the machine reacts to each error kind, on open and mid-stream.
@@ -185,6 +195,11 @@ fn error_classification_table() {
             }
             Want::BackoffThenWatch => {
                 assert!(matches!(act, Action::Wait(_)), "case {i}: {act:?}");
+                assert!(
+                    matches!(r.next_action(later), Action::Probe(_)),
+                    "case {i}: probe first"
+                );
+                r.step(Input::Probed(Ok("10".into())), later);
                 assert!(
                     matches!(r.next_action(later), Action::Watch(ref w) if w.resource_version == "10"),
                     "case {i}"
@@ -314,8 +329,9 @@ fn watch_list_collects_initial_events_until_end_bookmark() {
     // The same stream goes on as an ordinary watch.
     let ev = WatchEvent::Modified(obj("a", "1", "8"));
     assert_eq!(r.step(Input::Event(Ok(ev.clone())), now), Output::Apply(ev));
-    r.step(Input::WatchEnded, now);
-    let Action::Watch(w) = r.next_action(now) else {
+    let end = now + Duration::from_secs(600);
+    r.step(Input::WatchEnded, end);
+    let Action::Watch(w) = r.next_action(end) else {
         panic!("re-watch");
     };
     assert_eq!(w.resource_version, "8");
@@ -548,6 +564,7 @@ fn watch_list_attempts_each_shorter_than_the_bound_still_fall_back() {
                     break;
                 }
                 Action::List(_) => panic!("fell back before the bound"),
+                Action::Probe(_) => panic!("a watch-list is not resumed, nothing to probe"),
             }
         }
         r.step(Input::WatchOpened(Ok(())), t);
@@ -657,4 +674,143 @@ fn an_expired_continue_token_lists_everything_at_once_without_backoff() {
     );
     r.step(Input::Listed(Err(SourceError::transient("reset"))), now);
     assert!(matches!(r.next_action(now), Action::Wait(_)));
+}
+
+/// The probe that follows a watch which did not end by its own timeout:
+/// a consistent LIST of one object; a server behind our resourceVersion
+/// (an etcd restore, a fresh server) means listing again at once.
+#[test]
+fn a_probe_behind_our_resource_version_lists_again() {
+    let now = t0();
+    let mut r = watching(now);
+    r.step(
+        Input::Event(Ok(WatchEvent::Added(obj("a", "y", "40")))),
+        now,
+    );
+    r.step(
+        Input::Event(Err(SourceError::transient("connection reset"))),
+        now,
+    );
+    let Action::Wait(d) = r.next_action(now) else {
+        panic!("a transient error backs off");
+    };
+    let later = now + d;
+    assert_eq!(
+        r.next_action(later),
+        Action::Probe(ListRequest {
+            limit: Some(1),
+            continue_token: None,
+            resource_version: None,
+        })
+    );
+    let out = r.step(Input::Probed(Ok("7".into())), later);
+    assert_eq!(
+        out,
+        Output::WentBack {
+            server: "7".into(),
+            ours: "40".into()
+        }
+    );
+    assert!(
+        matches!(r.next_action(later), Action::List(l) if l.limit == Some(500) && l.continue_token.is_none())
+    );
+    assert_eq!(r.lists_started(), 2);
+    // The list completes: no probe before its watch.
+    r.step(Input::Listed(Ok(page(vec![], "8", None))), later);
+    assert!(matches!(r.next_action(later), Action::Watch(w) if w.resource_version == "8"));
+}
+
+#[test]
+fn a_probe_at_or_past_our_resource_version_watches_from_ours() {
+    // (server's resourceVersion, ours = "10"): never behind when either is
+    // not a number (resourceVersions are opaque to clients).
+    for server in ["10", "11", "999", "abc", ""] {
+        let now = t0();
+        let mut r = watching(now);
+        r.step(Input::WatchEnded, now + Duration::from_secs(120));
+        let later = now + Duration::from_secs(120);
+        assert!(
+            matches!(r.next_action(later), Action::Probe(_)),
+            "{server}: the idle bound"
+        );
+        assert_eq!(
+            r.step(Input::Probed(Ok(server.into())), later),
+            Output::None
+        );
+        assert!(
+            matches!(r.next_action(later), Action::Watch(w) if w.resource_version == "10"),
+            "{server}"
+        );
+        assert_eq!(r.lists_started(), 1, "{server}");
+        // Verified: the next timeout end re-watches without a probe.
+        r.step(Input::WatchOpened(Ok(())), later);
+        let end = later + Duration::from_secs(600);
+        r.step(Input::WatchEnded, end);
+        assert!(matches!(r.next_action(end), Action::Watch(_)), "{server}");
+    }
+}
+
+#[test]
+fn a_failed_probe_backs_off_and_probes_again() {
+    let now = t0();
+    let mut r = watching(now);
+    r.step(
+        Input::WatchOpened(Err(SourceError::transient("connection refused"))),
+        now,
+    );
+    let Action::Wait(d) = r.next_action(now) else {
+        panic!("backoff");
+    };
+    let t1 = now + d;
+    assert!(matches!(r.next_action(t1), Action::Probe(_)));
+    r.step(Input::Probed(Err(SourceError::transient("refused"))), t1);
+    let Action::Wait(d2) = r.next_action(t1) else {
+        panic!("a failed probe backs off");
+    };
+    assert!(d2 > d, "the backoff grows: {d:?} then {d2:?}");
+    assert!(
+        matches!(r.next_action(t1 + d2), Action::Probe(_)),
+        "still unverified"
+    );
+}
+
+#[test]
+fn a_probe_that_cannot_succeed_lists_again_after_a_backoff() {
+    let now = t0();
+    let mut r = watching(now);
+    r.step(Input::WatchEnded, now + Duration::from_secs(120));
+    let t1 = now + Duration::from_secs(120);
+    assert!(matches!(r.next_action(t1), Action::Probe(_)));
+    r.step(Input::Probed(Err(SourceError::other("403 forbidden"))), t1);
+    let Action::Wait(d) = r.next_action(t1) else {
+        panic!("backoff");
+    };
+    assert!(
+        matches!(r.next_action(t1 + d), Action::List(l) if l.limit == Some(500)),
+        "not probing forever"
+    );
+}
+
+#[test]
+fn a_watch_list_stream_ended_by_its_timeout_is_not_probed() {
+    // The timeout counts from the request, not from the end bookmark.
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(ReflectorConfig {
+        watch_timeout_min: Duration::from_secs(300),
+        watch_timeout_max: Duration::from_secs(300),
+        ..watch_list_cfg()
+    });
+    let Action::Watch(w) = r.next_action(now) else {
+        panic!("watch-list starts with a watch");
+    };
+    assert_eq!(w.timeout_seconds, 300);
+    r.step(Input::WatchOpened(Ok(())), now);
+    let synced = now + Duration::from_secs(100);
+    r.step(Input::Event(Ok(bookmark("7", true))), synced);
+    let end = now + Duration::from_secs(300);
+    r.step(Input::WatchEnded, end);
+    assert!(
+        matches!(r.next_action(end), Action::Watch(w) if w.resource_version == "7"),
+        "ended by its timeout: no probe"
+    );
 }

@@ -124,6 +124,10 @@ pub enum Action {
     List(ListRequest),
     /// Open a watch and feed [`Input::WatchOpened`], then its events.
     Watch(WatchRequest),
+    /// Before watching again after a watch that did not end by its own
+    /// timeout: a consistent one-object LIST, whose resourceVersion is fed
+    /// as [`Input::Probed`] (is the server's history behind ours?).
+    Probe(ListRequest),
     /// Sleep this long, then ask again.
     Wait(Duration),
 }
@@ -139,6 +143,8 @@ pub enum Input<T> {
     Event(Result<WatchEvent<T>, SourceError>),
     /// The open watch ended cleanly (the stream ran out).
     WatchEnded,
+    /// The resourceVersion of a [`Action::Probe`] LIST, or its failure.
+    Probed(Result<String, SourceError>),
 }
 
 /// What the watcher thread must do with the cache.
@@ -155,6 +161,15 @@ pub enum Output<T> {
     },
     /// Apply one watch event (bookmarks only move the RV).
     Apply(WatchEvent<T>),
+    /// A probe found the server's history behind the resourceVersion we
+    /// watch from (an etcd restore, a fresh server): this informer lists
+    /// again; the thread tells the others.
+    WentBack {
+        /// The server's current resourceVersion (the probe's).
+        server: String,
+        /// Ours.
+        ours: String,
+    },
     /// The reflector itself ended a list or watch (a bound was exceeded, a
     /// watch-list was cut short or ignored): report it (log, count); the
     /// state already says what comes next.
