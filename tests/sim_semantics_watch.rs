@@ -365,3 +365,40 @@ fn huge_timeout_seconds_and_bookmark_interval_do_not_overflow() {
         "no deadline and no bookmark: the stream stays open"
     );
 }
+
+/// kube-apiserver's watch cache (and etcd) accept a watch from a
+/// resourceVersion they have not reached — after an etcd restore, a client's
+/// resourceVersion is ahead of the server's — and stay silent until their
+/// counter passes it: no error, events and bookmarks up to it withheld.
+#[test]
+fn a_watch_from_a_future_resource_version_is_silent_until_the_counter_passes_it() {
+    let sim = Sim::with(StoreConfig {
+        history: 100,
+        bookmark_interval: Duration::from_secs(1),
+        ..StoreConfig::default()
+    });
+    sim.create(PODS, NS, pod("a"));
+    let ahead = sim.store.current_rv() + 3;
+    let w = sim.watch(
+        PODS,
+        NS,
+        &[
+            ("resourceVersion", &ahead.to_string()),
+            ("allowWatchBookmarks", "true"),
+        ],
+    );
+    assert_eq!(w.status, 200, "accepted, not 504");
+    sim.create(PODS, NS, pod("b"));
+    assert!(sim.clock.wait_for_sleepers(1, Duration::from_secs(3)));
+    sim.clock.step(Duration::from_secs(1));
+    assert!(
+        w.quiet(100),
+        "an event and a bookmark behind it are withheld"
+    );
+    sim.create(PODS, NS, pod("c"));
+    sim.create(PODS, NS, pod("d"));
+    assert_eq!(sim.store.current_rv(), ahead);
+    assert!(w.quiet(100), "so is the event at its resourceVersion");
+    sim.create(PODS, NS, pod("e"));
+    assert_eq!(w.next_name(), ev("ADDED", "e"), "the first one past it");
+}

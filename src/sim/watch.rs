@@ -2,7 +2,11 @@
 //! per chunk): synthetic ADDED for the initial state, replay from history,
 //! selector filtering (an object that leaves the selection is sent as
 //! DELETED, one that enters as ADDED), BOOKMARKs, the watch-list end
-//! marker, `timeoutSeconds`, and 410 as an ERROR event.
+//! marker, `timeoutSeconds`, and 410 as an ERROR event. A watch from a
+//! resourceVersion newer than the store's is accepted, as kube-apiserver's
+//! watch cache (and etcd) accept it: events and bookmarks up to that
+//! version are withheld, so after a restore the stream stays silent until
+//! the counter passes it.
 //!
 //! A [`Watcher`] lives in the store and is driven under its lock by writes
 //! (`deliver`) and by the ticker (`tick`); it never blocks: frames go to an
@@ -10,7 +14,7 @@
 //! (slow client) or whose client left is dropped, which ends its stream.
 //! No thread per watch; this module never sleeps or reads time itself.
 
-use super::list::{parse_rv, too_large};
+use super::list::parse_rv;
 use super::objects::{is_converted, Obj};
 use super::resources::ResourceInfo;
 use super::selector::{FieldRequirement, Selectors};
@@ -43,12 +47,17 @@ pub struct Watcher {
     /// `None` when `now + interval` is not representable (no bookmarks).
     next_bookmark: Option<Instant>,
     interval: Duration,
+    /// Events and bookmarks at or below this resourceVersion are withheld
+    /// (a watch from a resourceVersion the store had not reached; 0
+    /// otherwise), as kube-apiserver's cacheWatcher sends only newer ones.
+    after: u64,
 }
 
 impl Watcher {
     /// Offer a write; false when the watcher must be dropped.
     pub fn deliver(&mut self, ev: &Event) -> bool {
-        if ev.key.res != self.res
+        if ev.rv <= self.after
+            || ev.key.res != self.res
             || self
                 .namespace
                 .as_ref()
@@ -69,7 +78,10 @@ impl Watcher {
         if self.deadline.is_some_and(|d| now >= d) {
             return false;
         }
-        if self.bookmarks && self.next_bookmark.is_some_and(|t| now >= t) {
+        if self.bookmarks
+            && (self.after == 0 || rv > self.after)
+            && self.next_bookmark.is_some_and(|t| now >= t)
+        {
             self.next_bookmark = now.checked_add(self.interval);
             return self.send(bookmark(self.info, rv, false));
         }
@@ -93,7 +105,10 @@ pub fn watch(
     store.txn(|t| {
         if let WatchFrom::Rv(n) = from {
             if n > t.rv() {
-                return Err(too_large(n, t.rv()));
+                let mut w = w;
+                w.after = n;
+                t.add_watcher(w);
+                return Ok(());
             }
         }
         match t.watch_backlog(w.res, namespace, from) {
@@ -176,6 +191,7 @@ fn prepare(
         deadline: timeout.and_then(|s| now.checked_add(Duration::from_secs(s))),
         next_bookmark: now.checked_add(interval),
         interval,
+        after: 0,
     };
     Ok((w, from, initial_events, rx))
 }
