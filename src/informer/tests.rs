@@ -51,6 +51,20 @@ impl Harness {
         b.start(&self.shutdown).expect("spawn informer")
     }
 
+    /// Start an informer sharing `history` with others.
+    fn start_sharing(&self, history: &Arc<History>) -> Informer<Obj> {
+        Informer::builder(self.src.clone() as Arc<dyn ListerWatcher<Obj>>)
+            .config(ReflectorConfig {
+                seed: Some(1),
+                ..ReflectorConfig::default()
+            })
+            .handler(self.rec.clone())
+            .clock(self.clock.clone())
+            .history(Arc::clone(history))
+            .start(&self.shutdown)
+            .expect("spawn informer")
+    }
+
     /// Stop: trigger shutdown, wake fake sleeps, end open watches.
     fn stop(&self, inf: Informer<Obj>, open: Vec<Tx>) {
         self.shutdown.trigger();
@@ -270,31 +284,22 @@ fn wait_for_sync_returns_false_on_shutdown() {
     h.stop(inf, vec![]);
 }
 
+/// An informer sharing `history`, listed at rv 100 (one object, at 90) and
+/// watching on a channel.
+fn watching_at_100(history: &Arc<History>) -> (Harness, Tx, Informer<Obj>) {
+    let h = Harness::new();
+    h.src
+        .push_list(Ok(page(vec![obj("n", "x", "90")], "100", None)));
+    let tx = h.channel_watch();
+    let inf = h.start_sharing(history);
+    eventually("watching", || h.src.watch_reqs().len() == 1);
+    (h, tx, inf)
+}
+
 #[test]
 fn a_history_gone_back_makes_every_informer_sharing_it_relist() {
     let history = Arc::new(History::default());
-    let (a, b) = (Harness::new(), Harness::new());
-    let start = |h: &Harness| {
-        Informer::builder(h.src.clone() as Arc<dyn ListerWatcher<Obj>>)
-            .config(ReflectorConfig {
-                seed: Some(1),
-                ..ReflectorConfig::default()
-            })
-            .handler(h.rec.clone())
-            .clock(h.clock.clone())
-            .history(Arc::clone(&history))
-            .start(&h.shutdown)
-            .expect("spawn informer")
-    };
-    for h in [&a, &b] {
-        h.src
-            .push_list(Ok(page(vec![obj("n", "x", "90")], "100", None)));
-    }
-    let (ta, tb) = (a.channel_watch(), b.channel_watch());
-    let (ia, ib) = (start(&a), start(&b));
-    eventually("both watching", || {
-        a.src.watch_reqs().len() == 1 && b.src.watch_reqs().len() == 1
-    });
+    let ((a, ta, ia), (b, tb, ib)) = (watching_at_100(&history), watching_at_100(&history));
     // A fresh server behind the same address: A is told its RV is too large.
     for h in [&a, &b] {
         h.src
@@ -332,28 +337,7 @@ fn a_history_gone_back_makes_every_informer_sharing_it_relist() {
 #[test]
 fn a_probe_after_a_broken_watch_finds_a_restored_server_and_everyone_relists() {
     let history = Arc::new(History::default());
-    let (a, b) = (Harness::new(), Harness::new());
-    let start = |h: &Harness| {
-        Informer::builder(h.src.clone() as Arc<dyn ListerWatcher<Obj>>)
-            .config(ReflectorConfig {
-                seed: Some(1),
-                ..ReflectorConfig::default()
-            })
-            .handler(h.rec.clone())
-            .clock(h.clock.clone())
-            .history(Arc::clone(&history))
-            .start(&h.shutdown)
-            .expect("spawn informer")
-    };
-    for h in [&a, &b] {
-        h.src
-            .push_list(Ok(page(vec![obj("n", "x", "90")], "100", None)));
-    }
-    let (ta, tb) = (a.channel_watch(), b.channel_watch());
-    let (ia, ib) = (start(&a), start(&b));
-    eventually("both watching", || {
-        a.src.watch_reqs().len() == 1 && b.src.watch_reqs().len() == 1
-    });
+    let ((a, ta, ia), (b, tb, ib)) = (watching_at_100(&history), watching_at_100(&history));
     // The server goes away (A's stream breaks) and comes back restored.
     for h in [&a, &b] {
         h.src
@@ -405,16 +389,7 @@ fn too_large_then_a_list_not_behind_moves_nothing() {
     h.src
         .push_list(Ok(page(vec![obj("n", "x", "90")], "100", None)));
     let t1 = h.channel_watch();
-    let inf = Informer::builder(h.src.clone() as Arc<dyn ListerWatcher<Obj>>)
-        .config(ReflectorConfig {
-            seed: Some(1),
-            ..ReflectorConfig::default()
-        })
-        .handler(h.rec.clone())
-        .clock(h.clock.clone())
-        .history(Arc::clone(&history))
-        .start(&h.shutdown)
-        .expect("spawn informer");
+    let inf = h.start_sharing(&history);
     eventually("watching", || h.src.watch_reqs().len() == 1);
     h.src
         .push_list(Ok(page(vec![obj("n", "x", "105")], "120", None)));
