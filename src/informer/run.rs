@@ -16,7 +16,9 @@ use std::time::Duration;
 use super::handlers::Handlers;
 use super::metrics::InformerMetrics;
 use super::reflector::{Action, Input, Output, Reflector};
-use super::source::{Cacheable, ErrorKind, ListerWatcher, SourceError, WatchEvent, WatchRequest};
+use super::source::{
+    Cacheable, ErrorKind, ListRequest, ListerWatcher, SourceError, WatchEvent, WatchRequest,
+};
 use super::store::Store;
 use crate::clock::SharedClock;
 use crate::shutdown::Shutdown;
@@ -75,23 +77,7 @@ impl<T: Cacheable> Worker<T> {
                 Action::Watch(_) | Action::Probe(_) if self.history_moved() => {
                     self.reflector.relist()
                 }
-                Action::Probe(req) => {
-                    let res = self.source.list(&req).map(|p| p.resource_version);
-                    if let Err(e) = &res {
-                        self.report_error("probe (list of one)", e);
-                    }
-                    let failed = res.is_err();
-                    let out = self.reflector.step(Input::Probed(res), self.clock.now());
-                    if let Some(m) = &self.metrics {
-                        let result = match (&out, failed) {
-                            (_, true) => "failed",
-                            (Output::WentBack { .. }, _) => "behind",
-                            _ => "current",
-                        };
-                        m.probe(self.source.resource(), result);
-                    }
-                    self.apply(out);
-                }
+                Action::Probe(req) => self.probe(&req),
                 Action::Watch(req) => self.watch(&req),
                 Action::Wait(d) => {
                     // A backoff (up to a minute after a long outage) is cut
@@ -105,6 +91,26 @@ impl<T: Cacheable> Worker<T> {
             }
         }
         log::debug!("informer {resource}: stopped");
+    }
+
+    /// The history probe: a consistent LIST of one object, whose
+    /// resourceVersion the reflector compares with ours.
+    fn probe(&mut self, req: &ListRequest) {
+        let res = self.source.list(req).map(|p| p.resource_version);
+        if let Err(e) = &res {
+            self.report_error("probe (list of one)", e);
+        }
+        let failed = res.is_err();
+        let out = self.reflector.step(Input::Probed(res), self.clock.now());
+        if let Some(m) = &self.metrics {
+            let result = match (&out, failed) {
+                (_, true) => "failed",
+                (Output::WentBack { .. }, _) => "behind",
+                _ => "current",
+            };
+            m.probe(self.source.resource(), result);
+        }
+        self.apply(out);
     }
 
     fn watch(&mut self, req: &WatchRequest) {
