@@ -391,6 +391,8 @@ fn a_watch_from_a_future_resource_version_is_silent_until_the_counter_passes_it(
     sim.create(PODS, NS, pod("b"));
     assert!(sim.clock.wait_for_sleepers(1, Duration::from_secs(3)));
     sim.clock.step(Duration::from_secs(1));
+    // The ticker has run (it sleeps again) before silence is checked.
+    assert!(sim.clock.wait_for_sleepers(1, Duration::from_secs(3)));
     assert!(
         w.quiet(100),
         "an event and a bookmark behind it are withheld"

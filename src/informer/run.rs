@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use super::handlers::Handlers;
 use super::metrics::InformerMetrics;
-use super::reflector::{Action, Input, Output, Reflector};
+use super::reflector::{Action, Input, Output, Reflector, State};
 use super::source::{
     Cacheable, ErrorKind, ListRequest, ListerWatcher, SourceError, WatchEvent, WatchRequest,
 };
@@ -157,7 +157,10 @@ impl<T: Cacheable> Worker<T> {
             if !self.reflector.is_watching() {
                 return;
             }
-            if !req.send_initial_events && self.history_moved() {
+            // A watch-list's stream is an ordinary watch once its initial
+            // events are in; only while collecting them is it a list.
+            let listing = matches!(self.reflector.state(), State::WatchListing { .. });
+            if !listing && self.history_moved() {
                 self.reflector.relist();
                 return;
             }

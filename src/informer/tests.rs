@@ -379,6 +379,42 @@ fn a_probe_after_a_broken_watch_finds_a_restored_server_and_everyone_relists() {
     b.stop(ib, vec![tb2]);
 }
 
+/// A watch-list's stream goes on as an ordinary watch after its initial
+/// events: a history found behind by another informer ends it at its next
+/// event, as it ends any other watch.
+#[test]
+fn a_watch_list_stream_past_its_initial_events_follows_the_history_epoch() {
+    let history = Arc::new(History::default());
+    let h = Harness::new();
+    let tx = h.channel_watch();
+    let inf = Informer::builder(h.src.clone() as Arc<dyn ListerWatcher<Obj>>)
+        .config(ReflectorConfig {
+            seed: Some(1),
+            watch_list: true,
+            ..ReflectorConfig::default()
+        })
+        .handler(h.rec.clone())
+        .clock(h.clock.clone())
+        .history(Arc::clone(&history))
+        .start(&h.shutdown)
+        .expect("spawn informer");
+    tx.send(Ok(WatchEvent::Added(obj("n", "x", "5"))))
+        .expect("send");
+    tx.send(Ok(WatchEvent::Bookmark {
+        resource_version: "10".into(),
+        initial_events_end: true,
+    }))
+    .expect("send");
+    eventually("synced", || inf.has_synced());
+    let tx2 = h.channel_watch();
+    history.went_back();
+    tx.send(Ok(WatchEvent::Modified(obj("n", "x", "11"))))
+        .expect("send");
+    eventually("a new watch-list", || h.src.watch_reqs().len() == 2);
+    assert!(h.src.watch_reqs()[1].send_initial_events);
+    h.stop(inf, vec![tx, tx2]);
+}
+
 #[test]
 fn too_large_then_a_list_not_behind_moves_nothing() {
     // An HA server whose watch cache lags answers "too large resource
