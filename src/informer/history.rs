@@ -36,6 +36,16 @@ impl History {
             .map(|e| e + 1)
     }
 
+    /// Whether resourceVersion `server` is behind `ours`: only when both
+    /// are numbers (resourceVersions are opaque to clients; kube-apiserver's
+    /// are etcd revisions).
+    pub fn is_behind(server: &str, ours: &str) -> bool {
+        match (server.parse::<u64>(), ours.parse::<u64>()) {
+            (Ok(s), Ok(o)) => s < o,
+            _ => false,
+        }
+    }
+
     /// The current epoch (0 until the history first went back).
     pub fn epoch(&self) -> u64 {
         self.0.load(Ordering::SeqCst)

@@ -1,8 +1,9 @@
 //! Informer metrics, one family set shared by all informers of a process
 //! and labelled by resource: lists (initial and relists), watch events by
-//! type, watch/list errors by kind, history probes by result, the wall time of the last event (so an
-//! alert can compute its age as `time() - informer_last_event_timestamp_seconds`),
-//! cached object count and the synced flag.
+//! type, watch/list errors by kind, history probes by result, the wall time
+//! of the last event (so an alert can compute its age as
+//! `time() - informer_last_event_timestamp_seconds`), cached object count
+//! and the synced flag.
 //!
 //! Registers families once ([`InformerMetrics::register`]); it never reads
 //! time itself (the watcher thread passes wall time from its clock).

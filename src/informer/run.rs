@@ -173,7 +173,9 @@ impl<T: Cacheable> Worker<T> {
         match out {
             Output::None => {}
             Output::Failed(e) => self.report_error("list or watch", &e),
-            Output::WentBack { server, ours } => self.went_back(&server, &ours),
+            Output::WentBack { server, ours } => {
+                self.went_back(&format!("it is at rv {server}, we watched from {ours}"));
+            }
             Output::Replace { items, rv } => {
                 self.confirm_history_behind(&rv);
                 let initial = !self.synced.load(Ordering::SeqCst);
@@ -244,34 +246,26 @@ impl<T: Cacheable> Worker<T> {
         let Some(old) = self.behind_from.take() else {
             return;
         };
-        let behind = match (rv.parse::<u64>(), old.parse::<u64>()) {
-            (Ok(new), Ok(old)) => new < old,
-            _ => false,
-        };
-        if !behind {
+        if !super::History::is_behind(rv, &old) {
             return;
         }
-        if let Some(epoch) = self.history.went_back_from(self.listed_epoch) {
+        if let Some(epoch) = self.went_back(&format!("listed at rv {rv}, we had {old}")) {
             // This list already follows the new history.
             self.listed_epoch = epoch;
-            log::warn!(
-                "informer {}: the API server's history went back (listed at rv {rv}, we had {old}: restored from a backup, or a new server?): every informer lists again (#{epoch})",
-                self.source.resource()
-            );
         }
     }
 
-    /// This informer's probe found the server behind the resourceVersion it
-    /// watched from: move the shared epoch (unless another informer did so
-    /// since our last list), so that every informer lists again.
-    fn went_back(&mut self, server: &str, ours: &str) {
-        let Some(epoch) = self.history.went_back_from(self.listed_epoch) else {
-            return;
-        };
+    /// This informer found the server behind the resourceVersion it had
+    /// (`detail` says how): move the shared epoch, unless another informer
+    /// did so since our last list, so that every informer lists again; the
+    /// new epoch if this call moved it.
+    fn went_back(&mut self, detail: &str) -> Option<u64> {
+        let epoch = self.history.went_back_from(self.listed_epoch)?;
         log::warn!(
-            "informer {}: the API server's history went back (it is at rv {server}, we watched from {ours}: restored from a backup, or a new server?): every informer lists again (#{epoch})",
+            "informer {}: the API server's history went back ({detail}: restored from a backup, or a new server?): every informer lists again (#{epoch})",
             self.source.resource()
         );
+        Some(epoch)
     }
 
     fn report_error(&mut self, what: &str, e: &SourceError) {

@@ -319,11 +319,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
             }
             Ok(server) => {
                 self.verify = false;
-                let behind = match (server.parse::<u64>(), ours.parse::<u64>()) {
-                    (Ok(s), Ok(o)) => s < o,
-                    _ => false,
-                };
-                if !behind {
+                if !crate::informer::History::is_behind(&server, &ours) {
                     return Output::None;
                 }
                 self.state = State::NeedList;

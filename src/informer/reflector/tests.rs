@@ -720,19 +720,26 @@ fn a_probe_behind_our_resource_version_lists_again() {
     assert!(matches!(r.next_action(later), Action::Watch(w) if w.resource_version == "8"));
 }
 
+/// A reflector watching at rv "10" whose watch ended cleanly after 120 s
+/// (the idle bound, before its timeout), asked to probe; and that time.
+fn ended_at_the_idle_bound() -> (Reflector<Obj>, Instant) {
+    let now = t0();
+    let mut r = watching(now);
+    let end = now + Duration::from_secs(120);
+    r.step(Input::WatchEnded, end);
+    assert!(
+        matches!(r.next_action(end), Action::Probe(_)),
+        "an early end"
+    );
+    (r, end)
+}
+
 #[test]
 fn a_probe_at_or_past_our_resource_version_watches_from_ours() {
     // (server's resourceVersion, ours = "10"): never behind when either is
     // not a number (resourceVersions are opaque to clients).
     for server in ["10", "11", "999", "abc", ""] {
-        let now = t0();
-        let mut r = watching(now);
-        r.step(Input::WatchEnded, now + Duration::from_secs(120));
-        let later = now + Duration::from_secs(120);
-        assert!(
-            matches!(r.next_action(later), Action::Probe(_)),
-            "{server}: the idle bound"
-        );
+        let (mut r, later) = ended_at_the_idle_bound();
         assert_eq!(
             r.step(Input::Probed(Ok(server.into())), later),
             Output::None
@@ -776,11 +783,7 @@ fn a_failed_probe_backs_off_and_probes_again() {
 
 #[test]
 fn a_probe_that_cannot_succeed_lists_again_after_a_backoff() {
-    let now = t0();
-    let mut r = watching(now);
-    r.step(Input::WatchEnded, now + Duration::from_secs(120));
-    let t1 = now + Duration::from_secs(120);
-    assert!(matches!(r.next_action(t1), Action::Probe(_)));
+    let (mut r, t1) = ended_at_the_idle_bound();
     r.step(Input::Probed(Err(SourceError::other("403 forbidden"))), t1);
     let Action::Wait(d) = r.next_action(t1) else {
         panic!("backoff");
