@@ -96,12 +96,15 @@ const STARTING_EVERY: Duration = Duration::from_millis(20);
 /// `User-Agent: endpointd/<version> (<identity>)` plus `acting` (the
 /// controller) when given, so audit logs name the instance and the
 /// controller. Each client has its own token bucket, as each
-/// kube-controller-manager controller has its own clientset.
+/// kube-controller-manager controller has its own clientset; the clients of
+/// one process share `link`, so that any request getting through after an
+/// outage ends the informers' backoffs.
 pub fn client(
     cfg: &Config,
     clock: SharedClock,
     registry: &Registry,
     acting: Option<&str>,
+    link: &Arc<kube::Link>,
 ) -> Result<Client, kube::Error> {
     let k = &cfg.kubernetes;
     let mut cc = ClientConfig::infer(k.kubeconfig.as_deref(), k.context.as_deref())?;
@@ -118,6 +121,7 @@ pub fn client(
     // and (EndpointSlice) the topology worker: keep all their connections.
     let callers = cfg.endpoints.workers.max(cfg.endpointslices.workers) + 2;
     cc.max_idle_connections = cc.max_idle_connections.max(callers);
+    cc.link = Arc::clone(link);
     Client::new(cc, clock, Some(registry))
 }
 
@@ -151,13 +155,15 @@ pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
     let clock = RealClock::shared();
     let registry = Registry::new();
     build_info(&registry);
-    let client = client(&cfg, Arc::clone(&clock), &registry, None).map_err(DaemonError::Client)?;
+    let link = Arc::default();
+    let client =
+        client(&cfg, Arc::clone(&clock), &registry, None, &link).map_err(DaemonError::Client)?;
     // The lease thread has its own client: at shutdown the others are
     // cancelled at once while the election Lease is still released.
-    let lease_client =
-        self::client(&cfg, Arc::clone(&clock), &registry, None).map_err(DaemonError::Client)?;
-    let ep_client = client_for(&cfg, &clock, &registry, "endpoint-controller")?;
-    let es_client = client_for(&cfg, &clock, &registry, "endpointslice-controller")?;
+    let lease_client = self::client(&cfg, Arc::clone(&clock), &registry, None, &link)
+        .map_err(DaemonError::Client)?;
+    let ep_client = client_for(&cfg, &clock, &registry, "endpoint-controller", &link)?;
+    let es_client = client_for(&cfg, &clock, &registry, "endpointslice-controller", &link)?;
     log::info!("API server {}", client.server());
     let shutdown = Shutdown::new();
     // SIGHUP compares with the file as loaded (shadow mode's overrides are
@@ -317,8 +323,9 @@ fn client_for(
     clock: &SharedClock,
     registry: &Registry,
     acting: &str,
+    link: &Arc<kube::Link>,
 ) -> Result<Client, DaemonError> {
-    client(cfg, Arc::clone(clock), registry, Some(acting)).map_err(DaemonError::Client)
+    client(cfg, Arc::clone(clock), registry, Some(acting), link).map_err(DaemonError::Client)
 }
 
 /// One controller's event recorder (upstream's event sources
@@ -650,7 +657,8 @@ pub fn explain(
     logging::init(log::LevelFilter::Warn);
     let clock: SharedClock = crate::clock::RealClock::shared();
     let registry = Registry::new();
-    let c = client(&cfg, clock, &registry, Some("explain")).map_err(DaemonError::Client)?;
+    let c = client(&cfg, clock, &registry, Some("explain"), &Arc::default())
+        .map_err(DaemonError::Client)?;
     let max = cfg.endpointslices.max_endpoints_per_slice as usize;
     let items = cfg.kubernetes.max_list_items;
     crate::explain::fetch::explain(&c, namespace, service, max, items).map_err(DaemonError::Explain)

@@ -667,3 +667,36 @@ fn idle_connections_are_reused_until_the_idle_timeout() {
         "idle 0.6 s > 0.3 s: a new connection"
     );
 }
+
+/// Clients built from configs sharing one `link` learn from each other that
+/// the server is back: a request that could not reach it marks the link
+/// down, any later success (of any of them) counts one return. An answer
+/// that is an error (404) is not a transport failure.
+#[test]
+fn clients_sharing_a_link_see_the_server_come_back() {
+    let s = sim(false, None);
+    let link = Arc::new(endpointd::kube::Link::default());
+    let share = |cfg: &mut ClientConfig| {
+        cfg.link = Arc::clone(&link);
+        cfg.max_retries = 0;
+        cfg.request_timeout = Duration::from_secs(2);
+    };
+    let (a, b) = (client_with(&s, share), client_with(&s, share));
+    assert!(matches!(
+        a.get::<Pod>(&PODS, Some("default"), "missing"),
+        Err(Error::Api(_))
+    ));
+    assert_eq!(link.returns(), 0);
+    assert!(s.faults().outage(Duration::from_millis(1500)));
+    let r = a.list::<Pod>(&PODS, Some("default"), &ListParams::default());
+    assert!(matches!(r, Err(Error::Transport { .. })), "{r:?}");
+    assert_eq!(link.returns(), 0, "down, not back");
+    std::thread::sleep(Duration::from_millis(1700));
+    b.list::<Pod>(&PODS, Some("default"), &ListParams::default())
+        .expect("the server is back");
+    assert_eq!(link.returns(), 1, "B's success ended A's outage");
+    assert_eq!(a.link().returns(), 1);
+    a.list::<Pod>(&PODS, Some("default"), &ListParams::default())
+        .expect("list");
+    assert_eq!(link.returns(), 1, "one return per outage");
+}

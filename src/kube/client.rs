@@ -107,6 +107,12 @@ impl Client {
         &self.t.server
     }
 
+    /// Whether the server is reachable (shared with every client built
+    /// from the same [`ClientConfig::link`](super::ClientConfig)).
+    pub fn link(&self) -> &Arc<super::Link> {
+        &self.t.link
+    }
+
     /// Wake every blocked watch read (it returns [`Error::Shutdown`]) and
     /// refuse new watches. Ordinary requests keep working, so leases can
     /// still be released afterwards.

@@ -10,6 +10,7 @@ use super::auth::{Auth, TokenFile};
 use super::body::BodyLimits;
 use super::error::Error;
 use super::kubeconfig::{self, AuthSpec, PemSource};
+use super::link::Link;
 pub use super::tls::TlsMaterial;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -70,6 +71,9 @@ pub struct ClientConfig {
     pub idle_connection_timeout: Duration,
     /// What this config was loaded from (a path or `in-cluster`), for errors.
     pub source: String,
+    /// Whether the server is reachable, shared by the clients of one server
+    /// (the daemon gives all of its clients one; each new config has its own).
+    pub link: Arc<Link>,
 }
 
 impl ClientConfig {
@@ -94,6 +98,7 @@ impl ClientConfig {
             max_idle_connections: 25,
             idle_connection_timeout: Duration::from_secs(60),
             source: server.to_string(),
+            link: Arc::default(),
         }
     }
 

@@ -16,6 +16,8 @@
 //!   `tls-server-name` via a pinned resolver.
 //! * `request` — pure paths and query strings; `watch` — pure event
 //!   decoding over `BufRead`; `error` — [`Status`] and [`Error`].
+//! * `link` — whether the server is reachable, shared by the clients of
+//!   one server (a success after an outage ends informers' backoffs).
 //! * `ratelimit` — the shared token bucket; `retry` — the pure retry
 //!   policy; `metrics` — `rest_client_*` families (once per registry);
 //!   `transport` — agents, one attempt, the retry loop;
@@ -62,6 +64,7 @@ mod error;
 mod gate;
 pub mod keepalive;
 mod kubeconfig;
+pub mod link;
 mod metrics;
 pub mod paging;
 pub mod perms;
@@ -78,6 +81,7 @@ pub use client::{Client, ObjectList, DEFAULT_WATCH_TIMEOUT};
 pub use config::{ClientConfig, TlsMaterial, SERVICE_ACCOUNT_DIR};
 pub use error::{Cause, Error, Status};
 pub use gate::WriteGate;
+pub use link::Link;
 pub use ratelimit::TokenBucket;
 pub use request::{
     ListParams, PatchType, Preconditions, Resource, WatchParams, ENDPOINTS, ENDPOINTSLICES,

@@ -12,6 +12,7 @@ use super::config::ClientConfig;
 use super::error::{Error, Status};
 use super::gate::WriteGate;
 use super::keepalive::{KeepaliveConnector, Sockets};
+use super::link::Link;
 use super::metrics::Metrics;
 use super::ratelimit::TokenBucket;
 use super::request::Resource;
@@ -92,6 +93,7 @@ pub(crate) struct Transport {
     retry: RetryPolicy,
     metrics: Option<Arc<Metrics>>,
     pub body_limits: BodyLimits,
+    pub link: Arc<Link>,
 }
 
 /// An agent and the sockets its connector opened (ureq's own shutdown
@@ -231,6 +233,7 @@ impl Transport {
             },
             metrics: metrics.map(Metrics::for_registry),
             body_limits: cfg.body_limits,
+            link: Arc::clone(&cfg.link),
         })
     }
 
@@ -443,15 +446,15 @@ impl Transport {
         };
         let start = self.clock.now();
         let res = self.attempt(agent, req, limit);
-        let secs = self
-            .clock
-            .now()
-            .saturating_duration_since(start)
-            .as_secs_f64();
+        let end = self.clock.now();
+        let secs = end.saturating_duration_since(start).as_secs_f64();
         let mut resp = match res {
             Ok(r) => r,
             Err(_) if self.is_cancelled() => return Err(Error::Shutdown),
             Err(e) => {
+                if matches!(e, Error::Transport { .. }) {
+                    self.link.unreachable(end);
+                }
                 self.record(req, None, secs);
                 return Err(e);
             }
@@ -459,6 +462,13 @@ impl Transport {
         let code = resp.status().as_u16();
         self.record(req, Some(code), secs);
         if (200..300).contains(&code) {
+            if let Some(gone) = self.link.answered(end) {
+                log::info!(
+                    "API server {} answers again (no request got through for {:.1} s)",
+                    self.server,
+                    gone.as_secs_f64()
+                );
+            }
             return Ok(resp);
         }
         let retry_after = resp
