@@ -167,9 +167,24 @@ fn the_api_server_unreachable_for_30s_then_back_with_changes() {
     }
     std::thread::sleep(Duration::from_secs(30));
     // After 30 s of failures an informer waits up to 60 s (client-go's 30 s
-    // cap with jitter 1.0) before it tries again.
+    // cap with jitter 1.0) before it tries again on its own; the first
+    // request of the process that gets through (the heartbeat tries at
+    // least every 7 s, an informer when its backoff ends) ends every
+    // informer's backoff.
     let t = c.wait_converged(Duration::from_secs(90));
     report("30 s outage", &c, &churn, before, t);
+    let log = d.log_text();
+    for l in log.lines().filter(|l| l.contains("answers again")) {
+        eprintln!("  {l}");
+    }
+    assert!(
+        log.contains("answers again (no request got through for"),
+        "the return is logged:\n{log}"
+    );
+    assert!(
+        t < Duration::from_secs(12),
+        "converged {t:?} after the outage: the caches waited out their own backoffs"
+    );
     assert_eq!(d.stop(), Some(0), "kept running through the outage");
 }
 

@@ -3,6 +3,7 @@
 //! Test-only; it must never be compiled into the daemon.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -101,6 +102,7 @@ struct Script {
 #[derive(Default)]
 pub(crate) struct FakeSource {
     script: Mutex<Script>,
+    returns: AtomicU64,
 }
 
 impl FakeSource {
@@ -127,6 +129,10 @@ impl FakeSource {
     }
     pub(crate) fn watch_reqs(&self) -> Vec<WatchRequest> {
         self.lock().watch_reqs.clone()
+    }
+    /// Some other request got through after an outage (`link_returns`).
+    pub(crate) fn server_back(&self) {
+        self.returns.fetch_add(1, Ordering::SeqCst);
     }
     /// Total requests so far.
     pub(crate) fn requests(&self) -> usize {
@@ -160,6 +166,9 @@ impl ListerWatcher<Obj> for FakeSource {
             Some(WatchScript::Fail(e)) => Err(e),
             None => Err(SourceError::transient("watch script exhausted")),
         }
+    }
+    fn link_returns(&self) -> u64 {
+        self.returns.load(Ordering::SeqCst)
     }
 }
 

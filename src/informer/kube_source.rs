@@ -71,6 +71,8 @@ pub fn classify(e: &kube::Error) -> SourceError {
         SourceError::expired(msg).history_behind()
     } else if e.is_gone() {
         SourceError::expired(msg)
+    } else if matches!(e, kube::Error::Transport { .. }) {
+        SourceError::transient(msg).unreachable()
     } else if e.is_retryable() {
         SourceError::transient(msg).with_retry_after(e.retry_after())
     } else {
@@ -153,6 +155,10 @@ impl<T: Object> ListerWatcher<T> for KubeSource<T> {
             other => Some(convert(other)),
         })))
     }
+
+    fn link_returns(&self) -> u64 {
+        self.client.link().returns()
+    }
 }
 
 #[cfg(test)]
@@ -226,6 +232,11 @@ mod tests {
         for (e, want, retry_after) in table {
             let got = classify(&e);
             assert_eq!(got.kind, want, "{e}");
+            let unreachable = matches!(e, kube::Error::Transport { .. });
+            assert_eq!(
+                got.unreachable, unreachable,
+                "only a transport failure: {e}"
+            );
             if want == ErrorKind::Transient {
                 assert_eq!(got.retry_after.map(|d| d.as_secs()), retry_after, "{e}");
             }

@@ -201,6 +201,7 @@ impl<T: Cacheable> InformerBuilder<T> {
             bell: self.bell,
             listed_epoch: 0,
             behind_from: None,
+            link_seen: 0,
         };
         let thread = std::thread::Builder::new()
             .name(format!("informer-{name}"))

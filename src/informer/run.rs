@@ -49,6 +49,22 @@ pub(crate) struct Worker<T> {
     /// from it is not behind us: then only this informer lists again, as
     /// client-go's reflector does.
     pub(crate) behind_from: Option<String>,
+    /// The source's [`ListerWatcher::link_returns`] when the last request
+    /// started (or a watch stream failed): a later value means the server
+    /// answered some request since, and a backoff for a failure that did
+    /// not reach it ends at once.
+    pub(crate) link_seen: u64,
+}
+
+/// Why a backoff's sleep ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Woken {
+    /// It ran its course (or shutdown).
+    Elapsed,
+    /// Another informer found the server's history behind ours.
+    HistoryMoved,
+    /// Some request of this process got through after an outage.
+    ServerBack,
 }
 
 impl<T: Cacheable> Worker<T> {
@@ -63,6 +79,7 @@ impl<T: Cacheable> Worker<T> {
                     if req.continue_token.is_none() {
                         self.listed_epoch = self.history.epoch();
                     }
+                    self.link_seen = self.source.link_returns();
                     let res = self.source.list(&req);
                     if let Err(e) = &res {
                         self.report_error("list", e);
@@ -79,15 +96,19 @@ impl<T: Cacheable> Worker<T> {
                 }
                 Action::Probe(req) => self.probe(&req),
                 Action::Watch(req) => self.watch(&req),
-                Action::Wait(d) => {
-                    // A backoff (up to a minute after a long outage) is cut
-                    // short when another informer finds the server's history
-                    // behind: caches of two histories side by side make the
-                    // controllers write from both (409s, or writes undone).
-                    if self.sleep(d) && self.history_moved() {
-                        self.reflector.relist();
-                    }
-                }
+                // A backoff (up to a minute after a long outage) is cut
+                // short when another informer finds the server's history
+                // behind: caches of two histories side by side make the
+                // controllers write from both (409s, or writes undone); and
+                // when the server answers again after an outage, so that
+                // every cache resumes within a slice of the first request
+                // that gets through (the lease thread tries every 2 s)
+                // instead of each at the end of its own backoff.
+                Action::Wait(d) => match self.sleep(d) {
+                    Woken::HistoryMoved if self.history_moved() => self.reflector.relist(),
+                    Woken::ServerBack => self.server_back(),
+                    _ => {}
+                },
             }
         }
         log::debug!("informer {resource}: stopped");
@@ -96,6 +117,7 @@ impl<T: Cacheable> Worker<T> {
     /// The history probe: a consistent LIST of one object, whose
     /// resourceVersion the reflector compares with ours.
     fn probe(&mut self, req: &ListRequest) {
+        self.link_seen = self.source.link_returns();
         let res = self.source.list(req).map(|p| p.resource_version);
         if let Err(e) = &res {
             self.report_error("probe (list of one)", e);
@@ -128,6 +150,7 @@ impl<T: Cacheable> Worker<T> {
     }
 
     fn watch_stream(&mut self, req: &WatchRequest) {
+        self.link_seen = self.source.link_returns();
         let stream = match self.source.watch(req) {
             Ok(s) => s,
             Err(e) => {
@@ -150,6 +173,9 @@ impl<T: Cacheable> Worker<T> {
                 return;
             }
             if let Err(e) = &item {
+                // Not from the watch's start: the watch may have lasted
+                // through another client's outage and return.
+                self.link_seen = self.source.link_returns();
                 self.report_error("watch", e);
             }
             let out = self.reflector.step(Input::Event(item), self.clock.now());
@@ -283,21 +309,37 @@ impl<T: Cacheable> Worker<T> {
         }
     }
 
-    /// Sleep `d`, in slices; true when cut short because the shared
-    /// history epoch moved since our last list.
-    fn sleep(&self, d: Duration) -> bool {
+    /// Sleep `d`, in slices, unless the shared history epoch moved since
+    /// our last list or the server answered a request since our last one.
+    fn sleep(&self, d: Duration) -> Woken {
         let deadline = self.clock.now() + d;
         while !self.shutdown.is_triggered() {
             let left = deadline.saturating_duration_since(self.clock.now());
             if left.is_zero() {
-                return false;
+                return Woken::Elapsed;
             }
             if self.history.epoch() != self.listed_epoch {
-                return true;
+                return Woken::HistoryMoved;
+            }
+            if self.source.link_returns() != self.link_seen {
+                return Woken::ServerBack;
             }
             self.clock.sleep(left.min(SLEEP_SLICE));
         }
-        false
+        Woken::Elapsed
+    }
+
+    /// The server answered some request after an outage: end a backoff for
+    /// a failure that did not reach it (any other backoff runs on, until
+    /// the next return).
+    fn server_back(&mut self) {
+        self.link_seen = self.source.link_returns();
+        if self.reflector.retry_now() {
+            log::info!(
+                "informer {}: the API server answers again; retrying now instead of at the end of the backoff",
+                self.source.resource()
+            );
+        }
     }
 }
 

@@ -155,6 +155,10 @@ pub struct SourceError {
     /// The server's history is behind the requested resourceVersion
     /// ("too large resource version"): it was restored or replaced.
     pub history_behind: bool,
+    /// The request did not reach the server (connect, TLS, I/O, timeout):
+    /// a backoff for it ends as soon as any request of this process gets
+    /// through again ([`ListerWatcher::link_returns`]).
+    pub unreachable: bool,
 }
 
 impl SourceError {
@@ -177,7 +181,13 @@ impl SourceError {
             retry_after: None,
             too_large: false,
             history_behind: false,
+            unreachable: false,
         }
+    }
+    /// The same error marked as a request that did not reach the server.
+    pub fn unreachable(mut self) -> SourceError {
+        self.unreachable = true;
+        self
     }
     /// The same error marked as a server whose history is behind ours.
     pub fn history_behind(mut self) -> SourceError {
@@ -213,4 +223,10 @@ pub trait ListerWatcher<T>: Send + Sync {
     fn list(&self, req: &ListRequest) -> Result<Page<T>, SourceError>;
     /// Open a watch. Blocking reads happen in the returned iterator.
     fn watch(&self, req: &WatchRequest) -> Result<WatchEvents<T>, SourceError>;
+    /// How many times the server came back after no request of this
+    /// process got through for a while (`kube::Link::returns`); a source
+    /// that cannot tell says 0 forever.
+    fn link_returns(&self) -> u64 {
+        0
+    }
 }

@@ -443,3 +443,59 @@ fn too_large_then_a_list_not_behind_moves_nothing() {
     assert_eq!(history.epoch(), 0, "a lagging cache moves no shared epoch");
     h.stop(inf, vec![t1, t2]);
 }
+
+/// After an outage each informer waits out its own backoff (up to a minute
+/// with client-go's 30 s cap and jitter 1.0); once any request of the
+/// process gets through again, a backoff for a failure that did not reach
+/// the server ends at the next slice. One the server asked for does not.
+#[test]
+fn a_backoff_for_an_unreachable_server_ends_when_another_request_gets_through() {
+    let h = Harness::new();
+    h.src.push_list(Ok(page(vec![], "10", None)));
+    for _ in 0..2 {
+        h.src.push_watch(WatchScript::Fail(
+            SourceError::transient("connection refused").unreachable(),
+        ));
+    }
+    h.src
+        .push_watch(WatchScript::Fail(SourceError::transient("HTTP 503")));
+    let tx = h.channel_watch();
+    let inf = h.start(None);
+    let backing_off = |n: usize, what: &str| {
+        assert!(
+            h.clock.wait_for_sleepers(1, Duration::from_secs(5)),
+            "{what}"
+        );
+        // Frozen time: no further request however long we wait in real time.
+        crate::clock::RealClock.sleep(ms(20));
+        assert_eq!(h.src.watch_reqs().len(), n, "{what}");
+    };
+    backing_off(1, "the first watch could not reach the server");
+    // Another request got through: the next 100 ms slice ends the wait
+    // (the backoff itself is at least 800 ms).
+    h.src.server_back();
+    h.clock.step(ms(100));
+    eventually("second watch", || h.src.watch_reqs().len() == 2);
+    backing_off(2, "unreachable again: no second release without a return");
+    h.clock.step(ms(100));
+    crate::clock::RealClock.sleep(ms(20));
+    assert_eq!(h.src.watch_reqs().len(), 2, "the backoff runs on");
+    h.src.server_back();
+    h.clock.step(ms(100));
+    eventually("third watch", || h.src.watch_reqs().len() == 3);
+    backing_off(3, "503: the server answered, and asked us to wait");
+    h.src.server_back();
+    h.clock.step(ms(100));
+    crate::clock::RealClock.sleep(ms(20));
+    assert_eq!(h.src.watch_reqs().len(), 3, "a 503's backoff is kept");
+    // Its full backoff (the ladder's third rung, 3.2 s jittered up to 2 ×).
+    h.clock.step(ms(6400));
+    eventually("fourth watch", || h.src.watch_reqs().len() == 4);
+    assert!(h
+        .src
+        .watch_reqs()
+        .iter()
+        .all(|w| w.resource_version == "10"));
+    assert_eq!(h.src.list_reqs().len(), 1, "no relist");
+    h.stop(inf, vec![tx]);
+}

@@ -22,6 +22,11 @@
 //!   and still correct, since a too-old RV is answered with 410.
 //! - Other errors (undecodable events, 403, …) and every LIST failure back
 //!   off and relist. The delay is at least the server's `Retry-After`.
+//! - Beyond client-go: a backoff for a failure that did not reach the server
+//!   (connect, TLS, I/O, timeout) ends at [`Reflector::retry_now`], which the
+//!   thread calls once another request of the process got through after an
+//!   outage; client-go's reflectors each wait out their own (up to a minute
+//!   after 30 s of failures). Backoffs the server asked for are kept.
 //! - Beyond client-go: a watch that did not end by its own `timeoutSeconds`
 //!   (a transport error, the server gone, an early or idle end) is followed
 //!   by a probe before the next watch: a consistent LIST of one object. If
@@ -162,16 +167,32 @@ impl<T: super::source::Cacheable> Reflector<T> {
         self.state = State::NeedList;
     }
 
+    /// End a backoff for a failure that did not reach the server now (the
+    /// server answered another request since); whether one was ended. A
+    /// backoff the server asked for (429, 5xx, Retry-After) or one after an
+    /// answer we cannot use (403, undecodable) is kept: the server being
+    /// reachable changes nothing about those.
+    pub fn retry_now(&mut self) -> bool {
+        match &self.state {
+            State::Backoff {
+                then,
+                unreachable: true,
+                ..
+            } => {
+                self.state = then.resumed();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The next thing to do at `now`. Ends an elapsed backoff.
     pub fn next_action(&mut self, now: Instant) -> Action {
-        if let State::Backoff { until, then } = &self.state {
+        if let State::Backoff { until, then, .. } = &self.state {
             if now < *until {
                 return Action::Wait(*until - now);
             }
-            self.state = match then {
-                Resume::List => State::NeedList,
-                Resume::Watch(rv) => State::NeedWatch { rv: rv.clone() },
-            };
+            self.state = then.resumed();
         }
         match &self.state {
             State::NeedList if self.watch_list => {
@@ -545,7 +566,11 @@ impl<T: super::source::Cacheable> Reflector<T> {
         // checked: `now + d` panics on overflow, which would kill the
         // informer thread; an unrepresentable deadline retries at once.
         let until = now.checked_add(d).unwrap_or(now);
-        self.state = State::Backoff { until, then };
+        self.state = State::Backoff {
+            until,
+            then,
+            unreachable: e.unreachable,
+        };
     }
 }
 

@@ -177,6 +177,7 @@ fn error_classification_table() {
             retry_after: None,
             too_large: false,
             history_behind: false,
+            unreachable: false,
         };
         if on_open {
             r.step(Input::WatchOpened(Err(e)), now);
@@ -816,4 +817,50 @@ fn a_watch_list_stream_ended_by_its_timeout_is_not_probed() {
         matches!(r.next_action(end), Action::Watch(w) if w.resource_version == "7"),
         "ended by its timeout: no probe"
     );
+}
+
+#[test]
+fn only_a_backoff_for_an_unreachable_server_ends_when_it_answers_again() {
+    let unreachable = || SourceError::transient("connection refused").unreachable();
+    // (the watch's failure, whether `retry_now` ends its backoff)
+    let table: Vec<(&str, SourceError, bool)> = vec![
+        ("unreachable", unreachable(), true),
+        ("503", SourceError::transient("HTTP 503"), false),
+        (
+            "429 with Retry-After",
+            SourceError::transient("HTTP 429").with_retry_after(Some(ms(5000))),
+            false,
+        ),
+        ("403", SourceError::other("Forbidden"), false),
+    ];
+    for (what, e, ends) in table {
+        let now = t0();
+        let mut r = watching(now);
+        r.step(Input::Event(Err(e)), now);
+        let Action::Wait(d) = r.next_action(now) else {
+            panic!("{what}: backing off");
+        };
+        assert!(d >= ms(800), "{what}: {d:?}");
+        assert_eq!(r.retry_now(), ends, "{what}");
+        let next = r.next_action(now);
+        match ends {
+            // The same request as after the full wait: the watch from rv 10
+            // (or, first, the probe a broken watch calls for).
+            true => assert!(
+                matches!(&next, Action::Probe(_))
+                    || matches!(&next, Action::Watch(w) if w.resource_version == "10"),
+                "{what}: {next:?}"
+            ),
+            false => assert!(matches!(next, Action::Wait(_)), "{what}: {next:?}"),
+        }
+    }
+    // A list that could not reach the server: listed again at once.
+    let now = t0();
+    let mut r: Reflector<Obj> = Reflector::new(cfg());
+    assert!(matches!(r.next_action(now), Action::List(_)));
+    r.step(Input::Listed(Err(unreachable())), now);
+    assert!(matches!(r.next_action(now), Action::Wait(_)));
+    assert!(r.retry_now());
+    assert!(matches!(r.next_action(now), Action::List(l) if l.continue_token.is_none()));
+    assert!(!r.retry_now(), "nothing to end while listing");
 }

@@ -62,6 +62,16 @@ pub enum Resume {
     Watch(String),
 }
 
+impl Resume {
+    /// The state a backoff leaves to.
+    pub(super) fn resumed<T>(&self) -> State<T> {
+        match self {
+            Resume::List => State::NeedList,
+            Resume::Watch(rv) => State::NeedWatch { rv: rv.clone() },
+        }
+    }
+}
+
 /// The reflector's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum State<T> {
@@ -114,6 +124,11 @@ pub enum State<T> {
         until: Instant,
         /// What follows.
         then: Resume,
+        /// The failure did not reach the server: the wait ends early once
+        /// the server answers another request ([`Reflector::retry_now`]).
+        ///
+        /// [`Reflector::retry_now`]: super::Reflector::retry_now
+        unreachable: bool,
     },
 }
 
