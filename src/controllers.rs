@@ -258,6 +258,22 @@ impl Running {
         self.wq_metrics.update_unfinished_work();
     }
 
+    /// The API server answers again after an outage: keys waiting to retry
+    /// a failed sync (a backoff that grew while nothing could succeed, a
+    /// dropped key's retry minutes later) are retried within `within`
+    /// instead, once the caches have resumed. Upstream waits them out.
+    pub fn server_back(&self, within: Duration) {
+        for p in &self.pools {
+            let n = p.queue().pull_in(within);
+            if n > 0 {
+                log::info!(
+                    "{}: the API server answers again; {n} Services waiting to retry are retried within {within:?}",
+                    p.controller()
+                );
+            }
+        }
+    }
+
     /// Keys queued or waiting across the controllers (for STATUS).
     pub fn queued(&self) -> usize {
         self.pools

@@ -91,6 +91,10 @@ const SUPERVISE_EVERY: Duration = Duration::from_secs(1);
 /// once (at this tick alone the controllers started up to 20 ms late).
 /// A standby that knows another leader keeps the slow tick.
 const STARTING_EVERY: Duration = Duration::from_millis(20);
+/// After an outage, keys waiting to retry are retried this long after the
+/// supervisor saw the server answer again: time for the caches, whose
+/// backoffs end at once, to resume first (a probe and a watch).
+const SERVER_BACK_RETRY: Duration = Duration::from_secs(1);
 
 /// An API client as the configuration describes, sending
 /// `User-Agent: endpointd/<version> (<identity>)` plus `acting` (the
@@ -282,6 +286,8 @@ pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
         last_round: (0, env.clock.now()),
         started: env.clock.now(),
         ready_sent: false,
+        link_seen: link.returns(),
+        link,
     };
     let outcome = sup.run();
     let running = sup.running.take();
@@ -418,6 +424,9 @@ struct Supervisor<'a> {
     started: Instant,
     /// Whether READY=1 was sent.
     ready_sent: bool,
+    /// Shared by every client of the daemon, and its returns seen.
+    link: Arc<kube::Link>,
+    link_seen: u64,
 }
 
 impl Supervisor<'_> {
@@ -459,6 +468,13 @@ impl Supervisor<'_> {
                 return Err(DaemonError::Failed("leaderelection lost".into()));
             }
             self.master.set(if state.leading() { 1.0 } else { 0.0 });
+            let returns = self.link.returns();
+            if returns != self.link_seen {
+                self.link_seen = returns;
+                if let Some(r) = &self.running {
+                    r.server_back(SERVER_BACK_RETRY);
+                }
+            }
             let synced = self.caches.unsynced();
             for_caches = self.pending.is_some() && !synced.is_empty();
             if !synced.is_empty() {

@@ -14,6 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(30);
+/// An outage the leader of [`LONG_LEASE`] keeps its lease through.
+const OUTAGE: Duration = Duration::from_secs(30);
+/// Leader election whose renew deadline outlasts [`OUTAGE`], and whose
+/// lease thread tries every second.
+const LONG_LEASE: &str = "[leader_election]\nlease_duration = \"60s\"\nrenew_deadline = \"40s\"\nretry_period = \"1s\"\n";
 /// Both controllers, no leader election (a 30 s outage would otherwise
 /// cost the lease, and the daemon exits to be restarted by systemd — the
 /// leader-election tests cover that path).
@@ -186,6 +191,49 @@ fn the_api_server_unreachable_for_30s_then_back_with_changes() {
         "converged {t:?} after the outage: the caches waited out their own backoffs"
     );
     assert_eq!(d.stop(), Some(0), "kept running through the outage");
+}
+
+/// A Service whose writes fail through an outage waits, in upstream, for
+/// its backoff to end or for its next pod change: each try (the client's
+/// own three retries, ~2 s) is followed by a doubling wait (EndpointSlice
+/// from 1 s, Endpoints from 5 ms), so after 30 s the next try is some 10 s
+/// after the server is back. endpointd retries it once the server answers
+/// again.
+#[test]
+fn writes_cut_off_by_an_outage_are_retried_once_the_server_answers() {
+    // The leader keeps its lease through an outage shorter than its renew
+    // deadline; its lease thread tries every second, so it is the first to
+    // get through once the server is back.
+    let c = Cluster::start("f-cutoff");
+    c.load(workload());
+    let d = Daemon::start(&c, "f-cutoff", LONG_LEASE);
+    c.wait_converged(LIMIT);
+    let writes = |c: &Cluster| c.write_count("endpoints") + c.write_count("endpointslices");
+    let before = writes(&c);
+    // Every request is answered after 1 s: the writes for this flip are in
+    // flight when the outage cuts their connections.
+    c.sim.faults().set_latency(Duration::from_secs(1));
+    c.set_ready("default", &["svc-0-0".to_string()], true);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(c.sim.faults().outage(OUTAGE));
+    c.sim.faults().set_latency(Duration::ZERO);
+    std::thread::sleep(OUTAGE);
+    assert_eq!(writes(&c), before, "nothing written during the outage");
+    let t = c.wait_converged(Duration::from_secs(40));
+    eprintln!("fault writes cut off by a {OUTAGE:?} outage: converged {t:?} after it");
+    let log = d.log_text();
+    for l in log.lines().filter(|l| l.contains("answers again")) {
+        eprintln!("  {l}");
+    }
+    assert!(
+        log.contains("Services waiting to retry are retried within"),
+        "{log}"
+    );
+    assert!(
+        t < Duration::from_secs(6),
+        "converged {t:?} after the outage: the Service waited out its backoff"
+    );
+    assert_eq!(d.stop(), Some(0));
 }
 
 #[test]

@@ -160,6 +160,47 @@ fn rate_limited_adds_back_off_per_key() {
     q.shut_down();
 }
 
+/// Beyond upstream: after an outage, keys backing off (or a dropped key's
+/// later retry) are pulled in; their failure counts stay.
+#[test]
+fn pull_in_brings_long_waits_forward_and_keeps_the_failure_count() {
+    let (clock, cfg) = fake_config("");
+    let limiter =
+        ItemExponentialFailureRateLimiter::new(Duration::from_secs(1), Duration::from_secs(1000));
+    let q = RateLimitingQueue::new(&cfg, limiter).expect("queue");
+    // Five failed syncs (1 + 2 + 4 + 8 + 16 s); the sixth waits 32 s.
+    for i in 0..5 {
+        q.add_rate_limited("backing-off");
+        assert_fires_after(&clock, &q, "backing-off", Duration::from_secs(1 << i));
+    }
+    q.add_rate_limited("backing-off");
+    q.add_after("soon", ms(300));
+    q.add_after("dropped", Duration::from_secs(300));
+    eventually("all waiting", || q.waiting_len() == 3);
+    assert_eq!(q.pull_in(Duration::from_secs(1)), 2, "the two long waits");
+    clock.step(ms(300));
+    eventually("soon, at its own time", || q.len() == 1);
+    assert_eq!(q.get(), Some("soon"));
+    q.done(&"soon");
+    clock.step(ms(699));
+    stays("not before the second", 10, || q.is_empty());
+    clock.step(ms(1));
+    eventually("both pulled in", || q.len() == 2);
+    let got = [q.get(), q.get()];
+    assert_eq!(
+        got,
+        [Some("backing-off"), Some("dropped")],
+        "in their order"
+    );
+    assert_eq!(
+        q.num_requeues(&"backing-off"),
+        6,
+        "the backoff goes on from here"
+    );
+    assert_eq!(q.pull_in(Duration::from_secs(1)), 0, "nothing waits");
+    q.shut_down();
+}
+
 // ---- metrics ----
 
 fn line_value(text: &str, prefix: &str) -> f64 {

@@ -247,6 +247,11 @@ impl Faults {
         true
     }
 
+    /// Whether an outage is on (new connections refused).
+    pub fn in_outage(&self) -> bool {
+        self.server.get().is_some_and(ServerControl::refusing)
+    }
+
     /// Remove every rule, latency and stall.
     pub fn clear(&self) {
         let mut st = lock(&self.state);

@@ -264,6 +264,12 @@ impl SimHandler {
         let latency = self.faults.latency();
         if !latency.is_zero() {
             self.clock.sleep(latency);
+            // The server went down while this request waited: it is lost,
+            // not applied (its connection is gone; nobody reads this).
+            if self.faults.in_outage() {
+                return ApiError::new(503, "ServiceUnavailable", "the server went down")
+                    .to_response();
+            }
         }
         {
             let mut stats = self.stats();

@@ -105,6 +105,23 @@ impl<K: Key> DelayHeap<K> {
         self.heap.peek().map(|Reverse((at, _, _))| *at)
     }
 
+    /// Bring every key waiting past `by` forward to `by` (keys due sooner
+    /// keep their time); how many moved. The moved keys keep their order.
+    pub fn pull_in(&mut self, by: Instant) -> usize {
+        let mut later: Vec<(Instant, u64, K)> = self
+            .live
+            .iter()
+            .filter(|(_, &(at, _))| at > by)
+            .map(|(k, &(at, seq))| (at, seq, k.clone()))
+            .collect();
+        later.sort_by_key(|&(at, seq, _)| (at, seq));
+        let moved = later.len();
+        for (_, _, k) in later {
+            self.insert(k, by);
+        }
+        moved
+    }
+
     /// Number of waiting keys.
     pub fn len(&self) -> usize {
         self.live.len()
@@ -162,6 +179,8 @@ mod tests {
         /// next_ready() must be t0 + ms (None = empty).
         Next(Option<u64>),
         Len(usize),
+        /// pull_in(t0 + ms) must move this many keys.
+        PullIn(u64, usize),
     }
     use Op::*;
 
@@ -227,6 +246,22 @@ mod tests {
                 ],
             ),
             (
+                "pulled in: later keys come forward in their order, sooner ones stay",
+                &[
+                    Insert("soon", 100),
+                    Insert("late", 60_000),
+                    Insert("later", 300_000),
+                    Insert("mid", 5_000),
+                    PullIn(1_000, 3),
+                    Len(4),
+                    Next(Some(100)),
+                    Pop(999, &["soon"]),
+                    Pop(1_000, &["mid", "late", "later"]),
+                    Len(0),
+                    PullIn(1_000, 0),
+                ],
+            ),
+            (
                 "a key can wait again after it fired",
                 &[
                     Insert("k", 10),
@@ -255,6 +290,7 @@ mod tests {
                     }
                     Next(want) => assert_eq!(h.next_ready(), want.map(at), "{name}: op {i}"),
                     Len(n) => assert_eq!(h.len(), *n, "{name}: op {i}"),
+                    PullIn(ms, n) => assert_eq!(h.pull_in(at(*ms)), *n, "{name}: op {i}"),
                 }
             }
         }

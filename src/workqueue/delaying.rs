@@ -181,6 +181,19 @@ impl<K: Key> DelayingQueue<K> {
         }
     }
 
+    /// Every key waiting for longer than `within` from now (a backoff, a
+    /// dropped key's later retry) is added `within` from now instead; how
+    /// many. Keys due sooner keep their time.
+    pub fn pull_in(&self, within: Duration) -> usize {
+        let by = self.queue.clock().now() + within.min(FAR_FUTURE);
+        let shared = &self.timer.shared;
+        let moved = shared.lock().heap.pull_in(by);
+        if moved > 0 {
+            shared.wake.notify_one();
+        }
+        moved
+    }
+
     /// Keys given to `add_after` that have not reached the queue yet
     /// (waiting in the timer's heap), not counting merged ones.
     pub fn waiting_len(&self) -> usize {

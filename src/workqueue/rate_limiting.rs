@@ -105,6 +105,12 @@ impl<K: Key> RateLimitingQueue<K> {
         self.limiter.num_requeues(key)
     }
 
+    /// Bring keys waiting longer than `within` forward (see
+    /// [`DelayingQueue::pull_in`]); their failure counts stay.
+    pub fn pull_in(&self, within: Duration) -> usize {
+        self.delaying.pull_in(within)
+    }
+
     /// Keys waiting for their time (see [`DelayingQueue::waiting_len`]).
     pub fn waiting_len(&self) -> usize {
         self.delaying.waiting_len()
