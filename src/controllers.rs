@@ -258,16 +258,20 @@ impl Running {
         self.wq_metrics.update_unfinished_work();
     }
 
-    /// The API server answers again after an outage: keys waiting to retry
-    /// a failed sync (a backoff that grew while nothing could succeed, a
-    /// dropped key's retry minutes later) are retried within `within`
-    /// instead, once the caches have resumed. Upstream waits them out.
+    /// The API server answers again after an outage: every key waiting
+    /// longer than `within` is synced within `within` instead, once the
+    /// caches have resumed. Those are mostly failed syncs whose backoff grew
+    /// while nothing could succeed, and keys dropped after 15 retries
+    /// (retried 5 minutes later); a `batch_period` or a held-back event's
+    /// requeue longer than `within` syncs early too, which a sync, being
+    /// idempotent, allows. Upstream waits them all out. The writes that
+    /// follow are bounded by the controller's client rate limit.
     pub fn server_back(&self, within: Duration) {
         for p in &self.pools {
             let n = p.queue().pull_in(within);
             if n > 0 {
                 log::info!(
-                    "{}: the API server answers again; {n} Services waiting to retry are retried within {within:?}",
+                    "{}: the API server answers again; {n} waiting Services are synced within {within:?}",
                     p.controller()
                 );
             }

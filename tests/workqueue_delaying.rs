@@ -120,6 +120,27 @@ fn an_earlier_add_wakes_the_timer_on_the_real_clock() {
     assert_eq!(q.get(), None);
 }
 
+#[test]
+fn a_pull_in_wakes_the_timer_on_the_real_clock() {
+    let q: DelayingQueue<&str> = DelayingQueue::new(&QueueConfig::new("")).expect("queue");
+    q.add_after("late", Duration::from_secs(3600));
+    eventually("late waiting", || q.waiting_len() == 1);
+    assert_eq!(q.pull_in(ms(5)), 1);
+    // The timer sleeps toward 1 h in slices of 10 s: only the pull-in's
+    // wake-up makes the key arrive within 2 s.
+    let mut arrived = false;
+    for _ in 0..2_000 {
+        if q.len() == 1 {
+            arrived = true;
+            break;
+        }
+        RealClock.sleep(ms(1));
+    }
+    assert!(arrived, "a pull-in did not wake the timer");
+    assert_eq!(q.get(), Some("late"));
+    q.shut_down();
+}
+
 // ---- rate-limiting queue (upstream rate_limiting_queue_test.go) ----
 
 /// Step the fake clock to just before `delay`, check `key` has not arrived,

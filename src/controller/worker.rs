@@ -11,8 +11,9 @@
 //! (about 3 minutes for the Endpoints controller's 5 ms · 2ⁿ) left the
 //! Services that changed during it stale until their next change. And
 //! when the API server answers again after an outage, keys waiting out a
-//! backoff that grew while nothing could succeed are retried within a
-//! second (`Running::server_back`, called by the daemon's supervisor).
+//! backoff that grew while nothing could succeed (or a dropped key's later
+//! retry) are synced within a second (`Running::server_back`, called by
+//! the daemon's supervisor).
 //!
 //! A panic inside one sync is caught, logged with the key, counted, and
 //! treated as a failed sync: it never kills the worker or the process.

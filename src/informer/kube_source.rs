@@ -71,7 +71,13 @@ pub fn classify(e: &kube::Error) -> SourceError {
         SourceError::expired(msg).history_behind()
     } else if e.is_gone() {
         SourceError::expired(msg)
-    } else if matches!(e, kube::Error::Transport { .. }) {
+    } else if matches!(
+        e,
+        kube::Error::Transport {
+            unreachable: true,
+            ..
+        }
+    ) {
         SourceError::transient(msg).unreachable()
     } else if e.is_retryable() {
         SourceError::transient(msg).with_retry_after(e.retry_after())
@@ -211,6 +217,16 @@ mod tests {
                     server: "https://127.0.0.1:1".into(),
                     cause: "connection refused".into(),
                     timeout: false,
+                    unreachable: true,
+                },
+                ErrorKind::Transient,
+            ),
+            (
+                kube::Error::Transport {
+                    server: "https://127.0.0.1:1".into(),
+                    cause: "timeout: global".into(),
+                    timeout: true,
+                    unreachable: false,
                 },
                 ErrorKind::Transient,
             ),
@@ -232,10 +248,16 @@ mod tests {
         for (e, want, retry_after) in table {
             let got = classify(&e);
             assert_eq!(got.kind, want, "{e}");
-            let unreachable = matches!(e, kube::Error::Transport { .. });
+            let unreachable = matches!(
+                e,
+                kube::Error::Transport {
+                    unreachable: true,
+                    ..
+                }
+            );
             assert_eq!(
                 got.unreachable, unreachable,
-                "only a transport failure: {e}"
+                "only an unreachable server: {e}"
             );
             if want == ErrorKind::Transient {
                 assert_eq!(got.retry_after.map(|d| d.as_secs()), retry_after, "{e}");

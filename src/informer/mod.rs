@@ -27,7 +27,9 @@
 //!   not reconnect in lockstep; bookmarks keep the resume point fresh so a
 //!   reconnect after a quiet period does not need a relist.
 //! - Backoff 800 ms doubling to 30 s (jittered up to ×2), reset after 2
-//!   minutes without failures; `Retry-After` is honoured as a minimum.
+//!   minutes without failures; `Retry-After` is honoured as a minimum. A
+//!   backoff after a failure to reach the server ends as soon as any
+//!   request of the process reaches it again (`kube::Link`).
 //! - Memory: one `Arc<T>` per object plus its key (shared with the index
 //!   buckets). A relist holds the old and the new content until the swap,
 //!   so the peak is about twice the steady cache.

@@ -310,7 +310,8 @@ impl<T: Cacheable> Worker<T> {
     }
 
     /// Sleep `d`, in slices, unless the shared history epoch moved since
-    /// our last list or the server answered a request since our last one.
+    /// our last list or the server came back after an outage since our
+    /// last request.
     fn sleep(&self, d: Duration) -> Woken {
         let deadline = self.clock.now() + d;
         while !self.shutdown.is_triggered() {

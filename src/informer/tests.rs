@@ -478,7 +478,8 @@ fn a_backoff_for_an_unreachable_server_ends_when_another_request_gets_through() 
     eventually("second watch", || h.src.watch_reqs().len() == 2);
     backing_off(2, "unreachable again: no second release without a return");
     h.clock.step(ms(100));
-    crate::clock::RealClock.sleep(ms(20));
+    // Asleep again (a request would have come first): the wait goes on.
+    assert!(h.clock.wait_for_sleepers(1, Duration::from_secs(5)));
     assert_eq!(h.src.watch_reqs().len(), 2, "the backoff runs on");
     h.src.server_back();
     h.clock.step(ms(100));
@@ -486,7 +487,7 @@ fn a_backoff_for_an_unreachable_server_ends_when_another_request_gets_through() 
     backing_off(3, "503: the server answered, and asked us to wait");
     h.src.server_back();
     h.clock.step(ms(100));
-    crate::clock::RealClock.sleep(ms(20));
+    assert!(h.clock.wait_for_sleepers(1, Duration::from_secs(5)));
     assert_eq!(h.src.watch_reqs().len(), 3, "a 503's backoff is kept");
     // Its full backoff (the ladder's third rung, 3.2 s jittered up to 2 ×).
     h.clock.step(ms(6400));

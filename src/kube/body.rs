@@ -178,13 +178,17 @@ fn classify(
         ));
     }
     match e.classify() {
-        Category::Io | Category::Eof => Error::Transport {
-            server: server.to_string(),
-            timeout: e
+        Category::Io | Category::Eof => {
+            let timeout = e
                 .io_error_kind()
-                .is_some_and(|k| matches!(k, io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)),
-            cause: format!("response body of {what} cut off: {e}"),
-        },
+                .is_some_and(|k| matches!(k, io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock));
+            Error::Transport {
+                server: server.to_string(),
+                timeout,
+                unreachable: !timeout,
+                cause: format!("response body of {what} cut off: {e}"),
+            }
+        }
         _ => Error::Decode {
             what: what.to_string(),
             detail: e.to_string(),

@@ -169,6 +169,11 @@ pub enum Error {
         cause: String,
         /// Whether the cause was a timeout.
         timeout: bool,
+        /// The server could not be reached, or the connection was lost:
+        /// DNS, connect, I/O (reset, peer gone), a connect or send timeout.
+        /// Not a slow answer (a response, read or overall timeout), which
+        /// comes from a server that is there.
+        unreachable: bool,
     },
     /// A response could not be decoded into the expected type. Not retryable.
     Decode {

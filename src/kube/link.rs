@@ -4,19 +4,24 @@
 //! got through again (the lease thread tries every `retry_period`, the
 //! heartbeat every few seconds, informers on a ladder up to a minute).
 //!
-//! Owns only that record: requests report to it (a transport failure, a
-//! success), waiters read how many times the server came back. It never
-//! blocks on I/O, never sleeps and never logs; its lock is taken only while
-//! the server is unreachable.
+//! Owns only that record: requests report to it (a failure to reach the
+//! server — DNS, connect, I/O, a connect or send timeout, never a slow
+//! answer — and every answer that is not a 5xx or 429), waiters read how
+//! many times the server came back. It never blocks on I/O, never sleeps
+//! and never logs; its lock is taken only while the server is unreachable.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// How long no request may have got through before a success counts as a
-/// return. Shorter gaps are a flaky link whose requests sometimes pass:
-/// waiters keep their own backoff then, instead of being sent back to a
-/// link that fails every other request each time one request passes.
+/// How long after the first failure to reach the server (with no answer
+/// since) an answer counts as a return. A busy link that fails some
+/// requests and passes others counts none: waiters keep their own backoff
+/// instead of being sent back each time one request passes. On a quiet
+/// daemon one failure followed by the next answer a second later counts:
+/// only failures to reach the server are reported, so it was unreachable
+/// (a restart, a dropped link), and the waiters it releases failed the same
+/// way.
 pub const MIN_DOWN: Duration = Duration::from_secs(1);
 
 /// The shared record (`Default`: reachable, no return yet).
@@ -31,17 +36,18 @@ pub struct Link {
 }
 
 impl Link {
-    /// A request could not reach the server (connect, TLS, I/O, timeout).
+    /// A request could not reach the server (DNS, connect, I/O, a connect
+    /// or send timeout).
     pub fn unreachable(&self, now: Instant) {
         let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
         since.get_or_insert(now);
         self.down.store(true, Ordering::Release);
     }
 
-    /// The server answered a request with success at `now`. When no request
-    /// had got through for at least [`MIN_DOWN`] before, this counts as a
-    /// return: how long the server was unreachable (since the first failure
-    /// after the last success).
+    /// The server answered a request at `now` (anything but a 5xx or 429).
+    /// When it had not answered since a failure to reach it at least
+    /// [`MIN_DOWN`] before, this counts as a return: how long since that
+    /// failure.
     pub fn answered(&self, now: Instant) -> Option<Duration> {
         if !self.down() {
             return None;

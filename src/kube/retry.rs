@@ -124,6 +124,7 @@ mod tests {
             server: "https://k".into(),
             cause: "connection refused".into(),
             timeout: false,
+            unreachable: true,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The HTTP layer of the client: two ureq agents (ordinary requests, and
 //! watches so that shutting down watches cannot break the final writes),
 //! one request attempt with auth headers and timeouts, the retry loop, and
-//! request metrics.
+//! request metrics; each attempt tells the shared [`Link`] whether the
+//! server could be reached (a failure to reach it, or an answer).
 //!
 //! Must never log request headers (they carry the token), never read an
 //! error body without a size limit, and never sleep except on the clock.
@@ -20,7 +21,7 @@ use super::retry::{RetryPolicy, Verb};
 use super::tls;
 use crate::clock::SharedClock;
 use crate::metrics::Registry;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use ureq::http::{Response, Uri};
@@ -93,7 +94,13 @@ pub(crate) struct Transport {
     retry: RetryPolicy,
     metrics: Option<Arc<Metrics>>,
     pub body_limits: BodyLimits,
+    /// Whether the server is reachable, shared with the other clients of
+    /// the daemon: told of every unreachable failure and every answer.
     pub link: Arc<Link>,
+    /// Bumped whenever we shut connection pools ourselves (a reset, the
+    /// watches' shutdown): the failures that causes say nothing about the
+    /// server.
+    pools: AtomicU64,
 }
 
 /// An agent and the sockets its connector opened (ureq's own shutdown
@@ -154,6 +161,28 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<P
         None => Agent::with_parts(config, connector, tls::LiteralResolver::default()),
     };
     Ok(Pool { agent, sockets })
+}
+
+/// Whether a failed request says the server cannot be reached or the
+/// connection was lost (DNS, connect, I/O, a connect or send timeout), as
+/// opposed to a slow answer from a server that is there (a response, read
+/// or overall timeout) or a refused handshake (TLS).
+fn unreachable(e: &ureq::Error) -> bool {
+    use ureq::Timeout as T;
+    match e {
+        ureq::Error::Io(io) => !matches!(
+            io.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        ),
+        ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::ConnectProxyFailed(_) => true,
+        ureq::Error::Timeout(t) => matches!(
+            t,
+            T::Resolve | T::Connect | T::SendRequest | T::SendBody | T::PerWrite
+        ),
+        _ => false,
+    }
 }
 
 /// The URL with any `user:password@` replaced by `***@`: the form every
@@ -234,6 +263,7 @@ impl Transport {
             metrics: metrics.map(Metrics::for_registry),
             body_limits: cfg.body_limits,
             link: Arc::clone(&cfg.link),
+            pools: AtomicU64::new(0),
         })
     }
 
@@ -241,6 +271,7 @@ impl Transport {
     /// later watches return [`Error::Shutdown`].
     pub fn shutdown_watches(&self) {
         self.watch_shutdown.store(true, Ordering::SeqCst);
+        self.pools.fetch_add(1, Ordering::AcqRel);
         let a = self
             .watch_agent
             .lock()
@@ -313,6 +344,7 @@ impl Transport {
     /// `onRepeatedHeartbeatFailure`). Requests in flight finish on the old
     /// agent. Does nothing after `shutdown_watches` for the watch agent.
     pub fn reset_connections(&self) {
+        self.pools.fetch_add(1, Ordering::AcqRel);
         if let Ok(a) = agent(&self.agent_cfg, self.tls_cfg.clone(), false) {
             *self.agent.lock().unwrap_or_else(|p| p.into_inner()) = a;
         }
@@ -336,6 +368,7 @@ impl Transport {
         Error::Transport {
             server: self.server.clone(),
             timeout: matches!(e, ureq::Error::Timeout(_)),
+            unreachable: unreachable(&e),
             cause: e.to_string(),
         }
     }
@@ -444,6 +477,7 @@ impl Transport {
             (None, Some(Ok(Some(d)))) => Limit::Within(d),
             (None, _) => Limit::Agent,
         };
+        let pools = self.pools.load(Ordering::Acquire);
         let start = self.clock.now();
         let res = self.attempt(agent, req, limit);
         let end = self.clock.now();
@@ -452,7 +486,16 @@ impl Transport {
             Ok(r) => r,
             Err(_) if self.is_cancelled() => return Err(Error::Shutdown),
             Err(e) => {
-                if matches!(e, Error::Transport { .. }) {
+                // Not when we shut the connection's pool ourselves.
+                let ours = self.pools.load(Ordering::Acquire) != pools;
+                if matches!(
+                    e,
+                    Error::Transport {
+                        unreachable: true,
+                        ..
+                    }
+                ) && !ours
+                {
                     self.link.unreachable(end);
                 }
                 self.record(req, None, secs);
@@ -461,7 +504,9 @@ impl Transport {
         };
         let code = resp.status().as_u16();
         self.record(req, Some(code), secs);
-        if (200..300).contains(&code) {
+        // Any answer but one of an overloaded or failing server says the
+        // server is there.
+        if code < 500 && code != 429 {
             if let Some(gone) = self.link.answered(end) {
                 log::info!(
                     "API server {} answers again (no request got through for {:.1} s)",
@@ -469,6 +514,8 @@ impl Transport {
                     gone.as_secs_f64()
                 );
             }
+        }
+        if (200..300).contains(&code) {
             return Ok(resp);
         }
         let retry_after = resp
@@ -552,7 +599,7 @@ impl Transport {
 }
 
 #[cfg(test)]
-mod redact_tests {
+mod tests {
     use super::redact_userinfo;
 
     #[test]
@@ -567,6 +614,35 @@ mod redact_tests {
         ];
         for (url, want) in cases {
             assert_eq!(redact_userinfo(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn only_failures_to_reach_the_server_say_it_is_unreachable() {
+        use std::io::{Error as IoError, ErrorKind};
+        use ureq::{Error, Timeout};
+        let table: Vec<(Error, bool)> = vec![
+            (Error::Io(IoError::from(ErrorKind::ConnectionRefused)), true),
+            (Error::Io(IoError::from(ErrorKind::ConnectionReset)), true),
+            (Error::Io(IoError::other("Peer disconnected")), true),
+            (Error::HostNotFound, true),
+            (Error::ConnectionFailed, true),
+            (Error::Timeout(Timeout::Resolve), true),
+            (Error::Timeout(Timeout::Connect), true),
+            (Error::Timeout(Timeout::SendRequest), true),
+            (Error::Timeout(Timeout::SendBody), true),
+            // A slow answer comes from a server that is there.
+            (Error::Io(IoError::from(ErrorKind::TimedOut)), false),
+            (Error::Timeout(Timeout::Global), false),
+            (Error::Timeout(Timeout::RecvResponse), false),
+            (Error::Timeout(Timeout::RecvBody), false),
+            (Error::Timeout(Timeout::PerRead), false),
+            // A refused handshake is not an outage.
+            (Error::Tls("certificate not valid for name"), false),
+            (Error::StatusCode(503), false),
+        ];
+        for (e, want) in table {
+            assert_eq!(super::unreachable(&e), want, "{e}");
         }
     }
 }

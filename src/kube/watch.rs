@@ -228,6 +228,7 @@ impl<T: DeserializeOwned> WatchStream<T> {
                 format!("watch stream read failed: {e}")
             },
             timeout,
+            unreachable: !timeout,
         }
     }
 }
@@ -273,6 +274,7 @@ impl<T: DeserializeOwned> Iterator for WatchStream<T> {
                         server: self.server.clone(),
                         cause: "watch stream ended in the middle of an event".into(),
                         timeout: false,
+                        unreachable: true,
                     }));
                 }
             }

@@ -247,9 +247,9 @@ impl Faults {
         true
     }
 
-    /// Whether an outage is on (new connections refused).
-    pub fn in_outage(&self) -> bool {
-        self.server.get().is_some_and(ServerControl::refusing)
+    /// Outages started so far.
+    pub fn outages(&self) -> u64 {
+        lock(&self.state).outages
     }
 
     /// Remove every rule, latency and stall.

@@ -263,10 +263,11 @@ impl SimHandler {
         }
         let latency = self.faults.latency();
         if !latency.is_zero() {
+            let outages = self.faults.outages();
             self.clock.sleep(latency);
             // The server went down while this request waited: it is lost,
             // not applied (its connection is gone; nobody reads this).
-            if self.faults.in_outage() {
+            if self.faults.outages() != outages {
                 return ApiError::new(503, "ServiceUnavailable", "the server went down")
                     .to_response();
             }
