@@ -73,6 +73,18 @@ impl Harness {
         assert!(inf.join(), "informer thread panicked");
     }
 
+    /// The `n`th watch was requested, every watch from rv 10 (where the
+    /// one list left it): transient errors do not relist.
+    fn resumed_at_10_without_relist(&self, n: usize) {
+        eventually(&format!("watch {n}"), || self.src.watch_reqs().len() == n);
+        assert!(self
+            .src
+            .watch_reqs()
+            .iter()
+            .all(|w| w.resource_version == "10"));
+        assert_eq!(self.src.list_reqs().len(), 1, "no relist");
+    }
+
     fn notes(&self, n: usize) -> Vec<Notification<Obj>> {
         eventually(&format!("{n} notifications"), || self.rec.len() >= n);
         self.rec.take()
@@ -240,13 +252,7 @@ fn server_errors_back_off_exponentially_and_rewatch_same_rv() {
         assert_eq!(h.src.watch_reqs().len(), n, "no hot loop after failure {n}");
         h.clock.step(step);
     }
-    eventually("fourth watch", || h.src.watch_reqs().len() == 4);
-    assert!(h
-        .src
-        .watch_reqs()
-        .iter()
-        .all(|w| w.resource_version == "10"));
-    assert_eq!(h.src.list_reqs().len(), 1, "transient errors do not relist");
+    h.resumed_at_10_without_relist(4);
     h.stop(inf, vec![tx]);
 }
 
@@ -491,12 +497,6 @@ fn a_backoff_for_an_unreachable_server_ends_when_another_request_gets_through() 
     assert_eq!(h.src.watch_reqs().len(), 3, "a 503's backoff is kept");
     // Its full backoff (the ladder's third rung, 3.2 s jittered up to 2 ×).
     h.clock.step(ms(6400));
-    eventually("fourth watch", || h.src.watch_reqs().len() == 4);
-    assert!(h
-        .src
-        .watch_reqs()
-        .iter()
-        .all(|w| w.resource_version == "10"));
-    assert_eq!(h.src.list_reqs().len(), 1, "no relist");
+    h.resumed_at_10_without_relist(4);
     h.stop(inf, vec![tx]);
 }
