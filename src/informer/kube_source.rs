@@ -71,13 +71,7 @@ pub fn classify(e: &kube::Error) -> SourceError {
         SourceError::expired(msg).history_behind()
     } else if e.is_gone() {
         SourceError::expired(msg)
-    } else if matches!(
-        e,
-        kube::Error::Transport {
-            unreachable: true,
-            ..
-        }
-    ) {
+    } else if e.is_unreachable() {
         SourceError::transient(msg).unreachable()
     } else if e.is_retryable() {
         SourceError::transient(msg).with_retry_after(e.retry_after())
@@ -248,15 +242,9 @@ mod tests {
         for (e, want, retry_after) in table {
             let got = classify(&e);
             assert_eq!(got.kind, want, "{e}");
-            let unreachable = matches!(
-                e,
-                kube::Error::Transport {
-                    unreachable: true,
-                    ..
-                }
-            );
             assert_eq!(
-                got.unreachable, unreachable,
+                got.unreachable,
+                e.is_unreachable(),
                 "only an unreachable server: {e}"
             );
             if want == ErrorKind::Transient {

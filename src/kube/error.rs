@@ -261,6 +261,17 @@ impl Error {
         self.status()
             .is_some_and(|s| s.causes.iter().any(|c| c.reason == reason))
     }
+    /// The server could not be reached, or the connection was lost (see
+    /// [`Error::Transport`]'s `unreachable`).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            Error::Transport {
+                unreachable: true,
+                ..
+            }
+        )
+    }
     /// Worth retrying later: transport failures, 429 and 5xx.
     pub fn is_retryable(&self) -> bool {
         match self {

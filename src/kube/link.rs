@@ -62,9 +62,9 @@ impl Link {
         Some(gone)
     }
 
-    /// Whether a request failed since the last success (one atomic load:
-    /// all a success costs while the server is reachable).
-    pub fn down(&self) -> bool {
+    /// Whether a request failed since the last answer (one atomic load:
+    /// all an answer costs while the server is reachable).
+    fn down(&self) -> bool {
         self.down.load(Ordering::Acquire)
     }
 

@@ -488,14 +488,7 @@ impl Transport {
             Err(e) => {
                 // Not when we shut the connection's pool ourselves.
                 let ours = self.pools.load(Ordering::Acquire) != pools;
-                if matches!(
-                    e,
-                    Error::Transport {
-                        unreachable: true,
-                        ..
-                    }
-                ) && !ours
-                {
+                if e.is_unreachable() && !ours {
                     self.link.unreachable(end);
                 }
                 self.record(req, None, secs);

@@ -23,7 +23,7 @@
 //! - Other errors (undecodable events, 403, …) and every LIST failure back
 //!   off and relist. The delay is at least the server's `Retry-After`.
 //! - Beyond client-go: a backoff for a failure that did not reach the server
-//!   (connect, TLS, I/O, timeout) ends at [`Reflector::retry_now`], which the
+//!   (DNS, connect, I/O, a connect or send timeout) ends at [`Reflector::retry_now`], which the
 //!   thread calls once another request of the process got through after an
 //!   outage; client-go's reflectors each wait out their own (up to a minute
 //!   after 30 s of failures). Backoffs the server asked for are kept.
