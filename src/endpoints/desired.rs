@@ -7,9 +7,10 @@
 //! Pure; must never read a cache or the clock.
 
 use crate::controller::podutil::{
-    hostname_for, is_v6_text, pod_reference, should_pod_be_in_endpoints,
+    hostname_for, is_v6_text, parse_ip_sloppy, pod_reference, should_pod_be_in_endpoints,
 };
 use crate::model::{EndpointAddress, EndpointPort, EndpointSubset, Pod, Service};
+use compact_str::CompactString;
 use std::sync::Arc;
 
 /// A11: whether the Service's endpoints are IPv6 — `ipFamilies[0]`, else
@@ -25,12 +26,23 @@ pub fn wants_v6(svc: &Service, pod: &Pod) -> bool {
 }
 
 /// A11, A12: the pod's address for this Service, if it has an IP of the
-/// Service's family (the first such entry of `status.podIPs`).
+/// Service's family (the first such entry of `status.podIPs`), in
+/// canonical text (upstream since 1.33, KEP-4858: `ParseIPSloppy`, then
+/// the IP's text — `010.1.2.3` is written `10.1.2.3`, `::ffff:10.1.2.3`
+/// is IPv4 `10.1.2.3`, `2001:DB8::1` is `2001:db8::1`). Text that is not
+/// an IP is skipped (upstream picks it as IPv4 and writes it, which the
+/// API server refuses, so that Service's Endpoints are never written).
 pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
     let v6 = wants_v6(svc, pod);
-    let ip = pod.pod_ips.iter().find(|ip| is_v6_text(ip) == v6)?;
+    let ip = pod.pod_ips.iter().find_map(|text| {
+        let (ip, canonical) = parse_ip_sloppy(text)?;
+        (ip.is_ipv6() == v6).then(|| match canonical {
+            true => CompactString::from(&**text),
+            false => compact_str::format_compact!("{ip}"),
+        })
+    })?;
     Some(EndpointAddress {
-        ip: (**ip).into(),
+        ip,
         hostname: hostname_for(pod, svc).unwrap_or("").into(),
         node_name: Some(pod.node_name.clone()),
         target_ref: Some(pod_reference(pod)),

@@ -10,7 +10,14 @@
 //! Service that carries the `service.kubernetes.io/headless` label itself
 //! is compared without it too: upstream compares the stored labels without
 //! it to the Service's labels with it, never equal, so it rewrites that
-//! Endpoints (with the same content) on every sync.
+//! Endpoints (with the same content) on every sync. The same holds for a
+//! Service labelled `endpoints.kubernetes.io/managed-by`: the controller's
+//! value is written over it and the Service's value is not compared.
+//!
+//! Every object written carries `endpoints.kubernetes.io/managed-by:
+//! endpoint-controller`, as kube-controller-manager's since 1.33 (its
+//! PR 130564): a stored object without it is rewritten once, and objects
+//! kube-controller-manager wrote are taken over without a write.
 //!
 //! Pure; must never read a cache, the clock or the network.
 
@@ -29,6 +36,11 @@ pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-t
 pub const OVER_CAPACITY_ANNOTATION: &str = "endpoints.kubernetes.io/over-capacity";
 /// `service.kubernetes.io/headless`.
 pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
+/// `endpoints.kubernetes.io/managed-by` (upstream `LabelManagedBy`).
+pub const MANAGED_BY_LABEL: &str = "endpoints.kubernetes.io/managed-by";
+/// Its value on the objects the Endpoints controller writes (upstream
+/// `ControllerName`).
+pub const MANAGED_BY: &str = "endpoint-controller";
 
 /// What a sync needs to decide.
 #[derive(Clone, Copy, Debug)]
@@ -84,25 +96,32 @@ pub fn subsets_equal_ignoring_rv(a: &[EndpointSubset], b: &[EndpointSubset]) -> 
         })
 }
 
-fn without(labels: &Labels, key: &str) -> Labels {
-    let mut l = labels.clone();
-    l.remove(key);
-    l
+/// Whether the stored labels are what a write would set, but for the
+/// headless label (A18): ours says `managed-by: endpoint-controller`, and
+/// every other label is the Service's, none missing. The headless and
+/// managed-by labels are set by the controller, so the Service's own
+/// values of those two keys are not compared. Allocates nothing.
+fn labels_right(stored: &Labels, svc: &Labels) -> bool {
+    let ours = |k: &str| k == HEADLESS_LABEL || k == MANAGED_BY_LABEL;
+    let mut others = 0;
+    stored.get(MANAGED_BY_LABEL) == Some(MANAGED_BY)
+        && stored.iter().filter(|(k, _)| !ours(k)).all(|(k, v)| {
+            others += 1;
+            svc.get(k) == Some(v)
+        })
+        && svc.iter().filter(|(k, _)| !ours(k)).count() == others
 }
 
-/// A18 with our over-capacity and headless-label improvements: the stored
-/// object needs no write.
+/// A18 with our over-capacity and label improvements: the stored object
+/// needs no write.
 fn unchanged(cur: &Endpoints, svc: &Service, subsets: &[EndpointSubset], truncated: bool) -> bool {
-    let stored = without(&cur.metadata.labels, HEADLESS_LABEL);
-    let labels_equal = match svc.metadata.labels.contains_key(HEADLESS_LABEL) {
-        false => stored == svc.metadata.labels,
-        true => stored == without(&svc.metadata.labels, HEADLESS_LABEL),
-    };
     let marked = cur
         .metadata
         .annotations
         .contains_key(OVER_CAPACITY_ANNOTATION);
-    labels_equal && marked == truncated && subsets_equal_ignoring_rv(&cur.subsets, subsets)
+    labels_right(&cur.metadata.labels, &svc.metadata.labels)
+        && marked == truncated
+        && subsets_equal_ignoring_rv(&cur.subsets, subsets)
 }
 
 /// The plan for one sync (A18, A19).
@@ -150,6 +169,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     } else {
         obj.metadata.labels.insert(HEADLESS_LABEL, "");
     }
+    obj.metadata.labels.insert(MANAGED_BY_LABEL, MANAGED_BY);
     match creating {
         true => Plan::Create(obj),
         false => Plan::Update(obj),

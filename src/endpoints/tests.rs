@@ -2,7 +2,8 @@
 //! `endpoints_controller_test.go` (TestSyncEndpoints*) in our own words.
 
 use super::reconcile::{
-    plan, Input, Plan, HEADLESS_LABEL, OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION,
+    plan, Input, Plan, HEADLESS_LABEL, MANAGED_BY, MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
+    TRIGGER_TIME_ANNOTATION,
 };
 use crate::model::*;
 use std::sync::Arc;
@@ -116,6 +117,12 @@ fn creates_with_addresses_ports_labels_and_target_refs() {
     };
     assert_eq!(e.metadata.name, "foo");
     assert_eq!(e.metadata.labels.get("app"), Some("foo"));
+    assert_eq!(
+        e.metadata.labels.get(MANAGED_BY_LABEL),
+        Some("endpoint-controller"),
+        "upstream 1.33+ labels what its controller writes"
+    );
+    assert_eq!(e.metadata.labels.len(), 2);
     assert!(!e.metadata.labels.contains_key(HEADLESS_LABEL));
     assert!(e.metadata.owner_references.is_empty());
     assert_eq!(
@@ -307,6 +314,11 @@ fn ip_family_table() {
         s.cluster_ip = "fd00::10".into();
         s
     };
+    let with_ips = |i: usize, v: &[&str]| {
+        let mut p = pod(i, true);
+        p.pod_ips = v.iter().map(|x| (*x).into()).collect::<Vec<_>>().into();
+        p
+    };
     let headless_no_families = {
         let mut s = http();
         s.cluster_ip = "None".into();
@@ -342,6 +354,44 @@ fn ip_family_table() {
             headless_no_families,
             vec![v6_only(3)],
             ips(&["fd00::3"]),
+        ),
+        // Upstream 1.33+ (KEP-4858, TestPodToEndpointAddressForService's
+        // addBadIPPod): the address is written in canonical text.
+        (
+            "IPv4 with leading zeros: canonical text",
+            with_families(&["IPv4"]),
+            vec![with_ips(4, &["010.001.002.003"])],
+            ips(&["10.1.2.3"]),
+        ),
+        (
+            "IPv4-mapped IPv6 is IPv4",
+            with_families(&["IPv4"]),
+            vec![with_ips(5, &["::ffff:10.1.2.5"])],
+            ips(&["10.1.2.5"]),
+        ),
+        (
+            "IPv4-mapped IPv6 is not IPv6",
+            with_families(&["IPv6"]),
+            vec![with_ips(6, &["::ffff:10.1.2.6"])],
+            vec![],
+        ),
+        (
+            "IPv6 upper case and uncompressed: canonical text",
+            with_families(&["IPv6"]),
+            vec![with_ips(7, &["1.2.3.7", "2001:DB8:0:0:0:0:0:7"])],
+            ips(&["2001:db8::7"]),
+        ),
+        (
+            "text that is no IP is skipped, the next one of the family taken",
+            with_families(&["IPv4"]),
+            vec![with_ips(8, &["not-an-ip", "1.2.3.8"])],
+            ips(&["1.2.3.8"]),
+        ),
+        (
+            "ordered by canonical text",
+            with_families(&["IPv4"]),
+            vec![with_ips(9, &["1.2.3.09"]), with_ips(10, &["1.2.3.10"])],
+            ips(&["1.2.3.10", "1.2.3.9"]),
         ),
     ];
     for (what, s, ps, want) in cases {
@@ -426,6 +476,47 @@ fn no_op_detection_table() {
             "{cluster_ip}: its other labels still compared"
         );
     }
+
+    // endpoints.kubernetes.io/managed-by (upstream 1.33+): what
+    // kube-controller-manager wrote is taken over without a write; an
+    // object without the label, or labelled for another manager, gets it.
+    let mut unlabelled = base.clone();
+    unlabelled.metadata.labels.remove(MANAGED_BY_LABEL);
+    match run(&s, &ps, Some(&unlabelled)) {
+        Plan::Update(e) => assert_eq!(e.metadata.labels.get(MANAGED_BY_LABEL), Some(MANAGED_BY)),
+        other => panic!("no managed-by label: {other:?}"),
+    }
+    let mut foreign = base.clone();
+    foreign
+        .metadata
+        .labels
+        .insert(MANAGED_BY_LABEL, "someone-else");
+    assert!(
+        matches!(run(&s, &ps, Some(&foreign)), Plan::Update(_)),
+        "managed by someone else"
+    );
+    let mut extra = base.clone();
+    extra.metadata.labels.insert("extra", "1");
+    assert!(
+        matches!(run(&s, &ps, Some(&extra)), Plan::Update(_)),
+        "a label the Service lacks"
+    );
+    let mut missing = base.clone();
+    missing.metadata.labels.remove("app");
+    assert!(
+        matches!(run(&s, &ps, Some(&missing)), Plan::Update(_)),
+        "a label of the Service missing"
+    );
+    // A Service labelled managed-by itself: the controller's value is
+    // written and then left alone (no rewrite on every sync).
+    let mut claims = http();
+    claims.metadata.labels.insert(MANAGED_BY_LABEL, "helm");
+    let written = stored(run(&claims, &ps, None));
+    assert_eq!(
+        written.metadata.labels.get(MANAGED_BY_LABEL),
+        Some(MANAGED_BY)
+    );
+    assert_eq!(run(&claims, &ps, Some(&written)), Plan::Unchanged);
 
     let mut other_annotation = base.clone();
     other_annotation
