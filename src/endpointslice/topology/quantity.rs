@@ -1,41 +1,80 @@
 //! Kubernetes resource quantities as the topology cache needs them:
 //! allocatable CPU in millicores (`4` → 4000, `3500m` → 3500, `0.5` → 500,
-//! `2k` → 2,000,000), rounded up like `Quantity.MilliValue()`.
+//! `2k` → 2,000,000), rounded up like `Quantity.MilliValue()`, exactly.
 //!
 //! Pure; garbage is `None`, never a panic.
 
-/// Millicores of a CPU quantity, or `None` if it does not parse or is
-/// negative.
+/// Millicores of a CPU quantity, or `None` if it does not parse, is
+/// negative or does not fit. Exact decimal arithmetic, as upstream's
+/// `Quantity.MilliValue()`: the value times 1000, rounded up (`1900m` is
+/// 1900 — through floating point 1900 × 0.001 × 1000 came out 1901, which
+/// shifted zone CPU ratios and so the topology hints written).
 pub fn milli_cpu(q: &str) -> Option<u64> {
     let q = q.trim();
-    let (num, mult): (&str, f64) = if let Some(n) = q.strip_suffix("Ki") {
-        (n, 1024.0)
-    } else if let Some(n) = q.strip_suffix("Mi") {
-        (n, 1024.0 * 1024.0)
-    } else if let Some(n) = q.strip_suffix("Gi") {
-        (n, 1024.0 * 1024.0 * 1024.0)
-    } else if let Some(n) = q.strip_suffix('m') {
-        (n, 0.001)
-    } else if let Some(n) = q.strip_suffix('k') {
-        (n, 1e3)
-    } else if let Some(n) = q.strip_suffix('M') {
-        (n, 1e6)
-    } else if let Some(n) = q.strip_suffix('G') {
-        (n, 1e9)
-    } else {
-        (q, 1.0)
-    };
-    if num.is_empty()
-        || !num
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_digit() || c == '.' || c == '+')
+    let (number, binary, exp10) = split_suffix(q)?;
+    let number = number.strip_prefix('+').unwrap_or(number);
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
     {
         return None;
     }
-    let v: f64 = num.parse().ok()?;
-    let milli = (v * mult * 1000.0).ceil();
-    (milli.is_finite() && milli >= 0.0 && milli < u64::MAX as f64).then_some(milli as u64)
+    let mut mantissa: u128 = 0;
+    for b in int.bytes().chain(frac.bytes()) {
+        mantissa = mantissa
+            .checked_mul(10)?
+            .checked_add(u128::from(b - b'0'))?;
+    }
+    let mantissa = mantissa.checked_mul(binary)?;
+    // value × 1000 = mantissa × 10^(exp10 + 3 − fraction digits)
+    let e = exp10 + 3 - i64::try_from(frac.len()).ok()?;
+    let milli = if e >= 0 {
+        mantissa.checked_mul(10u128.checked_pow(u32::try_from(e).ok()?)?)?
+    } else {
+        match 10u128.checked_pow(u32::try_from(-e).ok()?) {
+            Some(d) => mantissa.div_ceil(d),
+            None => u128::from(mantissa > 0),
+        }
+    };
+    u64::try_from(milli).ok().filter(|m| *m < u64::MAX)
+}
+
+/// The number, its binary multiplier and its decimal exponent
+/// (`<number><suffix>`: `Ki`…`Ei`, `m`, `k`…`E`, or `e`/`E` and an
+/// exponent).
+fn split_suffix(q: &str) -> Option<(&str, u128, i64)> {
+    const BINARY: [(&str, u32); 6] = [
+        ("Ki", 10),
+        ("Mi", 20),
+        ("Gi", 30),
+        ("Ti", 40),
+        ("Pi", 50),
+        ("Ei", 60),
+    ];
+    const DECIMAL: [(char, i64); 7] = [
+        ('m', -3),
+        ('k', 3),
+        ('M', 6),
+        ('G', 9),
+        ('T', 12),
+        ('P', 15),
+        ('E', 18),
+    ];
+    for (suffix, bits) in BINARY {
+        if let Some(n) = q.strip_suffix(suffix) {
+            return Some((n, 1u128 << bits, 0));
+        }
+    }
+    if let Some(at) = q.find(['e', 'E']).filter(|at| at + 1 < q.len()) {
+        let exp: i64 = q[at + 1..].parse().ok()?;
+        return (exp.abs() <= 64).then_some((&q[..at], 1, exp));
+    }
+    for (suffix, exp) in DECIMAL {
+        if let Some(n) = q.strip_suffix(suffix) {
+            return Some((n, 1, exp));
+        }
+    }
+    Some((q, 1, 0))
 }
 
 #[cfg(test)]
@@ -54,6 +93,28 @@ mod tests {
             ("0", Some(0)),
             ("1e3", Some(1_000_000)),
             ("0.0001", Some(1)),
+            // Exact where floating point rounds up one millicore too many.
+            ("1900m", Some(1900)),
+            ("3800m", Some(3800)),
+            ("940m", Some(940)),
+            ("9m", Some(9)),
+            ("2.007", Some(2007)),
+            ("0.1", Some(100)),
+            ("+2", Some(2000)),
+            ("1Ki", Some(1_024_000)),
+            ("1.5Mi", Some(1_572_864_000)),
+            ("2P", Some(2_000_000_000_000_000_000)),
+            ("1E", None),
+            ("1.5e-3", Some(2)),
+            ("5e-4", Some(1)),
+            ("1.", Some(1000)),
+            (".5", Some(500)),
+            ("0.00000000000000000000000000000000000000000001", Some(1)),
+            (".", None),
+            ("1.2.3", None),
+            ("1x", None),
+            ("1e", None),
+            ("e3", None),
             ("", None),
             ("abc", None),
             ("-1", None),

@@ -577,3 +577,30 @@ fn hints_within_every_maximum_are_kept_on_the_next_sync() {
     assert!(creates.is_empty() && updates.is_empty(), "{updates:?}");
     assert!(c.get_overloaded_services().is_empty());
 }
+
+/// The helper review's case: CPU quantities that floating point turned
+/// into one millicore too many (1900m → 1901) tipped equal zones to
+/// 0.4999/0.5001, so no endpoint was re-hinted where upstream moves one.
+#[test]
+fn exact_cpu_ratios_decide_the_hints() {
+    let mut c = TopologyCache::new();
+    c.set_nodes(&[
+        node("a1", Some("zone-a"), Some("1900m"), true, false),
+        node("a2", Some("zone-a"), Some("1900m"), true, false),
+        node("b1", Some("zone-b"), Some("3800m"), true, false),
+    ]);
+    let mut eps = vec![ep(Some("zone-a"), true); 7];
+    eps.extend(vec![ep(Some("zone-b"), true); 5]);
+    let (created, _, _) = c.add_hints(&si(vec![slice("", eps)], vec![]));
+    let zones = hint_zones(&created);
+    let to = |z: &str| zones.iter().filter(|h| h.as_deref() == Some(z)).count();
+    assert_eq!((to("zone-a"), to("zone-b")), (6, 6), "{zones:?}");
+    assert_eq!(
+        zones[..7]
+            .iter()
+            .filter(|h| h.as_deref() == Some("zone-b"))
+            .count(),
+        1,
+        "exactly one zone-a endpoint hinted to zone-b: {zones:?}"
+    );
+}
