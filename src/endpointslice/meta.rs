@@ -84,10 +84,21 @@ pub fn new_slice(
 
 /// Upstream `placeholderSliceCompare` (B18): namespace and labels of the
 /// metadata (name, annotations, timestamps ignored), owner references,
-/// and the address type, ports and endpoints.
+/// and the address type, ports and endpoints. Labels compare as upstream's
+/// map look-ups do: a label with an empty value equals no label (a Service
+/// gaining or losing `flag: ""` does not rewrite its placeholder).
+///
+/// Beyond upstream: owner references are compared. Upstream's ObjectMeta
+/// function never reaches them, so a Service deleted and created again
+/// before the garbage collector removed its placeholder keeps the old
+/// one, owned by the old uid; the collector then deletes it and the new
+/// Service has no slice until its next event. Here the placeholder is
+/// replaced (one create, one delete).
 pub fn placeholder_equal(a: &EndpointSlice, b: &EndpointSlice) -> bool {
+    let within = |x: &Labels, y: &Labels| x.iter().all(|(k, v)| y.get(k).unwrap_or("") == v);
     a.metadata.namespace == b.metadata.namespace
-        && a.metadata.labels == b.metadata.labels
+        && within(&a.metadata.labels, &b.metadata.labels)
+        && within(&b.metadata.labels, &a.metadata.labels)
         && a.metadata.owner_references == b.metadata.owner_references
         && a.address_type == b.address_type
         && a.ports == b.ports

@@ -210,6 +210,67 @@ fn no_pods_gives_a_placeholder_that_is_then_kept() {
     );
 }
 
+/// Upstream `placeholderSliceCompare` (B18) on a kept placeholder: label
+/// look-ups read a missing key as "" (an empty-valued label equals none);
+/// a changed label recycles it (one update); beyond upstream, a new owner
+/// uid replaces it (one create, one delete).
+#[test]
+fn placeholder_comparison_table() {
+    let base = svc();
+    let kept = apply(&base, &[], &plan(&base, &[], &[]));
+    let relabel = |f: &dyn Fn(&mut Labels)| {
+        let mut s = svc();
+        f(&mut s.metadata.labels);
+        s
+    };
+    let with_flag = relabel(&|l| l.insert("flag", ""));
+    let kept_flag = apply(&with_flag, &[], &plan(&with_flag, &[], &[]));
+    let mut new_uid = svc();
+    new_uid.metadata.uid = "svc-uid-2".into();
+    type Row<'a> = (
+        &'a str,
+        Service,
+        &'a [Arc<EndpointSlice>],
+        (usize, usize, usize),
+    );
+    let cases: Vec<Row> = vec![
+        ("same labels", svc(), &kept, (0, 0, 0)),
+        (
+            "the Service gains an empty-valued label",
+            with_flag.clone(),
+            &kept,
+            (0, 0, 0),
+        ),
+        (
+            "the Service loses an empty-valued label",
+            svc(),
+            &kept_flag,
+            (0, 0, 0),
+        ),
+        (
+            "a label's value changes",
+            relabel(&|l| l.insert("team", "b")),
+            &kept,
+            (0, 1, 0),
+        ),
+        (
+            "a label with a value is added",
+            relabel(&|l| l.insert("flag", "x")),
+            &kept,
+            (0, 1, 0),
+        ),
+        (
+            "a new Service uid (beyond upstream)",
+            new_uid,
+            &kept,
+            (1, 0, 1),
+        ),
+    ];
+    for (what, s, existing, want) in cases {
+        assert_eq!(counts(&plan(&s, &[], existing)), want, "{what}");
+    }
+}
+
 #[test]
 fn one_pod_one_slice_with_upstream_fields() {
     let s = svc();
