@@ -59,13 +59,13 @@ fn annotate(s: &mut EndpointSlice, trigger: Option<Time>) {
 /// code and reason kept, the context put before its message) so callers
 /// can still tell a 409 conflict — retried from a fresh cache — from the
 /// rest.
-fn what(verb: &str, s: &EndpointSlice, svc: &Service, e: &kube::Error) -> kube::Error {
+fn what(doing: &str, s: &EndpointSlice, svc: &Service, e: &kube::Error) -> kube::Error {
     let name = match s.metadata.name.as_str() {
         "" => String::new(),
         n => format!("{n} "),
     };
     let context = format!(
-        "failed to {verb} {name}EndpointSlice for Service {}/{}",
+        "{doing} {name}EndpointSlice for Service {}/{}",
         svc.metadata.namespace, svc.metadata.name
     );
     match e {
@@ -99,7 +99,7 @@ fn write_type(
                     out.created += 1;
                 }
                 Err(e) if e.has_cause("NamespaceTerminating") => return Ok(()),
-                Err(e) => return Err(what("create", &s, svc, &e)),
+                Err(e) => return Err(what("failed to create", &s, svc, &e)),
             }
         }
     }
@@ -107,12 +107,14 @@ fn write_type(
         let mut s = s.clone();
         annotate(&mut s, trigger);
         let in_flight = tracker.begin_update(&s);
-        let updated = writer.update(&s).map_err(|e| what("update", &s, svc, &e))?;
+        let updated = writer
+            .update(&s)
+            .map_err(|e| what("failed to update", &s, svc, &e))?;
         out.overtaken |= in_flight.finish(&updated);
         out.updated += 1;
     }
     for s in &w.deletes {
-        delete(svc, s, writer, tracker, out)?;
+        delete(svc, s, writer, tracker, out, "failed to delete")?;
     }
     Ok(())
 }
@@ -126,6 +128,7 @@ fn delete(
     writer: &dyn SliceWriter,
     tracker: &EndpointSliceTracker,
     out: &mut FinalizeOutcome,
+    doing: &str,
 ) -> Result<(), kube::Error> {
     let prev = tracker.deleting(s);
     match writer.delete(&s.metadata.namespace, &s.metadata.name) {
@@ -138,7 +141,7 @@ fn delete(
             if e.is_not_found() {
                 Ok(())
             } else {
-                Err(what("delete", s, svc, &e))
+                Err(what(doing, s, svc, &e))
             }
         }
     }
@@ -161,7 +164,9 @@ pub fn finalize(
         }
     }
     for s in &plan.unsupported {
-        if let Err(e) = delete(svc, s, writer, tracker, &mut out) {
+        // Upstream's `Reconcile` words these "error deleting", the
+        // deletes of `finalize` "failed to delete".
+        if let Err(e) = delete(svc, s, writer, tracker, &mut out, "error deleting") {
             errors.push(e);
         }
     }
@@ -171,6 +176,7 @@ pub fn finalize(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::AddressType;
 
     #[test]
     fn a_write_conflict_stays_a_conflict_with_the_slice_named() {
@@ -187,7 +193,7 @@ mod tests {
             message: "the object has been modified".into(),
             ..kube::Status::default()
         });
-        let e = what("update", &slice, &svc, &conflict);
+        let e = what("failed to update", &slice, &svc, &conflict);
         assert!(e.is_conflict(), "{e}");
         let text = e.to_string();
         assert!(
@@ -195,7 +201,71 @@ mod tests {
                 && text.contains("the object has been modified"),
             "{text}"
         );
-        let other = what("create", &slice, &svc, &kube::Error::Shutdown);
+        let other = what("failed to create", &slice, &svc, &kube::Error::Shutdown);
         assert!(!other.is_conflict());
+    }
+
+    /// A writer whose every request fails with a 500.
+    struct Refusing;
+
+    impl SliceWriter for Refusing {
+        fn create(&self, _: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+            Err(server_error())
+        }
+        fn update(&self, _: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+            Err(server_error())
+        }
+        fn delete(&self, _: &str, _: &str) -> Result<(), kube::Error> {
+            Err(server_error())
+        }
+    }
+
+    fn server_error() -> kube::Error {
+        kube::Error::Api(kube::Status {
+            code: 500,
+            message: "etcd down".into(),
+            ..kube::Status::default()
+        })
+    }
+
+    /// Upstream's wording: "failed to delete" in `finalize`, "error
+    /// deleting" for a slice of an address type no longer supported
+    /// (`Reconcile`).
+    #[test]
+    fn delete_errors_are_worded_as_upstream() {
+        let slice = |name: &str, t: &str| -> EndpointSlice {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns"},
+                "addressType": t, "endpoints": []}))
+            .expect("slice")
+        };
+        let mut svc = Service::default();
+        svc.metadata.namespace = "ns".into();
+        svc.metadata.name = "web".into();
+        let tracker = EndpointSliceTracker::default();
+        let mut plan = Plan::default();
+        plan.unsupported.push(slice("web-v6", "IPv6"));
+        let (_, errors) = finalize(&svc, &plan, None, &Refusing, &tracker);
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(
+            text[0].contains("error deleting web-v6 EndpointSlice for Service ns/web: etcd down"),
+            "{text:?}"
+        );
+        let mut plan = Plan::default();
+        plan.by_type.push((
+            AddressType::IPv4,
+            Writes {
+                deletes: vec![slice("web-old", "IPv4")],
+                ..Writes::default()
+            },
+        ));
+        let (_, errors) = finalize(&svc, &plan, None, &Refusing, &tracker);
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert!(
+            text.len() == 1
+                && text[0].contains("failed to delete web-old EndpointSlice for Service ns/web"),
+            "{text:?}"
+        );
     }
 }
