@@ -30,8 +30,8 @@ pub fn wants_v6(svc: &Service, pod: &Pod) -> bool {
 /// canonical text (upstream since 1.33, KEP-4858: `ParseIPSloppy`, then
 /// the IP's text — `010.1.2.3` is written `10.1.2.3`, `::ffff:10.1.2.3`
 /// is IPv4 `10.1.2.3`, `2001:DB8::1` is `2001:db8::1`). Text that is not
-/// an IP is skipped (upstream picks it as IPv4 and writes it, which the
-/// API server refuses, so that Service's Endpoints are never written).
+/// an IP is skipped (upstream can pick it and write text the API server
+/// refuses, so that Service's Endpoints are never written again).
 pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
     let v6 = wants_v6(svc, pod);
     let ip = pod.pod_ips.iter().find_map(|text| {
