@@ -1,6 +1,9 @@
 //! Stage two: raw spanned values → a typed [`Config`], every default filled
 //! in and every rule checked. All errors are collected, not just the first.
 
+/// Most worker threads a controller may have.
+const MAX_WORKERS: i64 = 50;
+
 use super::raw::{self, Field, RawConfig};
 use super::*;
 
@@ -52,12 +55,19 @@ impl Validator<'_> {
         }
     }
 
+    /// A controller's worker threads: KCM's bound for
+    /// `--concurrent-service-endpoint-syncs` (1..50), for both controllers,
+    /// so a typo cannot start thousands of threads on an edge node.
     fn workers(&mut self, key: &str, f: &Field<i64>, default: usize) -> usize {
         match f.as_ref().map(|s| *s.get_ref()) {
             None => default,
-            Some(n) if n >= 1 => n as usize,
+            Some(n @ 1..=MAX_WORKERS) => n as usize,
             Some(_) => {
-                self.fail(key, f, "must be at least 1");
+                self.fail(
+                    key,
+                    f,
+                    format!("must be between 1 and {MAX_WORKERS} (kube-controller-manager's bound for its sync workers)"),
+                );
                 default
             }
         }
