@@ -6,7 +6,10 @@
 //! Expiry is judged only by the *local* monotonic time at which this
 //! instance last saw the record change (`observed_at`), never by the
 //! timestamps inside the record, so clock skew between control-plane
-//! nodes cannot hand out a lease early.
+//! nodes cannot hand out a lease early. A read is dated when it
+//! *returned* (client-go's `setObservedRecord` after the Get): a slow read
+//! may carry a renewal made just before the answer, so dating it from when
+//! the request was sent would expire that renewal early.
 //!
 //! Never does I/O and never reads the clock: time comes in as arguments.
 
@@ -104,7 +107,9 @@ pub fn fast_renew(
     Some(next)
 }
 
-/// F3 slow path, after a read (`got` is `None` on NotFound).
+/// F3 slow path, after a read (`got` is `None` on NotFound). `now` is
+/// when the read *returned*: the observation time, and the instant at
+/// which validity is judged.
 pub fn decide(
     obs: &mut Observed,
     got: Option<Lease>,

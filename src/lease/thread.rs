@@ -247,12 +247,15 @@ impl Runner {
         }
     }
 
-    fn try_acquire_or_renew(&mut self, e: &Election, me: &str, now: Instant) -> bool {
+    /// `sent`: when the round began. Our own writes are dated from it (the
+    /// fence too: a renewal counts from before it was sent); what a read
+    /// returns is dated from when the read returned.
+    fn try_acquire_or_renew(&mut self, e: &Election, me: &str, sent: Instant) -> bool {
         let wall = self.clock.wall();
         let ns = self.cfg.namespace.clone();
-        if let Some(next) = election::fast_renew(&self.obs, me, e.lease_duration, now, wall) {
+        if let Some(next) = election::fast_renew(&self.obs, me, e.lease_duration, sent, wall) {
             if let Ok(w) = self.api.update(&ns, &next) {
-                self.obs.wrote(w, now);
+                self.obs.wrote(w, sent);
                 return true;
             }
         }
@@ -264,13 +267,14 @@ impl Runner {
                 return false;
             }
         };
+        let seen = self.clock.now();
         match election::decide(
             &mut self.obs,
             got,
             me,
             (&ns, &e.name),
             e.lease_duration,
-            now,
+            seen,
             wall,
         ) {
             Decision::Held { holder } => {
@@ -283,8 +287,8 @@ impl Runner {
                 }
                 false
             }
-            Decision::Create(l) => self.write(self.api.create(&ns, &l), now),
-            Decision::Update(l) => self.write(self.api.update(&ns, &l), now),
+            Decision::Create(l) => self.write(self.api.create(&ns, &l), sent),
+            Decision::Update(l) => self.write(self.api.update(&ns, &l), sent),
         }
     }
 

@@ -1,12 +1,14 @@
 //! The lease thread's rounds, driven step by step with a fake clock against
 //! an in-memory Lease API: acquire, the fast-path renewal, renew deadline →
-//! lost, takeover after expiry, release; the heartbeat's create, renewal
+//! lost, takeover after expiry (a slow read dated from its return), release;
+//! the heartbeat's create, renewal
 //! without a read, conflict → re-ensure, repeated failures → connection
 //! reset, and the ensure backoff ladder.
 
 use super::*;
-use crate::clock::FakeClock;
+use crate::clock::{Clock, FakeClock};
 use crate::kube::Status;
+use crate::model::MicroTime;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU32;
 
@@ -18,7 +20,12 @@ struct Store {
     conflicts: AtomicU32,
     gets: AtomicU32,
     updates: AtomicU32,
+    /// Runs at the start of every request, with its verb ("get",
+    /// "create", "update", …): a slow or blocking server.
+    hook: Mutex<Option<Hook>>,
 }
+
+type Hook = Box<dyn FnMut(&str) + Send>;
 
 #[derive(Clone, Default)]
 struct FakeApi(Arc<Store>);
@@ -30,6 +37,14 @@ fn status(code: u16, reason: &str) -> Error {
 }
 
 impl FakeApi {
+    fn set_hook(&self, h: Option<Hook>) {
+        *self.0.hook.lock().expect("lock") = h;
+    }
+    fn call_hook(&self, verb: &str) {
+        if let Some(h) = self.0.hook.lock().expect("lock").as_mut() {
+            h(verb);
+        }
+    }
     fn check(&self) -> Result<(), Error> {
         match self.0.down.load(Ordering::SeqCst) {
             true => Err(status(503, "ServiceUnavailable")),
@@ -62,11 +77,13 @@ impl FakeApi {
 
 impl LeaseApi for FakeApi {
     fn get(&self, ns: &str, name: &str) -> Result<Lease, Error> {
+        self.call_hook("get");
         self.check()?;
         self.0.gets.fetch_add(1, Ordering::SeqCst);
         self.lease(ns, name).ok_or_else(|| status(404, "NotFound"))
     }
     fn create(&self, ns: &str, l: &Lease) -> Result<Lease, Error> {
+        self.call_hook("create");
         self.check()?;
         if self.lease(ns, &l.metadata.name).is_some() {
             return Err(status(409, "AlreadyExists"));
@@ -77,6 +94,7 @@ impl LeaseApi for FakeApi {
         Ok(l)
     }
     fn update(&self, ns: &str, l: &Lease) -> Result<Lease, Error> {
+        self.call_hook("update");
         self.check()?;
         self.0.updates.fetch_add(1, Ordering::SeqCst);
         if self.0.conflicts.load(Ordering::SeqCst) > 0 {
@@ -94,6 +112,7 @@ impl LeaseApi for FakeApi {
         Ok(l)
     }
     fn delete(&self, ns: &str, name: &str) -> Result<(), Error> {
+        self.call_hook("delete");
         self.check()?;
         self.0
             .leases
@@ -103,6 +122,7 @@ impl LeaseApi for FakeApi {
         Ok(())
     }
     fn list(&self, ns: &str, _p: &ListParams) -> Result<Vec<Lease>, Error> {
+        self.call_hook("list");
         self.check()?;
         Ok(self
             .0
@@ -224,6 +244,48 @@ fn a_standby_takes_over_only_after_the_lease_expired_locally() {
     // a comes back: it sees b's valid lease and has lost.
     a.elect(&E());
     assert!(a.state.lost());
+}
+
+#[test]
+fn a_slow_read_dates_a_renewal_it_returns_from_when_the_read_returned() {
+    // b's GET takes 6 s (a slow server: timeouts, client retries) and
+    // returns a record a renewed just before the answer. client-go's
+    // setObservedRecord stamps observedTime after the Get: b must count a's
+    // lease from the GET's return, not from when it was sent.
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (mut a, _) = runner(&api, &clock, "a", Arc::default());
+    let (mut b, _) = runner(&api, &clock, "b", Arc::default());
+    a.elect(&E());
+    b.elect(&E());
+    assert!(!b.state.leading() && b.state.leader() == "a");
+    clock.step(Duration::from_secs(2));
+    let (h_api, h_clock) = (api.clone(), clock.clone());
+    let mut armed = true;
+    api.set_hook(Some(Box::new(move |verb| {
+        if verb != "get" || !std::mem::take(&mut armed) {
+            return;
+        }
+        h_clock.step(Duration::from_secs(6));
+        let mut l = h_api.lease("kube-system", "endpointd").expect("lease");
+        l.spec.renew_time = Some(MicroTime::from_system(h_clock.wall()));
+        h_api.put(h_api.stamp(&l));
+    })));
+    b.elect(&E());
+    let returned = clock.elapsed();
+    assert!(!b.state.leading());
+    // a renews no more. Just before lease_duration after the GET returned,
+    // its lease is still valid for b.
+    clock.step(E().lease_duration - Duration::from_millis(1));
+    b.elect(&E());
+    assert!(
+        !b.state.leading(),
+        "took over {:?} after the slow GET returned",
+        clock.elapsed() - returned
+    );
+    clock.step(Duration::from_millis(1));
+    b.elect(&E());
+    assert!(b.state.leading(), "lease_duration after the GET returned");
 }
 
 #[test]
