@@ -110,6 +110,13 @@ pub fn fast_renew(
 /// F3 slow path, after a read (`got` is `None` on NotFound). `now` is
 /// when the read *returned*: the observation time, and the instant at
 /// which validity is judged.
+///
+/// NotFound while the last record we saw names another holder and is
+/// still valid locally (someone deleted the Lease: `kubectl delete lease`,
+/// a tool recreating it) is `Held` by that holder until it expires: that
+/// leader may still be writing, behind a fence open until its last
+/// renewal + renew_deadline. client-go creates at once (the same race);
+/// the holder itself, or a released or expired record, creates at once.
 pub fn decide(
     obs: &mut Observed,
     got: Option<Lease>,
@@ -120,6 +127,12 @@ pub fn decide(
     wall: SystemTime,
 ) -> Decision {
     let Some(got) = got else {
+        let last = obs.holder();
+        if !last.is_empty() && last != me && obs.valid(now) {
+            return Decision::Held {
+                holder: last.to_string(),
+            };
+        }
         return Decision::Create(Lease {
             metadata: ObjectMeta {
                 namespace: name.0.into(),
@@ -272,6 +285,53 @@ mod tests {
             ),
             Decision::Update(_)
         ));
+    }
+
+    #[test]
+    fn a_deleted_lease_is_not_recreated_while_another_holder_may_still_write() {
+        // NotFound after we saw a holder: `kubectl delete lease`, or
+        // something recreating it. client-go creates at once (its leader
+        // may still be writing); we wait until the last record we saw of
+        // another holder has expired locally.
+        let t0 = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let s = Duration::from_secs;
+        // We are "a". (the holder of the record seen at t0, None: nothing
+        // seen; time since then; Held by whom, None: Create)
+        let table = [
+            (None, s(0), None),
+            (Some(Some("b")), s(0), Some("b")),
+            (Some(Some("b")), s(14), Some("b")),
+            (Some(Some("b")), s(15), None),
+            (Some(Some("b")), s(60), None),
+            (Some(Some("a")), s(0), None),
+            (Some(None), s(0), None),
+            (Some(Some("")), s(0), None),
+        ];
+        for (seen, after, want) in table {
+            let mut obs = Observed::default();
+            if let Some(h) = seen {
+                obs.saw(lease(h, 3, "10"), t0);
+            }
+            let before = (obs.holder().to_string(), obs.at);
+            let got = decide(&mut obs, None, "a", name(), D, t0 + after, wall);
+            let case = format!("last saw {seen:?}, {after:?} later");
+            match want {
+                Some(h) => assert_eq!(got, Decision::Held { holder: h.into() }, "{case}"),
+                None => {
+                    let Decision::Create(c) = got else {
+                        panic!("{case}: {got:?}")
+                    };
+                    assert_eq!(c.spec.holder_identity.as_deref(), Some("a"), "{case}");
+                    assert_eq!(c.metadata.resource_version, "", "{case}");
+                }
+            }
+            assert_eq!(
+                (obs.holder().to_string(), obs.at),
+                before,
+                "{case}: a NotFound is not an observation"
+            );
+        }
     }
 
     #[test]
