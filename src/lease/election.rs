@@ -163,6 +163,38 @@ pub fn decide(
     Decision::Update(next)
 }
 
+/// When a leader whose lease thread has been busy in one round (election
+/// or heartbeat requests) since `busy_since` must count its leadership as
+/// lost: `renew_deadline` after the later of `busy_since` and its last
+/// renewal — when its write fence closes, or later. client-go runs each
+/// renewal under a context with RenewDeadline, so kube-controller-manager
+/// exits then; our thread may be held far longer by one request (30 s per
+/// attempt plus client retries). `None` while not leading, or while the
+/// thread sleeps between rounds (`busy_since` is `None`): a process paused
+/// between rounds may still renew on resume if nobody took the lease.
+pub fn stuck_at(
+    leading: bool,
+    busy_since: Option<Instant>,
+    last_renewal: Option<Instant>,
+    renew_deadline: Duration,
+) -> Option<Instant> {
+    let busy = busy_since.filter(|_| leading)?;
+    Some(last_renewal.map_or(busy, |r| r.max(busy)) + renew_deadline)
+}
+
+/// Whether leadership is lost at `now` because the lease thread is stuck
+/// in a round ([`stuck_at`] has passed):
+/// `leading && busy && now − max(busy_since, last_renewal) ≥ renew_deadline`.
+pub fn stuck(
+    leading: bool,
+    busy_since: Option<Instant>,
+    last_renewal: Option<Instant>,
+    renew_deadline: Duration,
+    now: Instant,
+) -> bool {
+    stuck_at(leading, busy_since, last_renewal, renew_deadline).is_some_and(|at| now >= at)
+}
+
 /// F5 (newer client-go): release a Lease just read, only if we still hold
 /// it: holder cleared, duration 1 s, transitions kept.
 pub fn release(got: &Lease, me: &str, wall: SystemTime) -> Option<Lease> {
@@ -353,6 +385,48 @@ mod tests {
             decide(&mut obs, Some(future), "a", name(), D, t0 + D, wall),
             Decision::Update(_)
         ));
+    }
+
+    #[test]
+    fn a_leader_stuck_in_a_round_past_renew_deadline_has_lost() {
+        let t0 = Instant::now();
+        let at = |n: Option<u64>| n.map(|n| t0 + Duration::from_secs(n));
+        let rd = Duration::from_secs(10);
+        // (leading, busy since, last renewal, now: seconds after t0) → lost
+        let table = [
+            // Asleep between rounds (or paused there): never, however old
+            // the renewal; it may still renew on resume.
+            (true, None, Some(0), 60, false),
+            // Not leading: nothing to lose.
+            (false, Some(0), None, 60, false),
+            (false, Some(0), Some(0), 60, false),
+            // Busy since 2 (renewed at 0): lost at 2 + 10.
+            (true, Some(2), Some(0), 11, false),
+            (true, Some(2), Some(0), 12, true),
+            (true, Some(2), Some(0), 300, true),
+            // Renewed in this round at 3, then the heartbeat hangs: 3 + 10.
+            (true, Some(2), Some(3), 12, false),
+            (true, Some(2), Some(3), 13, true),
+            // Leading with no renewal recorded: from busy_since.
+            (true, Some(5), None, 14, false),
+            (true, Some(5), None, 15, true),
+        ];
+        for (leading, busy, last, now, want) in table {
+            assert_eq!(
+                stuck(
+                    leading,
+                    at(busy),
+                    at(last),
+                    rd,
+                    t0 + Duration::from_secs(now)
+                ),
+                want,
+                "leading {leading}, busy since {busy:?}, last renewal {last:?}, now {now}"
+            );
+        }
+        assert_eq!(stuck_at(true, at(Some(2)), at(Some(3)), rd), at(Some(13)));
+        assert_eq!(stuck_at(false, at(Some(2)), at(Some(3)), rd), None);
+        assert_eq!(stuck_at(true, None, at(Some(3)), rd), None);
     }
 
     #[test]

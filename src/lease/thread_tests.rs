@@ -1,9 +1,10 @@
 //! The lease thread's rounds, driven step by step with a fake clock against
 //! an in-memory Lease API: acquire, the fast-path renewal, renew deadline →
-//! lost, takeover after expiry (a slow read dated from its return), release;
-//! the heartbeat's create, renewal
-//! without a read, conflict → re-ensure, repeated failures → connection
-//! reset, and the ensure backoff ladder.
+//! lost, takeover after expiry (a slow read dated from its return), release,
+//! the busy mark while a request blocks, a loss declared meanwhile is
+//! final; the heartbeat's create, renewal without a read, conflict →
+//! re-ensure, repeated failures → connection reset, and the ensure backoff
+//! ladder.
 
 use super::*;
 use crate::clock::{Clock, FakeClock};
@@ -11,6 +12,7 @@ use crate::kube::Status;
 use crate::model::MicroTime;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU32;
+use std::sync::Condvar;
 
 #[derive(Default)]
 struct Store {
@@ -286,6 +288,108 @@ fn a_slow_read_dates_a_renewal_it_returns_from_when_the_read_returned() {
     clock.step(Duration::from_millis(1));
     b.elect(&E());
     assert!(b.state.leading(), "lease_duration after the GET returned");
+}
+
+/// Open or not, and its waiters.
+type Gate = Arc<(Mutex<bool>, Condvar)>;
+
+/// A hook that blocks every `verb` request until the gate opens; the
+/// count of requests that reached it.
+fn blocking(verb: &'static str) -> (Hook, Gate, Arc<AtomicU32>) {
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let entered = Arc::new(AtomicU32::new(0));
+    let (g, n) = (Arc::clone(&gate), Arc::clone(&entered));
+    let hook: Hook = Box::new(move |v| {
+        if v != verb {
+            return;
+        }
+        n.fetch_add(1, Ordering::SeqCst);
+        let (m, cv) = &*g;
+        let mut open = m.lock().expect("lock");
+        while !*open {
+            open = cv.wait(open).expect("lock");
+        }
+    });
+    (hook, gate, entered)
+}
+
+fn open(gate: &(Mutex<bool>, Condvar)) {
+    *gate.0.lock().expect("lock") = true;
+    gate.1.notify_all();
+}
+
+fn wait_for(what: &str, f: impl Fn() -> bool) {
+    let t = std::time::Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn the_thread_is_marked_busy_while_a_request_blocks_and_not_while_it_sleeps() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (a, _) = runner(&api, &clock, "a", Arc::default());
+    let (state, stop) = (Arc::clone(&a.state), a.stop.clone());
+    let (hook, gate, entered) = blocking("get");
+    api.set_hook(Some(hook));
+    assert_eq!(state.busy_since(), None);
+    let began = clock.now();
+    let thread = std::thread::spawn(move || a.run());
+    wait_for("the first round's GET", || {
+        entered.load(Ordering::SeqCst) == 1
+    });
+    clock.step(Duration::from_secs(30));
+    assert_eq!(
+        state.busy_since(),
+        Some(began),
+        "busy since the round began, while its GET blocks"
+    );
+    assert_eq!(state.rounds(), 0);
+    open(&gate);
+    wait_for("the round's end", || state.rounds() >= 1);
+    assert!(state.leading());
+    assert_eq!(state.busy_since(), None, "asleep between rounds");
+    stop.trigger();
+    thread.join().expect("lease thread");
+}
+
+#[test]
+fn leadership_given_up_while_a_renewal_blocks_is_not_taken_back() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (mut a, fence) = runner(&api, &clock, "a", Arc::default());
+    a.elect(&E());
+    assert!(a.state.leading() && fence.check().is_ok());
+    let state = Arc::clone(&a.state);
+    let (hook, gate, entered) = blocking("update");
+    api.set_hook(Some(hook));
+    clock.step(E().retry_period);
+    let thread = std::thread::spawn(move || {
+        a.elect(&E());
+        a
+    });
+    wait_for("the renewal", || entered.load(Ordering::SeqCst) == 1);
+    // The daemon gives up (the round outlasted renew_deadline) while the
+    // renewal is in flight; then the server answers it.
+    clock.step(E().renew_deadline);
+    assert!(state.lose(&fence), "was leading");
+    open(&gate);
+    let mut a = thread.join().expect("elect");
+    assert!(
+        !a.state.leading() && a.state.lost(),
+        "a late renewal does not lead again"
+    );
+    assert!(fence.check().is_err(), "nor reopen the fence");
+    let updates = api.0.updates.load(Ordering::SeqCst);
+    a.elect(&E());
+    assert_eq!(
+        api.0.updates.load(Ordering::SeqCst),
+        updates,
+        "no renewal after the loss"
+    );
+    assert!(!a.state.leading());
 }
 
 #[test]
