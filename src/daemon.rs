@@ -265,7 +265,7 @@ pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
         slices_client: es_client,
         clock: Arc::clone(&env.clock),
         registry: Arc::clone(&registry),
-        fence,
+        fence: fence.clone(),
         endpoint_events: match cfg.mode.shadow {
             true => Arc::new(recorder::Discard),
             false => Arc::new(ep_events.clone()),
@@ -290,6 +290,7 @@ pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
         notifier: &notifier,
         clock: Arc::clone(&env.clock),
         lease: &lease,
+        fence,
         election: le.enabled.then_some(le),
         master: leader_metric(&registry, &le.lease_name),
         pending: Some(controllers),
@@ -305,6 +306,12 @@ pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
     notify(notifier.stopping("shutting down"));
     let stopping = std::time::Instant::now();
     shutdown.trigger();
+    if lease.state().lost() {
+        // Nothing to release (the Lease is no longer ours), and the lease
+        // thread may be stuck in a request the server does not answer:
+        // end its requests now rather than wait RELEASE for it.
+        lease_client.cancel();
+    }
     // The informers only read: cancel their requests at once.
     client.cancel();
     // In-flight syncs get DRAIN to finish; then their requests are
@@ -425,6 +432,8 @@ struct Supervisor<'a> {
     notifier: &'a Notifier,
     clock: SharedClock,
     lease: &'a LeaseThread,
+    /// The write fence, closed here when the lease thread is stuck.
+    fence: Fence,
     election: Option<&'a crate::config::LeaderElection>,
     master: Arc<crate::metrics::Gauge>,
     pending: Option<Controllers>,
@@ -476,7 +485,21 @@ impl Supervisor<'_> {
                 log::error!(
                     "leaderelection lost; exiting so that systemd restarts endpointd as a standby"
                 );
-                return Err(DaemonError::Failed("leaderelection lost".into()));
+                return Err(self.lost());
+            }
+            // A leader whose lease thread is stuck in a round (a request
+            // the server does not answer) past renew_deadline has lost, as
+            // client-go's renew context ends then: not when the request
+            // finally returns, minutes later.
+            if let Some(le) = self.election {
+                if state.stuck(le.renew_deadline, self.clock.now()) {
+                    state.lose(&self.fence);
+                    log::error!(
+                        "leader election: leadership lost: no renewal within {:?} (the lease thread is still waiting for the API server); exiting so that systemd restarts endpointd as a standby",
+                        le.renew_deadline
+                    );
+                    return Err(self.lost());
+                }
             }
             self.master.set(if state.leading() { 1.0 } else { 0.0 });
             let returns = self.link.returns();
@@ -501,6 +524,14 @@ impl Supervisor<'_> {
             let may_lead = state.leading() || state.leader().is_empty();
             if self.pending.is_some() && (!synced.is_empty() || may_lead) {
                 next = STARTING_EVERY.min(tick);
+            }
+            // Look again when a stuck round would lose leadership, not up
+            // to a tick later.
+            if let Some(at) = self
+                .election
+                .and_then(|le| state.stuck_at(le.renew_deadline))
+            {
+                next = next.min(at.saturating_duration_since(self.clock.now()));
             }
             let role = self.role();
             let role_known = role_known(self.election.is_some(), state.rounds(), state.leading());
@@ -538,6 +569,13 @@ impl Supervisor<'_> {
             notify(self.notifier.watchdog());
         }
         Ok(())
+    }
+
+    /// Leadership is lost: not ready, not master; the error to exit 1 with.
+    fn lost(&self) -> DaemonError {
+        self.master.set(0.0);
+        self.readiness.set(Some("leader election: leadership lost"));
+        DaemonError::Failed("leaderelection lost".into())
     }
 
     fn start(&mut self) -> Result<(), DaemonError> {

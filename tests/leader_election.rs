@@ -311,3 +311,149 @@ fn split_brain_the_cut_off_leader_writes_nothing_after_the_new_leaders_first_wri
     assert_eq!(a2.stop(), Some(0));
     assert_eq!(b.stop(), Some(0));
 }
+
+fn renew_time(c: &Cluster) -> Option<String> {
+    c.get("leases", "kube-system", "endpointd")?["spec"]["renewTime"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[test]
+fn a_deleted_lease_goes_back_to_its_leader_and_the_standby_never_leads() {
+    let c = cluster("le-deleted", 2);
+    let a = Daemon::start(&c, "a", &cfg("node-a"));
+    wait_until("a leads", LIMIT, || ready_body(&a) == "ok: leading\n");
+    let b = Daemon::start(&c, "b", &cfg("node-b"));
+    wait_until("b is a standby", LIMIT, || {
+        ready_body(&b) == "ok: standby; leader is node-a\n"
+    });
+    wait_until("2 ready addresses", LIMIT, || ready_count(&c, "web") == 2);
+    // So that b certainly reads NotFound before a can recreate the Lease
+    // (otherwise who comes first is a race), a is paused for 1 s right
+    // after a renewal — well within its renew_deadline (2 s) — and the
+    // Lease is deleted meanwhile (`kubectl delete lease`).
+    let pid = a.child.id().to_string();
+    let last = renew_time(&c);
+    wait_until("a renews", LIMIT, || renew_time(&c) != last);
+    let _ = std::process::Command::new("kill")
+        .args(["-STOP", &pid])
+        .status();
+    c.delete("leases", "kube-system", &["endpointd".to_string()]);
+    let deleted = Instant::now();
+    // Something for a new leader to write.
+    c.set_ready("default", &["web-0".to_string()], false);
+    std::thread::sleep(Duration::from_secs(1));
+    let _ = std::process::Command::new("kill")
+        .args(["-CONT", &pid])
+        .status();
+    // b keeps standing by for at least lease_duration (3 s) after the delete.
+    while deleted.elapsed() < Duration::from_millis(3500) {
+        let r = ready_body(&b);
+        assert_ne!(
+            r,
+            "ok: leading\n",
+            "b led {:?} after the delete",
+            deleted.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(holder(&c).as_deref(), Some("node-a"), "{}", a.log_text());
+    assert_eq!(ready_body(&a), "ok: leading\n");
+    assert_eq!(ready_body(&b), "ok: standby; leader is node-a\n");
+    wait_until("a writes the change", LIMIT, || ready_count(&c, "web") == 1);
+    let by_b: Vec<String> = c
+        .sim
+        .store()
+        .write_log()
+        .iter()
+        .filter(|w| w.user_agent.contains("(node-b)") && w.resource != "leases")
+        .map(|w| format!("{} {}", w.verb, w.resource))
+        .collect();
+    assert!(by_b.is_empty(), "kube-sim's write log: b wrote {by_b:?}");
+    assert_eq!(b.stop(), Some(0));
+    assert_eq!(a.stop(), Some(0));
+}
+
+/// Wait for `d` to exit within `limit`; its exit code and how long it took.
+fn exit_within(d: &mut Daemon, limit: Duration) -> (Option<i32>, Duration) {
+    let t = Instant::now();
+    loop {
+        if let Ok(Some(s)) = d.child.try_wait() {
+            return (s.code(), t.elapsed());
+        }
+        assert!(
+            t.elapsed() < limit,
+            "still running {limit:?} later: {}",
+            d.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_leader_whose_requests_hang_exits_soon_after_the_renew_deadline() {
+    let c = cluster("le-slow", 2);
+    let mut a = Daemon::start(&c, "a", &cfg("node-a"));
+    wait_until("a leads", LIMIT, || ready_body(&a) == "ok: leading\n");
+    wait_until("2 ready addresses", LIMIT, || ready_count(&c, "web") == 2);
+    // Every request now takes 6 s: the lease thread hangs in one round,
+    // long past renew_deadline (2 s). client-go gives each renewal
+    // RenewDeadline, so kube-controller-manager exits then.
+    c.sim.faults().set_latency(Duration::from_secs(6));
+    let (code, took) = exit_within(&mut a, Duration::from_secs(15));
+    eprintln!("EXITED {took:?} after the latency began");
+    assert_eq!(code, Some(1), "{}", a.log_text());
+    let log = a.log_text();
+    assert!(
+        log.contains("leadership lost: no renewal within 2s")
+            && log.contains("leaderelection lost"),
+        "{log}"
+    );
+    // At most retry_period (500 ms) until the next round begins, then
+    // renew_deadline (2 s), then the exit.
+    assert!(
+        took <= Duration::from_millis(2000 + 500 + 1500),
+        "exited {took:?} after the requests began to hang: {log}"
+    );
+}
+
+#[test]
+fn a_leader_paused_between_rounds_past_renew_deadline_goes_on_if_nobody_took_over() {
+    let c = cluster("le-pause-alone", 2);
+    let mut a = Daemon::start(&c, "a", &cfg("node-a"));
+    wait_until("a leads", LIMIT, || ready_body(&a) == "ok: leading\n");
+    wait_until("2 ready addresses", LIMIT, || ready_count(&c, "web") == 2);
+    // Paused between rounds (just after a renewal, whose answer it has
+    // read) for longer than renew_deadline (2 s): its fence closes, but
+    // the lease thread was not stuck in a round, so on resume it renews
+    // and goes on leading (as client-go does) — nobody else took over.
+    let pid = a.child.id().to_string();
+    let last = renew_time(&c);
+    wait_until("a renews", LIMIT, || renew_time(&c) != last);
+    std::thread::sleep(Duration::from_millis(50));
+    let _ = std::process::Command::new("kill")
+        .args(["-STOP", &pid])
+        .status();
+    std::thread::sleep(Duration::from_millis(2500));
+    let paused = renew_time(&c);
+    let _ = std::process::Command::new("kill")
+        .args(["-CONT", &pid])
+        .status();
+    wait_until("a renews after resuming", LIMIT, || {
+        renew_time(&c) != paused
+    });
+    c.set_ready("default", &["web-0".to_string()], false);
+    wait_until("a writes the change", LIMIT, || ready_count(&c, "web") == 1);
+    assert!(
+        matches!(a.child.try_wait(), Ok(None)),
+        "a exited: {}",
+        a.log_text()
+    );
+    assert_eq!(ready_body(&a), "ok: leading\n");
+    assert!(
+        !a.log_text().contains("leadership lost"),
+        "{}",
+        a.log_text()
+    );
+    assert_eq!(a.stop(), Some(0));
+}

@@ -6,7 +6,10 @@
 //! Expiry is judged only by the *local* monotonic time at which this
 //! instance last saw the record change (`observed_at`), never by the
 //! timestamps inside the record, so clock skew between control-plane
-//! nodes cannot hand out a lease early.
+//! nodes cannot hand out a lease early. A read is dated when it
+//! *returned* (client-go's `setObservedRecord` after the Get): a slow read
+//! may carry a renewal made just before the answer, so dating it from when
+//! the request was sent would expire that renewal early.
 //!
 //! Never does I/O and never reads the clock: time comes in as arguments.
 
@@ -104,7 +107,16 @@ pub fn fast_renew(
     Some(next)
 }
 
-/// F3 slow path, after a read (`got` is `None` on NotFound).
+/// F3 slow path, after a read (`got` is `None` on NotFound). `now` is
+/// when the read *returned*: the observation time, and the instant at
+/// which validity is judged.
+///
+/// NotFound while the last record we saw names another holder and is
+/// still valid locally (someone deleted the Lease: `kubectl delete lease`,
+/// a tool recreating it) is `Held` by that holder until it expires: that
+/// leader may still be writing, behind a fence open until its last
+/// renewal + renew_deadline. client-go creates at once (the same race);
+/// the holder itself, or a released or expired record, creates at once.
 pub fn decide(
     obs: &mut Observed,
     got: Option<Lease>,
@@ -115,6 +127,12 @@ pub fn decide(
     wall: SystemTime,
 ) -> Decision {
     let Some(got) = got else {
+        let last = obs.holder();
+        if !last.is_empty() && last != me && obs.valid(now) {
+            return Decision::Held {
+                holder: last.to_string(),
+            };
+        }
         return Decision::Create(Lease {
             metadata: ObjectMeta {
                 namespace: name.0.into(),
@@ -143,6 +161,38 @@ pub fn decide(
         next.spec = record(me, duration, wall, Some(&keep));
     }
     Decision::Update(next)
+}
+
+/// When a leader whose lease thread has been busy in one round (election
+/// or heartbeat requests) since `busy_since` must count its leadership as
+/// lost: `renew_deadline` after the later of `busy_since` and its last
+/// renewal — when its write fence closes, or later. client-go runs each
+/// renewal under a context with RenewDeadline, so kube-controller-manager
+/// exits then; our thread may be held far longer by one request (30 s per
+/// attempt plus client retries). `None` while not leading, or while the
+/// thread sleeps between rounds (`busy_since` is `None`): a process paused
+/// between rounds may still renew on resume if nobody took the lease.
+pub fn stuck_at(
+    leading: bool,
+    busy_since: Option<Instant>,
+    last_renewal: Option<Instant>,
+    renew_deadline: Duration,
+) -> Option<Instant> {
+    let busy = busy_since.filter(|_| leading)?;
+    Some(last_renewal.map_or(busy, |r| r.max(busy)) + renew_deadline)
+}
+
+/// Whether leadership is lost at `now` because the lease thread is stuck
+/// in a round ([`stuck_at`] has passed):
+/// `leading && busy && now − max(busy_since, last_renewal) ≥ renew_deadline`.
+pub fn stuck(
+    leading: bool,
+    busy_since: Option<Instant>,
+    last_renewal: Option<Instant>,
+    renew_deadline: Duration,
+    now: Instant,
+) -> bool {
+    stuck_at(leading, busy_since, last_renewal, renew_deadline).is_some_and(|at| now >= at)
 }
 
 /// F5 (newer client-go): release a Lease just read, only if we still hold
@@ -270,6 +320,53 @@ mod tests {
     }
 
     #[test]
+    fn a_deleted_lease_is_not_recreated_while_another_holder_may_still_write() {
+        // NotFound after we saw a holder: `kubectl delete lease`, or
+        // something recreating it. client-go creates at once (its leader
+        // may still be writing); we wait until the last record we saw of
+        // another holder has expired locally.
+        let t0 = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let s = Duration::from_secs;
+        // We are "a". (the holder of the record seen at t0, None: nothing
+        // seen; time since then; Held by whom, None: Create)
+        let table = [
+            (None, s(0), None),
+            (Some(Some("b")), s(0), Some("b")),
+            (Some(Some("b")), s(14), Some("b")),
+            (Some(Some("b")), s(15), None),
+            (Some(Some("b")), s(60), None),
+            (Some(Some("a")), s(0), None),
+            (Some(None), s(0), None),
+            (Some(Some("")), s(0), None),
+        ];
+        for (seen, after, want) in table {
+            let mut obs = Observed::default();
+            if let Some(h) = seen {
+                obs.saw(lease(h, 3, "10"), t0);
+            }
+            let before = (obs.holder().to_string(), obs.at);
+            let got = decide(&mut obs, None, "a", name(), D, t0 + after, wall);
+            let case = format!("last saw {seen:?}, {after:?} later");
+            match want {
+                Some(h) => assert_eq!(got, Decision::Held { holder: h.into() }, "{case}"),
+                None => {
+                    let Decision::Create(c) = got else {
+                        panic!("{case}: {got:?}")
+                    };
+                    assert_eq!(c.spec.holder_identity.as_deref(), Some("a"), "{case}");
+                    assert_eq!(c.metadata.resource_version, "", "{case}");
+                }
+            }
+            assert_eq!(
+                (obs.holder().to_string(), obs.at),
+                before,
+                "{case}: a NotFound is not an observation"
+            );
+        }
+    }
+
+    #[test]
     fn record_timestamps_are_never_trusted() {
         // b's record claims a renewal far in the future; we still judge
         // expiry by when we saw it.
@@ -288,6 +385,48 @@ mod tests {
             decide(&mut obs, Some(future), "a", name(), D, t0 + D, wall),
             Decision::Update(_)
         ));
+    }
+
+    #[test]
+    fn a_leader_stuck_in_a_round_past_renew_deadline_has_lost() {
+        let t0 = Instant::now();
+        let at = |n: Option<u64>| n.map(|n| t0 + Duration::from_secs(n));
+        let rd = Duration::from_secs(10);
+        // (leading, busy since, last renewal, now: seconds after t0) → lost
+        let table = [
+            // Asleep between rounds (or paused there): never, however old
+            // the renewal; it may still renew on resume.
+            (true, None, Some(0), 60, false),
+            // Not leading: nothing to lose.
+            (false, Some(0), None, 60, false),
+            (false, Some(0), Some(0), 60, false),
+            // Busy since 2 (renewed at 0): lost at 2 + 10.
+            (true, Some(2), Some(0), 11, false),
+            (true, Some(2), Some(0), 12, true),
+            (true, Some(2), Some(0), 300, true),
+            // Renewed in this round at 3, then the heartbeat hangs: 3 + 10.
+            (true, Some(2), Some(3), 12, false),
+            (true, Some(2), Some(3), 13, true),
+            // Leading with no renewal recorded: from busy_since.
+            (true, Some(5), None, 14, false),
+            (true, Some(5), None, 15, true),
+        ];
+        for (leading, busy, last, now, want) in table {
+            assert_eq!(
+                stuck(
+                    leading,
+                    at(busy),
+                    at(last),
+                    rd,
+                    t0 + Duration::from_secs(now)
+                ),
+                want,
+                "leading {leading}, busy since {busy:?}, last renewal {last:?}, now {now}"
+            );
+        }
+        assert_eq!(stuck_at(true, at(Some(2)), at(Some(3)), rd), at(Some(13)));
+        assert_eq!(stuck_at(false, at(Some(2)), at(Some(3)), rd), None);
+        assert_eq!(stuck_at(true, None, at(Some(3)), rd), None);
     }
 
     #[test]

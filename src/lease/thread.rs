@@ -5,7 +5,10 @@
 //!    `retry_period` jittered up to ×1.6, through [`super::election`]; every success opens the write
 //!    fence from the moment the request was *sent*; no successful renewal
 //!    within `renew_deadline` → leadership lost (fence closed, the daemon
-//!    exits 1 as kube-controller-manager does).
+//!    exits 1 as kube-controller-manager does). The thread publishes since
+//!    when it has been busy in a round ([`LeaseState::busy_since`]): a
+//!    round stuck in a request past `renew_deadline` loses leadership too,
+//!    declared by the daemon ([`LeaseState::lose`]); once lost, never back.
 //! 2. The heartbeat: this instance's identity Lease, renewed every quarter
 //!    of its duration (jitter 0.04) from the last written copy without a
 //!    read, up to 5 immediate retries, a conflict → read or create it
@@ -65,7 +68,9 @@ pub struct LeaseState {
     leading: AtomicBool,
     lost: AtomicBool,
     leader: Mutex<String>,
+    /// Also serialises [`LeaseState::renewed`] and [`LeaseState::lose`].
     last_renewal: Mutex<Option<Instant>>,
+    busy_since: Mutex<Option<Instant>>,
     rounds: AtomicU64,
 }
 
@@ -92,6 +97,56 @@ impl LeaseState {
     /// Loop rounds so far (progress for the watchdog).
     pub fn rounds(&self) -> u64 {
         self.rounds.load(Ordering::Relaxed)
+    }
+    /// Since when the thread has been in its current round (election or
+    /// heartbeat requests); `None` while it sleeps between rounds.
+    pub fn busy_since(&self) -> Option<Instant> {
+        *self.busy_since.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// When leadership counts as lost if the current round is still
+    /// running then ([`election::stuck_at`]).
+    pub fn stuck_at(&self, renew_deadline: Duration) -> Option<Instant> {
+        election::stuck_at(
+            self.leading(),
+            self.busy_since(),
+            self.last_renewal(),
+            renew_deadline,
+        )
+    }
+    /// Whether leadership is lost at `now` because the thread is stuck in
+    /// a round ([`election::stuck`]).
+    pub fn stuck(&self, renew_deadline: Duration, now: Instant) -> bool {
+        election::stuck(
+            self.leading(),
+            self.busy_since(),
+            self.last_renewal(),
+            renew_deadline,
+            now,
+        )
+    }
+    /// Leadership is lost for good: not leading, `lost`, every write
+    /// refused. Whether this instance was leading. A renewal answered later
+    /// changes nothing ([`LeaseState::renewed`]).
+    pub fn lose(&self, fence: &Fence) -> bool {
+        let _serial = self.last_renewal.lock().unwrap_or_else(|p| p.into_inner());
+        self.lost.store(true, Ordering::SeqCst);
+        fence.revoke();
+        self.leading.swap(false, Ordering::SeqCst)
+    }
+    /// A successful acquisition or renewal sent at `sent`: the fence opens
+    /// and this instance leads — unless leadership was lost meanwhile
+    /// (`None`: nothing changes). `Some(true)` when it just became leader.
+    fn renewed(&self, fence: &Fence, sent: Instant) -> Option<bool> {
+        let mut last = self.last_renewal.lock().unwrap_or_else(|p| p.into_inner());
+        if self.lost() {
+            return None;
+        }
+        fence.renewed(sent);
+        *last = Some(sent);
+        Some(!self.leading.swap(true, Ordering::SeqCst))
+    }
+    fn set_busy(&self, since: Option<Instant>) {
+        *self.busy_since.lock().unwrap_or_else(|p| p.into_inner()) = since;
     }
 }
 
@@ -179,18 +234,26 @@ impl Runner {
         let (mut next_elect, mut next_beat) = (start, start);
         while !self.stop.is_triggered() {
             let now = self.clock.now();
+            // Busy from here until the sleep: the daemon gives leadership
+            // up when a round outlasts renew_deadline (a request may hang
+            // for minutes), as client-go's renew context does.
+            let elect_due = self.cfg.election.is_some() && now >= next_elect;
+            if elect_due || now >= next_beat {
+                self.state.set_busy(Some(now));
+            }
             if let Some(e) = self.cfg.election.clone() {
                 if now >= next_elect {
                     self.elect(&e);
                     next_elect = self.clock.now() + next_attempt(&e, self.state.leading());
-                    if self.state.lost() {
-                        return;
-                    }
                 }
             }
-            if now >= next_beat {
+            if now >= next_beat && !self.state.lost() {
                 next_beat = self.clock.now() + self.heartbeat();
             }
+            if self.state.lost() {
+                return;
+            }
+            self.state.set_busy(None);
             self.state.rounds.fetch_add(1, Ordering::Relaxed);
             let next = match self.cfg.election {
                 Some(_) => next_elect.min(next_beat),
@@ -214,21 +277,27 @@ impl Runner {
     }
 
     /// One election round (`tryAcquireOrRenew` + the renew-deadline check).
+    /// Once leadership is lost (here, or by the daemon while this thread
+    /// was stuck in a request) it never leads again.
     fn elect(&mut self, e: &Election) {
+        if self.state.lost() {
+            return;
+        }
         let me = self.cfg.identity.clone();
         let sent = self.clock.now();
         let ok = self.try_acquire_or_renew(e, &me, sent);
         if ok {
-            self.fence.renewed(sent);
-            *self
-                .state
-                .last_renewal
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = Some(sent);
-            if !self.state.leading.swap(true, Ordering::SeqCst) {
-                log::info!("leader election: {me} became leader");
-                let spec = EventSpec::normal("LeaderElection", format!("{me} became leader"));
-                (self.on_event)(&self.lease_ref(e), &spec);
+            match self.state.renewed(&self.fence, sent) {
+                None => {
+                    log::warn!("leader election: a renewal answered after leadership was given up is ignored");
+                    return;
+                }
+                Some(true) => {
+                    log::info!("leader election: {me} became leader");
+                    let spec = EventSpec::normal("LeaderElection", format!("{me} became leader"));
+                    (self.on_event)(&self.lease_ref(e), &spec);
+                }
+                Some(false) => {}
             }
             self.set_leader(&me);
             return;
@@ -240,19 +309,20 @@ impl Runner {
                     "leader election: leadership lost (no renewal within {:?})",
                     e.renew_deadline
                 );
-                self.fence.revoke();
-                self.state.leading.store(false, Ordering::SeqCst);
-                self.state.lost.store(true, Ordering::SeqCst);
+                self.state.lose(&self.fence);
             }
         }
     }
 
-    fn try_acquire_or_renew(&mut self, e: &Election, me: &str, now: Instant) -> bool {
+    /// `sent`: when the round began. Our own writes are dated from it (the
+    /// fence too: a renewal counts from before it was sent); what a read
+    /// returns is dated from when the read returned.
+    fn try_acquire_or_renew(&mut self, e: &Election, me: &str, sent: Instant) -> bool {
         let wall = self.clock.wall();
         let ns = self.cfg.namespace.clone();
-        if let Some(next) = election::fast_renew(&self.obs, me, e.lease_duration, now, wall) {
+        if let Some(next) = election::fast_renew(&self.obs, me, e.lease_duration, sent, wall) {
             if let Ok(w) = self.api.update(&ns, &next) {
-                self.obs.wrote(w, now);
+                self.obs.wrote(w, sent);
                 return true;
             }
         }
@@ -264,27 +334,26 @@ impl Runner {
                 return false;
             }
         };
+        let seen = self.clock.now();
         match election::decide(
             &mut self.obs,
             got,
             me,
             (&ns, &e.name),
             e.lease_duration,
-            now,
+            seen,
             wall,
         ) {
             Decision::Held { holder } => {
                 self.set_leader(&holder);
                 if self.state.leading() {
                     log::error!("leader election: leadership lost: {holder} holds the lease");
-                    self.fence.revoke();
-                    self.state.leading.store(false, Ordering::SeqCst);
-                    self.state.lost.store(true, Ordering::SeqCst);
+                    self.state.lose(&self.fence);
                 }
                 false
             }
-            Decision::Create(l) => self.write(self.api.create(&ns, &l), now),
-            Decision::Update(l) => self.write(self.api.update(&ns, &l), now),
+            Decision::Create(l) => self.write(self.api.create(&ns, &l), sent),
+            Decision::Update(l) => self.write(self.api.update(&ns, &l), sent),
         }
     }
 

@@ -1,14 +1,18 @@
 //! The lease thread's rounds, driven step by step with a fake clock against
 //! an in-memory Lease API: acquire, the fast-path renewal, renew deadline →
-//! lost, takeover after expiry, release; the heartbeat's create, renewal
-//! without a read, conflict → re-ensure, repeated failures → connection
-//! reset, and the ensure backoff ladder.
+//! lost, takeover after expiry (a slow read dated from its return), release,
+//! the busy mark while a request blocks, a loss declared meanwhile is
+//! final; the heartbeat's create, renewal without a read, conflict →
+//! re-ensure, repeated failures → connection reset, and the ensure backoff
+//! ladder.
 
 use super::*;
-use crate::clock::FakeClock;
+use crate::clock::{Clock, FakeClock};
 use crate::kube::Status;
+use crate::model::MicroTime;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU32;
+use std::sync::Condvar;
 
 #[derive(Default)]
 struct Store {
@@ -18,7 +22,12 @@ struct Store {
     conflicts: AtomicU32,
     gets: AtomicU32,
     updates: AtomicU32,
+    /// Runs at the start of every request, with its verb ("get",
+    /// "create", "update", …): a slow or blocking server.
+    hook: Mutex<Option<Hook>>,
 }
+
+type Hook = Box<dyn FnMut(&str) + Send>;
 
 #[derive(Clone, Default)]
 struct FakeApi(Arc<Store>);
@@ -30,6 +39,14 @@ fn status(code: u16, reason: &str) -> Error {
 }
 
 impl FakeApi {
+    fn set_hook(&self, h: Option<Hook>) {
+        *self.0.hook.lock().expect("lock") = h;
+    }
+    fn call_hook(&self, verb: &str) {
+        if let Some(h) = self.0.hook.lock().expect("lock").as_mut() {
+            h(verb);
+        }
+    }
     fn check(&self) -> Result<(), Error> {
         match self.0.down.load(Ordering::SeqCst) {
             true => Err(status(503, "ServiceUnavailable")),
@@ -62,11 +79,13 @@ impl FakeApi {
 
 impl LeaseApi for FakeApi {
     fn get(&self, ns: &str, name: &str) -> Result<Lease, Error> {
+        self.call_hook("get");
         self.check()?;
         self.0.gets.fetch_add(1, Ordering::SeqCst);
         self.lease(ns, name).ok_or_else(|| status(404, "NotFound"))
     }
     fn create(&self, ns: &str, l: &Lease) -> Result<Lease, Error> {
+        self.call_hook("create");
         self.check()?;
         if self.lease(ns, &l.metadata.name).is_some() {
             return Err(status(409, "AlreadyExists"));
@@ -77,6 +96,7 @@ impl LeaseApi for FakeApi {
         Ok(l)
     }
     fn update(&self, ns: &str, l: &Lease) -> Result<Lease, Error> {
+        self.call_hook("update");
         self.check()?;
         self.0.updates.fetch_add(1, Ordering::SeqCst);
         if self.0.conflicts.load(Ordering::SeqCst) > 0 {
@@ -94,6 +114,7 @@ impl LeaseApi for FakeApi {
         Ok(l)
     }
     fn delete(&self, ns: &str, name: &str) -> Result<(), Error> {
+        self.call_hook("delete");
         self.check()?;
         self.0
             .leases
@@ -103,6 +124,7 @@ impl LeaseApi for FakeApi {
         Ok(())
     }
     fn list(&self, ns: &str, _p: &ListParams) -> Result<Vec<Lease>, Error> {
+        self.call_hook("list");
         self.check()?;
         Ok(self
             .0
@@ -224,6 +246,150 @@ fn a_standby_takes_over_only_after_the_lease_expired_locally() {
     // a comes back: it sees b's valid lease and has lost.
     a.elect(&E());
     assert!(a.state.lost());
+}
+
+#[test]
+fn a_slow_read_dates_a_renewal_it_returns_from_when_the_read_returned() {
+    // b's GET takes 6 s (a slow server: timeouts, client retries) and
+    // returns a record a renewed just before the answer. client-go's
+    // setObservedRecord stamps observedTime after the Get: b must count a's
+    // lease from the GET's return, not from when it was sent.
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (mut a, _) = runner(&api, &clock, "a", Arc::default());
+    let (mut b, _) = runner(&api, &clock, "b", Arc::default());
+    a.elect(&E());
+    b.elect(&E());
+    assert!(!b.state.leading() && b.state.leader() == "a");
+    clock.step(Duration::from_secs(2));
+    let (h_api, h_clock) = (api.clone(), clock.clone());
+    let mut armed = true;
+    api.set_hook(Some(Box::new(move |verb| {
+        if verb != "get" || !std::mem::take(&mut armed) {
+            return;
+        }
+        h_clock.step(Duration::from_secs(6));
+        let mut l = h_api.lease("kube-system", "endpointd").expect("lease");
+        l.spec.renew_time = Some(MicroTime::from_system(h_clock.wall()));
+        h_api.put(h_api.stamp(&l));
+    })));
+    b.elect(&E());
+    let returned = clock.elapsed();
+    assert!(!b.state.leading());
+    // a renews no more. Just before lease_duration after the GET returned,
+    // its lease is still valid for b.
+    clock.step(E().lease_duration - Duration::from_millis(1));
+    b.elect(&E());
+    assert!(
+        !b.state.leading(),
+        "took over {:?} after the slow GET returned",
+        clock.elapsed() - returned
+    );
+    clock.step(Duration::from_millis(1));
+    b.elect(&E());
+    assert!(b.state.leading(), "lease_duration after the GET returned");
+}
+
+/// Open or not, and its waiters.
+type Gate = Arc<(Mutex<bool>, Condvar)>;
+
+/// A hook that blocks every `verb` request until the gate opens; the
+/// count of requests that reached it.
+fn blocking(verb: &'static str) -> (Hook, Gate, Arc<AtomicU32>) {
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let entered = Arc::new(AtomicU32::new(0));
+    let (g, n) = (Arc::clone(&gate), Arc::clone(&entered));
+    let hook: Hook = Box::new(move |v| {
+        if v != verb {
+            return;
+        }
+        n.fetch_add(1, Ordering::SeqCst);
+        let (m, cv) = &*g;
+        let mut open = m.lock().expect("lock");
+        while !*open {
+            open = cv.wait(open).expect("lock");
+        }
+    });
+    (hook, gate, entered)
+}
+
+fn open(gate: &(Mutex<bool>, Condvar)) {
+    *gate.0.lock().expect("lock") = true;
+    gate.1.notify_all();
+}
+
+fn wait_for(what: &str, f: impl Fn() -> bool) {
+    let t = std::time::Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn the_thread_is_marked_busy_while_a_request_blocks_and_not_while_it_sleeps() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (a, _) = runner(&api, &clock, "a", Arc::default());
+    let (state, stop) = (Arc::clone(&a.state), a.stop.clone());
+    let (hook, gate, entered) = blocking("get");
+    api.set_hook(Some(hook));
+    assert_eq!(state.busy_since(), None);
+    let began = clock.now();
+    let thread = std::thread::spawn(move || a.run());
+    wait_for("the first round's GET", || {
+        entered.load(Ordering::SeqCst) == 1
+    });
+    clock.step(Duration::from_secs(30));
+    assert_eq!(
+        state.busy_since(),
+        Some(began),
+        "busy since the round began, while its GET blocks"
+    );
+    assert_eq!(state.rounds(), 0);
+    open(&gate);
+    wait_for("the round's end", || state.rounds() >= 1);
+    assert!(state.leading());
+    assert_eq!(state.busy_since(), None, "asleep between rounds");
+    stop.trigger();
+    thread.join().expect("lease thread");
+}
+
+#[test]
+fn leadership_given_up_while_a_renewal_blocks_is_not_taken_back() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (mut a, fence) = runner(&api, &clock, "a", Arc::default());
+    a.elect(&E());
+    assert!(a.state.leading() && fence.check().is_ok());
+    let state = Arc::clone(&a.state);
+    let (hook, gate, entered) = blocking("update");
+    api.set_hook(Some(hook));
+    clock.step(E().retry_period);
+    let thread = std::thread::spawn(move || {
+        a.elect(&E());
+        a
+    });
+    wait_for("the renewal", || entered.load(Ordering::SeqCst) == 1);
+    // The daemon gives up (the round outlasted renew_deadline) while the
+    // renewal is in flight; then the server answers it.
+    clock.step(E().renew_deadline);
+    assert!(state.lose(&fence), "was leading");
+    open(&gate);
+    let mut a = thread.join().expect("elect");
+    assert!(
+        !a.state.leading() && a.state.lost(),
+        "a late renewal does not lead again"
+    );
+    assert!(fence.check().is_err(), "nor reopen the fence");
+    let updates = api.0.updates.load(Ordering::SeqCst);
+    a.elect(&E());
+    assert_eq!(
+        api.0.updates.load(Ordering::SeqCst),
+        updates,
+        "no renewal after the loss"
+    );
+    assert!(!a.state.leading());
 }
 
 #[test]
