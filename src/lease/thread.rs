@@ -34,6 +34,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Abandoned identity Leases deleted per heartbeat round at most.
+const ABANDONED_PER_ROUND: usize = 3;
+
 /// The election Lease and its timing (client-go's names).
 #[derive(Clone, Debug)]
 pub struct Election {
@@ -293,6 +296,9 @@ impl Runner {
                     return;
                 }
                 Some(true) => {
+                    // A slow acquisition (no deadline, as client-go's) must
+                    // not count against the first renewal's deadline.
+                    self.state.set_busy(Some(self.clock.now()));
                     log::info!("leader election: {me} became leader");
                     let spec = EventSpec::normal("LeaderElection", format!("{me} became leader"));
                     (self.on_event)(&self.lease_ref(e), &spec);
@@ -470,9 +476,13 @@ impl Runner {
             return;
         };
         let wall = self.clock.wall();
+        // A few a round: the round's time counts against renew_deadline
+        // (a slow server and a backlog of abandoned Leases must not cost
+        // the leader its lease); the rest go in the next rounds.
         for l in items
             .iter()
             .filter(|l| identity::abandoned(l, wall, self.cfg.abandoned_after))
+            .take(ABANDONED_PER_ROUND)
         {
             log::info!(
                 "heartbeat: deleting the abandoned identity lease {ns}/{}",

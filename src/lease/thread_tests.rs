@@ -471,3 +471,81 @@ fn heartbeat_create_renew_conflict_and_repeated_failures() {
         "back to the normal interval"
     );
 }
+
+#[test]
+fn a_leader_deletes_at_most_three_abandoned_identity_leases_a_round() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (mut a, _) = runner(&api, &clock, "a", Arc::default());
+    a.elect(&E());
+    assert!(a.state.leading());
+    let old = |i: usize| format!("endpointd-gone-{i}");
+    for i in 0..5 {
+        let mut l = Lease::default();
+        l.metadata.namespace = "kube-system".into();
+        l.metadata.name = old(i).into();
+        api.put(l); // no renewTime: abandoned
+    }
+    let left = || {
+        (0..5)
+            .filter(|i| api.lease("kube-system", &old(*i)).is_some())
+            .count()
+    };
+    a.heartbeat(); // creates our own identity Lease
+    assert_eq!(left(), 5);
+    a.heartbeat();
+    assert_eq!(left(), 2, "three in this round");
+    a.heartbeat();
+    assert_eq!(left(), 0, "the rest in the next");
+}
+
+/// A standby's acquisition has no deadline (as client-go's): one answered
+/// long after it was sent makes it leader with a full renew_deadline for
+/// its first renewal, not "stuck" at once.
+#[test]
+fn a_slow_acquisition_does_not_count_against_the_first_renewal() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (a, _) = runner(&api, &clock, "a", Arc::default());
+    let (state, stop) = (Arc::clone(&a.state), a.stop.clone());
+    // Every create waits for a permit: the election Lease's, then (same
+    // round) our identity Lease's.
+    let permits = Arc::new((Mutex::new(0u32), Condvar::new()));
+    let entered = Arc::new(AtomicU32::new(0));
+    let (p, n) = (Arc::clone(&permits), Arc::clone(&entered));
+    api.set_hook(Some(Box::new(move |v| {
+        if v != "create" {
+            return;
+        }
+        n.fetch_add(1, Ordering::SeqCst);
+        let (m, cv) = &*p;
+        let mut left = m.lock().expect("lock");
+        while *left == 0 {
+            left = cv.wait(left).expect("lock");
+        }
+        *left -= 1;
+    })));
+    let permit = || {
+        *permits.0.lock().expect("lock") += 1;
+        permits.1.notify_all();
+    };
+    let thread = std::thread::spawn(move || a.run());
+    wait_for("the acquiring create", || {
+        entered.load(Ordering::SeqCst) == 1
+    });
+    clock.step(Duration::from_secs(30)); // renew_deadline is 10 s
+    permit();
+    wait_for("the identity Lease's create", || {
+        entered.load(Ordering::SeqCst) == 2
+    });
+    let rd = E().renew_deadline;
+    assert!(state.leading());
+    assert!(
+        !state.stuck(rd, clock.now()),
+        "just became leader: a full renew_deadline to renew"
+    );
+    assert!(state.stuck(rd, clock.now() + rd), "but not more");
+    permit();
+    stop.trigger();
+    thread.join().expect("lease thread");
+}
