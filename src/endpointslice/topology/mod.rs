@@ -13,7 +13,7 @@ mod quantity;
 mod tests;
 
 pub use alloc::{Allocation, ZoneCounts, OVERLOAD_THRESHOLD};
-pub use quantity::milli_cpu;
+pub use quantity::{milli_cpu, milli_of_nanos, nano_cpu};
 
 use crate::controller::events::EventSpec;
 use crate::model::{AddressType, EndpointSlice, Node, ZONE_LABEL};
@@ -101,7 +101,9 @@ impl TopologyCache {
     /// lacks a zone or CPU, the total is zero, or there are fewer than 2
     /// zones.
     pub fn set_nodes(&mut self, nodes: &[Arc<Node>]) {
-        let mut by_zone: BTreeMap<String, u64> = BTreeMap::new();
+        // Nanocores, summed exactly; upstream rounds the sums (its
+        // Quantity.Add, then MilliValue), not each node.
+        let mut by_zone: BTreeMap<String, u128> = BTreeMap::new();
         for n in nodes
             .iter()
             .filter(|n| !excluded(n) && n.ready == Some(true))
@@ -110,7 +112,7 @@ impl TopologyCache {
             let cpu = n
                 .allocatable_cpu
                 .as_deref()
-                .and_then(milli_cpu)
+                .and_then(nano_cpu)
                 .filter(|c| *c > 0);
             let (Some(zone), Some(cpu)) = (zone, cpu) else {
                 log::info!(
@@ -120,9 +122,10 @@ impl TopologyCache {
                 self.ratios = None;
                 return;
             };
-            *by_zone.entry(zone.to_string()).or_default() += cpu;
+            let sum = by_zone.entry(zone.to_string()).or_default();
+            *sum = sum.saturating_add(cpu);
         }
-        let total: u64 = by_zone.values().sum();
+        let total = milli_of_nanos(by_zone.values().fold(0u128, |t, c| t.saturating_add(*c)));
         if total == 0 || by_zone.len() < 2 {
             self.ratios = None;
             return;
@@ -130,7 +133,7 @@ impl TopologyCache {
         self.ratios = Some(
             by_zone
                 .into_iter()
-                .map(|(z, c)| (z, c as f64 / total as f64))
+                .map(|(z, c)| (z, milli_of_nanos(c) as f64 / total as f64))
                 .collect(),
         );
     }

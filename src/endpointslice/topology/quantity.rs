@@ -1,6 +1,7 @@
 //! Kubernetes resource quantities as the topology cache needs them:
 //! allocatable CPU in millicores (`4` → 4000, `3500m` → 3500, `0.5` → 500,
-//! `2k` → 2,000,000), rounded up like `Quantity.MilliValue()`, exactly.
+//! `2k` → 2,000,000), rounded up like `Quantity.MilliValue()`, exactly; and
+//! in nanocores, for sums rounded as upstream rounds them.
 //!
 //! Pure; garbage is `None`, never a panic.
 
@@ -10,6 +11,24 @@
 /// 1900 — through floating point 1900 × 0.001 × 1000 came out 1901, which
 /// shifted zone CPU ratios and so the topology hints written).
 pub fn milli_cpu(q: &str) -> Option<u64> {
+    u64::try_from(scaled(q, 3)?).ok().filter(|m| *m < u64::MAX)
+}
+
+/// Nanocores of a CPU quantity (rounded up; the API server keeps no finer
+/// precision), or `None` as [`milli_cpu`]. Upstream adds the quantities
+/// themselves and rounds only the sums to millicores; summing nanocores
+/// and rounding the sums ([`milli_of_nanos`]) gives the same figures.
+pub fn nano_cpu(q: &str) -> Option<u128> {
+    scaled(q, 9)
+}
+
+/// Millicores of a sum of nanocores, rounded up (`MilliValue` of a sum).
+pub fn milli_of_nanos(n: u128) -> u128 {
+    n.div_ceil(1_000_000)
+}
+
+/// The quantity times 10^`shift`, rounded up.
+fn scaled(q: &str, shift: i64) -> Option<u128> {
     let q = q.trim();
     let (number, binary, exp10) = split_suffix(q)?;
     let number = number.strip_prefix('+').unwrap_or(number);
@@ -26,21 +45,20 @@ pub fn milli_cpu(q: &str) -> Option<u64> {
             .checked_add(u128::from(b - b'0'))?;
     }
     let mantissa = mantissa.checked_mul(binary)?;
-    // value × 1000 = mantissa × 10^(exp10 + 3 − fraction digits)
-    let e = exp10 + 3 - i64::try_from(frac.len()).ok()?;
-    let milli = if e >= 0 {
-        mantissa.checked_mul(10u128.checked_pow(u32::try_from(e).ok()?)?)?
+    // value × 10^shift = mantissa × 10^(exp10 + shift − fraction digits)
+    let e = exp10 + shift - i64::try_from(frac.len()).ok()?;
+    if e >= 0 {
+        mantissa.checked_mul(10u128.checked_pow(u32::try_from(e).ok()?)?)
     } else {
-        match 10u128.checked_pow(u32::try_from(-e).ok()?) {
+        Some(match 10u128.checked_pow(u32::try_from(-e).ok()?) {
             Some(d) => mantissa.div_ceil(d),
             None => u128::from(mantissa > 0),
-        }
-    };
-    u64::try_from(milli).ok().filter(|m| *m < u64::MAX)
+        })
+    }
 }
 
 /// The number, its binary multiplier and its decimal exponent
-/// (`<number><suffix>`: `Ki`…`Ei`, `m`, `k`…`E`, or `e`/`E` and an
+/// (`<number><suffix>`: `Ki`…`Ei`, `n`, `u`, `m`, `k`…`E`, or `e`/`E` and an
 /// exponent).
 fn split_suffix(q: &str) -> Option<(&str, u128, i64)> {
     const BINARY: [(&str, u32); 6] = [
@@ -51,7 +69,9 @@ fn split_suffix(q: &str) -> Option<(&str, u128, i64)> {
         ("Pi", 50),
         ("Ei", 60),
     ];
-    const DECIMAL: [(char, i64); 7] = [
+    const DECIMAL: [(char, i64); 9] = [
+        ('n', -9),
+        ('u', -6),
         ('m', -3),
         ('k', 3),
         ('M', 6),
@@ -115,6 +135,11 @@ mod tests {
             ("1x", None),
             ("1e", None),
             ("e3", None),
+            // n and u, which the API server writes for sub-milli values.
+            ("1500u", Some(2)),
+            ("1n", Some(1)),
+            ("3999999999n", Some(4000)),
+            ("3999500u", Some(4000)),
             ("", None),
             ("abc", None),
             ("-1", None),

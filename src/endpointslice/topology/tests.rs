@@ -133,6 +133,17 @@ fn set_nodes_table() {
             ],
             Some(vec![("z1", 0.5), ("z2", 0.5)]),
         ),
+        (
+            // Upstream adds the quantities and rounds the sums: z1 is
+            // 1500u + 1500u = 3m (not 2m + 2m), z2 3m, the total 6m.
+            "sub-milli CPU (u, n) summed before rounding",
+            vec![
+                node("a", Some("z1"), Some("1500u"), true, false),
+                node("b", Some("z1"), Some("1500000n"), true, false),
+                node("c", Some("z2"), Some("3m"), true, false),
+            ],
+            Some(vec![("z1", 0.5), ("z2", 0.5)]),
+        ),
     ];
     for (what, nodes, want) in cases {
         let mut c = TopologyCache::new();
