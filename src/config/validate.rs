@@ -55,19 +55,16 @@ impl Validator<'_> {
         }
     }
 
-    /// A controller's worker threads: KCM's bound for
-    /// `--concurrent-service-endpoint-syncs` (1..50), for both controllers,
-    /// so a typo cannot start thousands of threads on an edge node.
+    /// A controller's worker threads, 1..50: KCM's bound for
+    /// `--concurrent-service-endpoint-syncs`, here for both controllers (KCM
+    /// leaves `--concurrent-endpoint-syncs` unbounded), so a typo cannot
+    /// start thousands of threads on an edge node.
     fn workers(&mut self, key: &str, f: &Field<i64>, default: usize) -> usize {
         match f.as_ref().map(|s| *s.get_ref()) {
             None => default,
             Some(n @ 1..=MAX_WORKERS) => n as usize,
             Some(_) => {
-                self.fail(
-                    key,
-                    f,
-                    format!("must be between 1 and {MAX_WORKERS} (kube-controller-manager's bound for its sync workers)"),
-                );
+                self.fail(key, f, format!("must be between 1 and {MAX_WORKERS}"));
                 default
             }
         }

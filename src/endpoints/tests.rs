@@ -370,10 +370,10 @@ fn ip_family_table() {
             ips(&["10.1.2.5"]),
         ),
         (
-            "IPv4-mapped IPv6 is not IPv6",
+            "IPv4-mapped IPv6 is not IPv6: the next, real IPv6 one is taken",
             with_families(&["IPv6"]),
-            vec![with_ips(6, &["::ffff:10.1.2.6"])],
-            vec![],
+            vec![with_ips(6, &["::ffff:10.1.2.6", "fd00::6"])],
+            ips(&["fd00::6"]),
         ),
         (
             "IPv6 upper case and uncompressed: canonical text",
