@@ -240,17 +240,16 @@ impl Runner {
             // Busy from here until the sleep: the daemon gives leadership
             // up when a round outlasts renew_deadline (a request may hang
             // for minutes), as client-go's renew context does.
-            let elect_due = self.cfg.election.is_some() && now >= next_elect;
-            if elect_due || now >= next_beat {
+            let elect = self.cfg.election.clone().filter(|_| now >= next_elect);
+            let beat_due = now >= next_beat;
+            if elect.is_some() || beat_due {
                 self.state.set_busy(Some(now));
             }
-            if let Some(e) = self.cfg.election.clone() {
-                if now >= next_elect {
-                    self.elect(&e);
-                    next_elect = self.clock.now() + next_attempt(&e, self.state.leading());
-                }
+            if let Some(e) = elect {
+                self.elect(&e);
+                next_elect = self.clock.now() + next_attempt(&e, self.state.leading());
             }
-            if now >= next_beat && !self.state.lost() {
+            if beat_due && !self.state.lost() {
                 next_beat = self.clock.now() + self.heartbeat();
             }
             if self.state.lost() {

@@ -13,7 +13,7 @@ mod quantity;
 mod tests;
 
 pub use alloc::{Allocation, ZoneCounts, OVERLOAD_THRESHOLD};
-pub use quantity::{milli_cpu, milli_of_nanos, nano_cpu};
+use quantity::{milli_of_nanos, nano_cpu};
 
 use crate::controller::events::EventSpec;
 use crate::model::{AddressType, EndpointSlice, Node, ZONE_LABEL};

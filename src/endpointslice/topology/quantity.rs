@@ -1,25 +1,20 @@
 //! Kubernetes resource quantities as the topology cache needs them:
-//! allocatable CPU in millicores (`4` → 4000, `3500m` → 3500, `0.5` → 500,
-//! `2k` → 2,000,000), rounded up like `Quantity.MilliValue()`, exactly; and
-//! in nanocores, for sums rounded as upstream rounds them.
+//! allocatable CPU in nanocores, exactly, and sums of them in millicores
+//! rounded up like `Quantity.MilliValue()` (`4` → 4000, `3500m` → 3500,
+//! `0.5` → 500, `2k` → 2,000,000).
 //!
 //! Pure; garbage is `None`, never a panic.
 
-/// Millicores of a CPU quantity, or `None` if it does not parse, is
-/// negative or does not fit. Exact decimal arithmetic, as upstream's
-/// `Quantity.MilliValue()`: the value times 1000, rounded up (`1900m` is
-/// 1900 — through floating point 1900 × 0.001 × 1000 came out 1901, which
-/// shifted zone CPU ratios and so the topology hints written).
-pub fn milli_cpu(q: &str) -> Option<u64> {
-    u64::try_from(scaled(q, 3)?).ok().filter(|m| *m < u64::MAX)
-}
-
-/// Nanocores of a CPU quantity (rounded up; the API server keeps no finer
-/// precision), or `None` as [`milli_cpu`]. Upstream adds the quantities
-/// themselves and rounds only the sums to millicores; summing nanocores
-/// and rounding the sums ([`milli_of_nanos`]) gives the same figures.
-pub fn nano_cpu(q: &str) -> Option<u128> {
-    scaled(q, 9)
+/// Millicores of a CPU quantity (the table test's view of [`nano_cpu`]),
+/// or `None` if it does not parse, is negative or does not fit:
+/// `Quantity.MilliValue()`, the value times 1000 rounded up, exactly
+/// (`1900m` is 1900 — through floating point 1900 × 0.001 × 1000 came out
+/// 1901, which shifted zone CPU ratios and so the topology hints written).
+#[cfg(test)]
+fn milli_cpu(q: &str) -> Option<u64> {
+    u64::try_from(milli_of_nanos(nano_cpu(q)?))
+        .ok()
+        .filter(|m| *m < u64::MAX)
 }
 
 /// Millicores of a sum of nanocores, rounded up (`MilliValue` of a sum).
@@ -27,8 +22,12 @@ pub fn milli_of_nanos(n: u128) -> u128 {
     n.div_ceil(1_000_000)
 }
 
-/// The quantity times 10^`shift`, rounded up.
-fn scaled(q: &str, shift: i64) -> Option<u128> {
+/// Nanocores of a CPU quantity, rounded up (the API server keeps no finer
+/// precision), in exact decimal arithmetic; `None` if it does not parse,
+/// is negative or does not fit. Upstream adds the quantities themselves
+/// and rounds only the sums to millicores; summing nanocores and rounding
+/// the sums ([`milli_of_nanos`]) gives the same figures.
+pub fn nano_cpu(q: &str) -> Option<u128> {
     let q = q.trim();
     let (number, binary, exp10) = split_suffix(q)?;
     let number = number.strip_prefix('+').unwrap_or(number);
@@ -45,8 +44,8 @@ fn scaled(q: &str, shift: i64) -> Option<u128> {
             .checked_add(u128::from(b - b'0'))?;
     }
     let mantissa = mantissa.checked_mul(binary)?;
-    // value × 10^shift = mantissa × 10^(exp10 + shift − fraction digits)
-    let e = exp10 + shift - i64::try_from(frac.len()).ok()?;
+    // value × 10^9 = mantissa × 10^(exp10 + 9 − fraction digits)
+    let e = exp10 + 9 - i64::try_from(frac.len()).ok()?;
     if e >= 0 {
         mantissa.checked_mul(10u128.checked_pow(u32::try_from(e).ok()?)?)
     } else {
