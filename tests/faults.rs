@@ -193,6 +193,45 @@ fn the_api_server_unreachable_for_30s_then_back_with_changes() {
     assert_eq!(d.stop(), Some(0), "kept running through the outage");
 }
 
+/// The same outage behind a load balancer that proxies HTTP (nginx,
+/// haproxy in HTTP mode): the connections are accepted and every request
+/// is answered 502 with the proxy's HTML page while no API server is behind
+/// it. Such an answer did not come from an API server (no `Status` body),
+/// so it counts as the server being unreachable, as a refused connection
+/// does: the first answer of the API server ends every backoff. client-go
+/// takes it for a 5xx of the API server and each reflector waits out its
+/// own backoff.
+#[test]
+fn the_api_server_behind_a_proxy_gone_for_30s_then_back_with_changes() {
+    let (c, d, churn) = setup("f-gateway");
+    let before = requests(&c);
+    assert!(c.sim.faults().gateway_outage(Duration::from_secs(30), 502));
+    let mut rng = fastrand::Rng::with_seed(7);
+    for _ in 0..40 {
+        churn_once(&c, &churn, &mut rng);
+    }
+    std::thread::sleep(Duration::from_secs(30));
+    let t = c.wait_converged(Duration::from_secs(90));
+    report("30 s behind a proxy answering 502", &c, &churn, before, t);
+    let log = d.log_text();
+    for l in log.lines().filter(|l| l.contains("answers again")) {
+        eprintln!("  {l}");
+    }
+    assert!(
+        log.contains("answers again (no request got through for"),
+        "the return is logged:\n{log}"
+    );
+    assert!(
+        !log.contains("<html"),
+        "the proxy's page is not logged:\n{log}"
+    );
+    assert!(
+        t < Duration::from_secs(12),
+        "converged {t:?} after the outage: the caches waited out their own backoffs"
+    );
+    assert_eq!(d.stop(), Some(0), "kept running through the outage");
+}
+
 /// A Service whose writes fail through an outage waits, in upstream, for
 /// its backoff to end or for its next pod change: each try (the client's
 /// own three retries, ~2 s) is followed by a doubling wait (EndpointSlice

@@ -182,6 +182,7 @@ mod tests {
                 .into_iter()
                 .collect(),
             retry_after: retry_after.map(Duration::from_secs),
+            gateway: false,
         })
     }
 
@@ -202,6 +203,11 @@ mod tests {
             ),
             (
                 api(429, "TooManyRequests", None, Some(2)),
+                ErrorKind::Transient,
+            ),
+            // A proxy's page for an API server it could not reach.
+            (
+                kube::Error::Api(Status::from_body(502, b"<html>502</html>", None)),
                 ErrorKind::Transient,
             ),
             (api(403, "Forbidden", None, None), ErrorKind::Other),
@@ -262,6 +268,7 @@ mod tests {
                 message: "too old resource version: 5 (9)".into(),
                 causes: Vec::new(),
                 retry_after: None,
+                gateway: false,
             }));
         let got = convert(ev).expect_err("an ERROR event is an error");
         assert_eq!(got.kind, ErrorKind::Expired);

@@ -50,6 +50,12 @@ pub struct Status {
     /// `Status.details.retryAfterSeconds`, or the `Retry-After` header,
     /// capped at `MAX_RETRY_AFTER` (30 s).
     pub retry_after: Option<Duration>,
+    /// Not the API server's answer but that of a proxy or load balancer in
+    /// front of it with no API server behind it: a 502, 503 or 504 without
+    /// a `Status` body (kube-apiserver answers every failure with one) and
+    /// without `Retry-After`. Counts as the server being unreachable (see
+    /// [`Error::is_unreachable`]).
+    pub gateway: bool,
 }
 
 /// One `StatusCause`.
@@ -83,18 +89,32 @@ struct DetailsWire {
 
 impl Status {
     /// Decode a failure body. A body that is not a `Status` (a proxy's HTML
-    /// page, empty) still yields a `Status` with the HTTP code, a reason
-    /// derived from it and the (truncated) body as the message.
+    /// page, empty) still yields a `Status` with the HTTP code and a reason
+    /// derived from it; its message is the (truncated) body, except for a
+    /// gateway's answer (see [`Status::gateway`]), whose page says nothing
+    /// an operator needs.
     pub fn from_body(http_code: u16, body: &[u8], retry_after: Option<Duration>) -> Status {
         let retry_after = retry_after.map(|d| d.min(MAX_RETRY_AFTER));
         match serde_json::from_slice::<StatusWire>(body) {
             Ok(w) if w.kind == "Status" => Status::from_wire(w, http_code, retry_after),
+            _ if matches!(http_code, 502..=504) && retry_after.is_none() => Status {
+                code: http_code,
+                reason: reason_for_code(http_code).to_string(),
+                message: format!(
+                    "HTTP {http_code} from a proxy or load balancer in front of the API server \
+                     (not a Kubernetes Status): no API server behind it answered"
+                ),
+                causes: Vec::new(),
+                retry_after,
+                gateway: true,
+            },
             _ => Status {
                 code: http_code,
                 reason: reason_for_code(http_code).to_string(),
                 message: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
                 causes: Vec::new(),
                 retry_after,
+                gateway: false,
             },
         }
     }
@@ -128,6 +148,7 @@ impl Status {
                 .retry_after_seconds
                 .map(retry_after_secs)
                 .or(retry_after),
+            gateway: false,
         }
     }
 }
@@ -147,6 +168,8 @@ fn reason_for_code(code: u16) -> &'static str {
         422 => "Invalid",
         429 => "TooManyRequests",
         500 => "InternalError",
+        // client-go's NewGenericServerResponse: any other 5xx.
+        502 => "InternalError",
         503 => "ServiceUnavailable",
         504 => "Timeout",
         _ => "Unknown",
@@ -269,7 +292,7 @@ impl Error {
             Error::Transport {
                 unreachable: true,
                 ..
-            }
+            } | Error::Api(Status { gateway: true, .. })
         )
     }
     /// Worth retrying later: transport failures, 429 and 5xx.
@@ -336,20 +359,20 @@ mod tests {
             "message":"forbidden: unable to create new content in namespace x because it is being terminated",
             "reason":"Forbidden","code":403,
             "details":{"causes":[{"reason":"NamespaceTerminating","message":"namespace x is being terminated","field":"metadata.namespace"}]}}"#;
-        let cases: Vec<(Error, &str, [bool; 6])> = vec![
-            // body, reason, [not_found, conflict, exists, gone, forbidden, retryable]
+        let cases: Vec<(Error, &str, [bool; 7])> = vec![
+            // body, reason, [not_found, conflict, exists, gone, forbidden, retryable, unreachable]
             (
                 api(
                     r#"{"kind":"Status","reason":"NotFound","code":404,"message":"pods \"x\" not found"}"#,
                     404,
                 ),
                 "NotFound",
-                [true, false, false, false, false, false],
+                [true, false, false, false, false, false, false],
             ),
             (
                 api(r#"{"kind":"Status","reason":"Conflict","code":409}"#, 409),
                 "Conflict",
-                [false, true, false, false, false, false],
+                [false, true, false, false, false, false, false],
             ),
             (
                 api(
@@ -357,27 +380,54 @@ mod tests {
                     409,
                 ),
                 "AlreadyExists",
-                [false, false, true, false, false, false],
+                [false, false, true, false, false, false, false],
             ),
             (
                 api(r#"{"kind":"Status","reason":"Expired","code":410}"#, 410),
                 "Expired",
-                [false, false, false, true, false, false],
+                [false, false, false, true, false, false, false],
             ),
             (
                 api(ns_term, 403),
                 "Forbidden",
-                [false, false, false, false, true, false],
+                [false, false, false, false, true, false, false],
             ),
+            // A proxy with no API server behind it (nginx, haproxy, an
+            // empty answer): the server is unreachable.
             (
                 api("<html>bad gateway</html>", 502),
-                "Unknown",
-                [false, false, false, false, false, true],
+                "InternalError",
+                [false, false, false, false, false, true, true],
             ),
             (
                 api("", 503),
                 "ServiceUnavailable",
-                [false, false, false, false, false, true],
+                [false, false, false, false, false, true, true],
+            ),
+            (
+                api("<html><h1>504 Gateway Time-out</h1></html>", 504),
+                "Timeout",
+                [false, false, false, false, false, true, true],
+            ),
+            // The API server's own 5xx (a Status) is an answer.
+            (
+                api(
+                    r#"{"kind":"Status","reason":"ServiceUnavailable","code":503}"#,
+                    503,
+                ),
+                "ServiceUnavailable",
+                [false, false, false, false, false, true, false],
+            ),
+            (
+                api(r#"{"kind":"Status","reason":"Timeout","code":504}"#, 504),
+                "Timeout",
+                [false, false, false, false, false, true, false],
+            ),
+            // Not a gateway's code.
+            (
+                api("<html>oops</html>", 500),
+                "InternalError",
+                [false, false, false, false, false, true, false],
             ),
             (
                 api(
@@ -385,7 +435,7 @@ mod tests {
                     429,
                 ),
                 "TooManyRequests",
-                [false, false, false, false, false, true],
+                [false, false, false, false, false, true, false],
             ),
         ];
         for (e, reason, want) in cases {
@@ -396,6 +446,7 @@ mod tests {
                 e.is_gone(),
                 e.is_forbidden(),
                 e.is_retryable(),
+                e.is_unreachable(),
             ];
             assert_eq!(got, want, "{e}");
             assert_eq!(e.status().map(|s| s.reason.as_str()), Some(reason), "{e}");
@@ -414,6 +465,9 @@ mod tests {
         assert_eq!(ra.retry_after(), Some(Duration::from_secs(3)));
         let hdr = Status::from_body(503, b"", Some(Duration::from_secs(2)));
         assert_eq!(hdr.retry_after, Some(Duration::from_secs(2)));
+        assert!(!hdr.gateway, "a server that asks us to wait is there");
+        let page = api("<html><body>502 Bad Gateway</body></html>", 502);
+        assert!(!page.to_string().contains("<html"), "{page}");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! heartbeat every few seconds, informers on a ladder up to a minute).
 //!
 //! Owns only that record: requests report to it (a failure to reach the
-//! server — DNS, connect, I/O, a connect or send timeout, never a slow
-//! answer — and every answer that is not a 5xx or 429), waiters read how
+//! server — DNS, connect, I/O, a connect or send timeout, a proxy's 502,
+//! 503 or 504 page in place of the server's answer, never a slow answer —
+//! and every answer that is not a 5xx or 429), waiters read how
 //! many times the server came back. It never blocks on I/O, never sleeps
 //! and never logs; its lock is taken only while the server is unreachable.
 
@@ -37,7 +38,7 @@ pub struct Link {
 
 impl Link {
     /// A request could not reach the server (DNS, connect, I/O, a connect
-    /// or send timeout).
+    /// or send timeout, a proxy in front of it that found no server).
     pub fn unreachable(&self, now: Instant) {
         let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
         since.get_or_insert(now);

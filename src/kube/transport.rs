@@ -522,7 +522,13 @@ impl Transport {
             .limit(MAX_ERROR_BODY)
             .read_to_vec()
             .unwrap_or_default();
-        Err(Error::Api(Status::from_body(code, &body, retry_after)))
+        let status = Status::from_body(code, &body, retry_after);
+        // A proxy answered for an API server it could not reach: as a
+        // refused connection (a TCP-mode load balancer's answer).
+        if status.gateway {
+            self.link.unreachable(end);
+        }
+        Err(Error::Api(status))
     }
 
     /// An ordinary request with the retry policy and one re-authentication

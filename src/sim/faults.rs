@@ -1,7 +1,8 @@
 //! Fault injection for kube-sim: failing the next N matching requests,
-//! added latency, stalled watches, closing every watch, compaction and
+//! added latency, stalled watches, closing every watch, compaction,
 //! outages (all connections dropped, new ones refused for a while, state
-//! kept). Driven through the library API or as JSON through `/sim/faults`.
+//! kept) and gateway outages (a proxy in front of a server that is gone:
+//! every request answered 502/503 with the proxy's HTML page). Driven through the library API or as JSON through `/sim/faults`.
 //!
 //! It decides and records faults only; it never touches objects (store
 //! faults are delegated to [`Store`]) and never reads time except through
@@ -51,6 +52,8 @@ struct State {
     /// Lines the next watch requests are answered with, one each (then the
     /// stream ends): malformed JSON, unknown event types, oversized lines.
     bad_watch_lines: std::collections::VecDeque<Vec<u8>>,
+    /// A gateway outage: until when, and the proxy's answer code.
+    gateway: Option<(std::time::Instant, u16)>,
 }
 
 /// The fault switchboard of one kube-sim.
@@ -247,6 +250,50 @@ impl Faults {
         true
     }
 
+    /// Put a proxy with no server behind it in front of kube-sim for `d`:
+    /// every connection dropped, then every request but `/sim/*` answered
+    /// `code` (502 as nginx, 503 as haproxy, 504) with an HTML page and no
+    /// `Retry-After`, as a load balancer answers while every API server
+    /// behind it is down; objects are kept. Returns false when no server is
+    /// attached or `code` is not one a gateway answers with.
+    pub fn gateway_outage(&self, d: Duration, code: u16) -> bool {
+        let Some(server) = self.server.get() else {
+            return false;
+        };
+        if !matches!(code, 502..=504) {
+            return false;
+        }
+        {
+            let mut st = lock(&self.state);
+            st.outages += 1;
+            st.gateway = Some((self.clock.now() + d, code));
+        }
+        server.drop_all_connections();
+        true
+    }
+
+    /// The proxy's answer while a gateway outage lasts.
+    pub fn gateway_answer(&self) -> Option<Response> {
+        let mut st = lock(&self.state);
+        let (until, code) = st.gateway?;
+        if self.clock.now() >= until {
+            st.gateway = None;
+            return None;
+        }
+        let page = match code {
+            503 => "<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n".to_string(),
+            c => format!(
+                "<html>\r\n<head><title>{c} {r}</title></head>\r\n<body>\r\n<center><h1>{c} {r}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n",
+                r = crate::httpd::wire::reason(c)
+            ),
+        };
+        Some(Response {
+            status: code,
+            headers: vec![("Content-Type".into(), "text/html".into())],
+            body: Body::Full(page.into_bytes()),
+        })
+    }
+
     /// Outages started so far.
     pub fn outages(&self) -> u64 {
         lock(&self.state).outages
@@ -262,6 +309,7 @@ impl Faults {
         st.stalled.clear();
         st.bad_watch_lines.clear();
         st.fail_every = None;
+        st.gateway = None;
     }
 
     /// Consume one matching fail rule, if any, and return its error.
@@ -368,6 +416,7 @@ impl Faults {
             "stalledWatches": st.stalled.len(),
             "outages": st.outages,
             "refusingConnections": refusing,
+            "gatewayOutage": st.gateway.is_some_and(|(until, _)| self.clock.now() < until),
         })
     }
 
@@ -400,6 +449,11 @@ impl Faults {
                 return Err("outage needs a running server".into());
             }
         }
+        if let Some(d) = req.gateway_outage {
+            if !self.gateway_outage(d, req.gateway_code) {
+                return Err("gatewayOutageMs needs a running server".into());
+            }
+        }
         Ok(())
     }
 }
@@ -411,7 +465,8 @@ impl Faults {
 ///  "failNext": {"count": 2, "verb": "list", "resource": "pods", "code": 429, "retryAfterSeconds": 1,
 ///               "client": "node-b"},
 ///  "latencyMs": 50, "stallWatches": true, "closeAllWatches": true,
-///  "compact": true, "outageMs": 2000, "ignoreSendInitialEvents": true}
+///  "compact": true, "outageMs": 2000, "ignoreSendInitialEvents": true,
+///  "gatewayOutageMs": 2000, "gatewayCode": 502}
 /// ```
 /// `failNext` may also be a list of such objects.
 #[derive(Debug, Default, PartialEq)]
@@ -432,6 +487,10 @@ pub struct FaultRequest {
     pub outage: Option<Duration>,
     /// Ignore `sendInitialEvents` on or off (an API server before 1.27).
     pub ignore_send_initial_events: Option<bool>,
+    /// Start a gateway outage of this length.
+    pub gateway_outage: Option<Duration>,
+    /// The gateway's answer (502..=504; 502 when not given).
+    pub gateway_code: u16,
 }
 
 const KEYS: &[&str] = &[
@@ -443,6 +502,8 @@ const KEYS: &[&str] = &[
     "compact",
     "outageMs",
     "ignoreSendInitialEvents",
+    "gatewayOutageMs",
+    "gatewayCode",
 ];
 
 fn opt_bool(v: &Value, key: &str) -> Result<Option<bool>, String> {
@@ -522,6 +583,12 @@ impl FaultRequest {
             compact: opt_bool(v, "compact")?.unwrap_or(false),
             outage: opt_u64(v, "outageMs")?.map(Duration::from_millis),
             ignore_send_initial_events: opt_bool(v, "ignoreSendInitialEvents")?,
+            gateway_outage: opt_u64(v, "gatewayOutageMs")?.map(Duration::from_millis),
+            gateway_code: match opt_u64(v, "gatewayCode")? {
+                None => 502,
+                Some(c @ 502..=504) => c as u16,
+                Some(c) => return Err(format!("gatewayCode {c} is not in 502..=504")),
+            },
         })
     }
 }
@@ -554,5 +621,33 @@ mod client_rule_tests {
         let parsed = FaultRequest::parse(&json!({"failNext": {"code": 500, "client": "node-b"}}))
             .expect("parse");
         assert_eq!(parsed.fail_next[0].client.as_deref(), Some("node-b"));
+    }
+}
+
+#[cfg(test)]
+mod gateway_tests {
+    use super::*;
+
+    #[test]
+    fn gateway_outages_parse_with_a_gateway_code() {
+        let r = FaultRequest::parse(&json!({"gatewayOutageMs": 1500})).expect("parse");
+        assert_eq!(r.gateway_outage, Some(Duration::from_millis(1500)));
+        assert_eq!(r.gateway_code, 502, "nginx's answer by default");
+        let r =
+            FaultRequest::parse(&json!({"gatewayOutageMs": 1, "gatewayCode": 503})).expect("parse");
+        assert_eq!(r.gateway_code, 503);
+        let e = FaultRequest::parse(&json!({"gatewayOutageMs": 1, "gatewayCode": 500}))
+            .expect_err("500 is no gateway's answer");
+        assert!(e.contains("gatewayCode 500"), "{e}");
+    }
+
+    #[test]
+    fn no_gateway_outage_without_a_server() {
+        use crate::clock::RealClock;
+        use crate::sim::store::StoreConfig;
+        let store = Store::new(StoreConfig::default(), RealClock::shared());
+        let f = Faults::new(store, RealClock::shared());
+        assert!(!f.gateway_outage(Duration::from_secs(1), 502));
+        assert!(f.gateway_answer().is_none());
     }
 }

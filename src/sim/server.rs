@@ -308,6 +308,13 @@ fn is_health(path: &str) -> bool {
 
 impl Handler for SimHandler {
     fn handle(&self, req: Request) -> Response {
+        // A proxy in front of a server that is gone answers everything
+        // itself (kube-sim's own `/sim/*` stays reachable to the test).
+        if !req.path.starts_with("/sim/") {
+            if let Some(resp) = self.faults.gateway_answer() {
+                return resp;
+            }
+        }
         let who = self
             .authn
             .authenticate(req.client_cn.as_deref(), req.header("authorization"));
