@@ -6,7 +6,7 @@
 //! Pure functions; must never read a cache or the clock.
 
 use crate::model::{ObjectReference, Pod, Service};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The `targetRef` of a pod's endpoint: kind, namespace, name and uid,
 /// without resourceVersion (current upstream; comparisons ignore it).
@@ -26,13 +26,21 @@ pub fn pod_reference(pod: &Pod) -> ObjectReference {
 /// `text` is already that address's canonical text (strict IPv4: the
 /// strict parser rejects leading zeros).
 pub fn parse_ip_sloppy(text: &str) -> Option<(IpAddr, bool)> {
+    let v6 = |v6: Ipv6Addr| match v6.to_ipv4_mapped() {
+        Some(v4) => (IpAddr::V4(v4), false),
+        None => (IpAddr::V6(v6), false),
+    };
     match text.parse::<IpAddr>() {
         Ok(ip @ IpAddr::V4(_)) => Some((ip, true)),
-        Ok(IpAddr::V6(v6)) => Some(match v6.to_ipv4_mapped() {
-            Some(v4) => (IpAddr::V4(v4), false),
-            None => (IpAddr::V6(v6), false),
-        }),
-        Err(_) => sloppy_v4(text).map(|v4| (IpAddr::V4(v4), false)),
+        Ok(IpAddr::V6(a)) => Some(v6(a)),
+        Err(_) => match text.rsplit_once(':') {
+            // IPv6 ending in IPv4 with leading zeros (`::ffff:010.1.2.3`).
+            Some((head, tail)) => format!("{head}:{}", sloppy_v4(tail)?)
+                .parse::<Ipv6Addr>()
+                .ok()
+                .map(v6),
+            None => sloppy_v4(text).map(|v4| (IpAddr::V4(v4), false)),
+        },
     }
 }
 
@@ -166,10 +174,18 @@ mod tests {
     fn ips_read_as_upstream_reads_them() {
         // (text, (address, text already canonical), IPv6)
         type Row = (&'static str, Option<(&'static str, bool)>, bool);
-        let rows: [Row; 9] = [
+        let rows: [Row; 13] = [
             ("10.1.2.3", Some(("10.1.2.3", true)), false),
             ("010.001.002.0003", Some(("10.1.2.3", false)), false),
             ("::ffff:10.4.5.6", Some(("10.4.5.6", false)), false),
+            ("::ffff:010.4.5.06", Some(("10.4.5.6", false)), false),
+            ("::010.4.5.6", Some(("::a04:506", false)), true),
+            (
+                "::ffff:1:010.4.5.6",
+                Some(("::ffff:1:a04:506", false)),
+                true,
+            ),
+            ("::ffff:010.4.5", None, false),
             ("2001:DB8::1", Some(("2001:db8::1", false)), true),
             ("10.1.2", None, false),
             ("10.1.2.3.4", None, false),
