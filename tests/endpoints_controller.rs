@@ -91,6 +91,14 @@ fn scale_up_flip_and_down_writes_once_per_step() {
         ep.get("subsets").is_none() || ep["subsets"] == json!([]),
         "{ep}"
     );
+    // kube-sim, as kube-apiserver 1.33+, warns with every answer about v1
+    // Endpoints (the list, the watch, five writes): shown once.
+    let log = d.log_text();
+    let shown = log
+        .lines()
+        .filter(|l| l.contains("v1 Endpoints is deprecated in v1.33+"))
+        .count();
+    assert_eq!(shown, 1, "the server's warning shown once:\n{log}");
     assert_eq!(d.stop(), Some(0));
 }
 

@@ -18,6 +18,7 @@
 //!   decoding over `BufRead`; `error` — [`Status`] and [`Error`].
 //! * `link` — whether the server is reachable, shared by the clients of
 //!   one server (a success after an outage ends informers' backoffs).
+//! * `warnings` — the server's `Warning` headers, each text logged once.
 //! * `ratelimit` — the shared token bucket; `retry` — the pure retry
 //!   policy; `metrics` — `rest_client_*` families (once per registry);
 //!   `transport` — agents, one attempt, the retry loop;
@@ -73,6 +74,7 @@ pub mod request;
 mod retry;
 mod tls;
 mod transport;
+pub mod warnings;
 pub mod watch;
 
 pub use auth::{Auth, TokenFile, TOKEN_FILE_REFRESH};

@@ -497,6 +497,13 @@ impl Transport {
         };
         let code = resp.status().as_u16();
         self.record(req, Some(code), secs);
+        super::warnings::report(
+            &self.server,
+            resp.headers()
+                .get_all("warning")
+                .iter()
+                .filter_map(|v| v.to_str().ok()),
+        );
         // Any answer but one of an overloaded or failing server says the
         // server is there.
         if code < 500 && code != 429 {

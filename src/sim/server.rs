@@ -296,9 +296,19 @@ impl SimHandler {
                 return stalled;
             }
         }
-        rest::handle(&self.store, &info, req)
+        let mut resp = rest::handle(&self.store, &info, req);
+        if info.resource == "endpoints" && info.group.is_empty() {
+            // As kube-apiserver 1.33+ answers every request for v1 Endpoints.
+            resp.headers
+                .push(("Warning".into(), ENDPOINTS_DEPRECATED.into()));
+        }
+        resp
     }
 }
+
+/// The `Warning` header kube-apiserver 1.33+ sends with v1 Endpoints.
+pub const ENDPOINTS_DEPRECATED: &str =
+    "299 - \"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\"";
 
 fn is_health(path: &str) -> bool {
     ["/healthz", "/readyz", "/livez"]
