@@ -49,7 +49,7 @@ fn pod(name: &str, app: &str, ip: &str, ready: bool) -> Value {
 
 fn service(name: &str, extra: Value) -> Value {
     let mut s = json!({"apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": name, "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default", "labels": {"team": "edge"}},
         "spec": {"selector": {"app": name}, "clusterIP": format!("10.96.0.{}", name.len()),
                  "ipFamilies": ["IPv4"],
                  "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}});
@@ -67,7 +67,8 @@ fn addr(ip: &str, pod: &str) -> Value {
                          "uid": format!("uid-{pod}"), "resourceVersion": "12345"}})
 }
 
-/// Endpoints as kube-controller-manager writes them: upstream's
+/// Endpoints as kube-controller-manager writes them (the Service's labels;
+/// a KCM older than 1.33 adds no managed-by label): upstream's
 /// `RepackSubsets` sorts each subset's addresses by IP, then uid; its
 /// subset and port order come from hashes of Go structs (not reproducible,
 /// and compared as sets).
@@ -78,7 +79,7 @@ fn endpoints(name: &str, ready: &[(&str, &str)], not_ready: &[(&str, &str)], por
         v.iter().map(|(ip, p)| addr(ip, p)).collect::<Vec<_>>()
     };
     json!({"apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "metadata": {"name": name, "namespace": "default", "labels": {"team": "edge"}},
         "subsets": [{
             "addresses": sorted(ready),
             "notReadyAddresses": sorted(not_ready),
@@ -99,7 +100,7 @@ fn ep(ip: &str, pod: &str, ready: bool, hint: bool) -> Value {
 fn slice(svc: &str, endpoints: Vec<Value>) -> Value {
     json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": format!("{svc}-kcm01"), "namespace": "default",
-                     "labels": {"kubernetes.io/service-name": svc,
+                     "labels": {"kubernetes.io/service-name": svc, "team": "edge",
                                 "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
         "addressType": "IPv4",
         "endpoints": endpoints,
@@ -153,18 +154,23 @@ fn setup() -> (SimServer, PathBuf, String) {
             "endpoints": [ep("10.0.2.2", "multi-b", true, false), ep("10.0.2.1", "multi-a", true, false)],
             "ports": [{"name": "metrics", "port": 9090, "protocol": "TCP"},
                       {"name": "http", "port": 8080, "protocol": "TCP"}]}),
-        // api: a missing pod and a stale port in the Endpoints, a wrong
-        // condition and a missing hint in the slice (PreferClose).
+        // api: a missing pod, a stale port and a stale label in the
+        // Endpoints, a wrong condition and a missing hint in the slice
+        // (PreferClose).
         service("api", json!({"trafficDistribution": "PreferClose"})),
         pod("api-a", "api", "10.0.1.1", true),
         pod("api-b", "api", "10.0.1.2", true),
         pod("api-c", "api", "10.0.1.3", false),
-        endpoints(
-            "api",
-            &[("10.0.1.1", "api-a")],
-            &[("10.0.1.3", "api-c")],
-            8081,
-        ),
+        {
+            let mut e = endpoints(
+                "api",
+                &[("10.0.1.1", "api-a")],
+                &[("10.0.1.3", "api-c")],
+                8081,
+            );
+            e["metadata"]["labels"]["team"] = json!("core");
+            e
+        },
         slice(
             "api",
             vec![
@@ -241,6 +247,7 @@ fn shadow_mode_reports_each_divergence_once_and_writes_nothing() {
     let mut child = spawn(&cfg);
     let want = [
         "endpoints_addresses",
+        "endpoints_labels",
         "endpoints_ports",
         "slice_conditions",
         "slice_hints",
@@ -276,6 +283,11 @@ fn shadow_mode_reports_each_divergence_once_and_writes_nothing() {
     );
     assert!(
         detail("endpoints_ports").contains("http:8081/TCP stored, want http:8080/TCP"),
+        "{diffs:#?}"
+    );
+    assert_eq!(
+        detail("endpoints_labels"),
+        "labels: team=core stored, want team=edge",
         "{diffs:#?}"
     );
     assert!(
@@ -314,6 +326,7 @@ fn shadow_mode_reports_each_divergence_once_and_writes_nothing() {
     sim.store().txn(|t| {
         let mut v = t.get(&ep_key).expect("endpoints").value();
         v["subsets"] = fixed["subsets"].clone();
+        v["metadata"]["labels"] = fixed["metadata"]["labels"].clone();
         t.put(&ep_key, "update", v);
     });
     let deadline = Instant::now() + Duration::from_secs(10);

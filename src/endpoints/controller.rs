@@ -88,7 +88,7 @@ impl EndpointsController {
             // Compare again when the other controller rewrites it.
             self.writer.observe(key, cur);
         }
-        let diffs = compare_endpoints(&full, over, current.as_deref());
+        let diffs = compare_endpoints(&full, over, current.as_deref(), &svc.metadata.labels);
         shadow.observe(key, ENDPOINTS, diffs);
         Ok(())
     }

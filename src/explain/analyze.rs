@@ -452,7 +452,12 @@ fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, Vec<S
         })
     };
     let fresh = plan_with(&[]);
-    let meaning = compare_service_slices(&fresh, inputs.slices, inputs.max_endpoints_per_slice);
+    // Labels carry no traffic: a slice to relabel is a note below.
+    let meaning: Vec<_> =
+        compare_service_slices(&fresh, inputs.slices, inputs.max_endpoints_per_slice)
+            .into_iter()
+            .filter(|d| d.kind != "slice_labels")
+            .collect();
     let plan = plan_with(inputs.slices);
     let hints = hints_text(svc, &plan);
     if !meaning.is_empty() {
@@ -490,12 +495,25 @@ fn endpoints_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, V
     let svc = inputs.service;
     let full = repack_subsets(&unpacked_subsets(svc, selected));
     let over = ep_reconcile::desired_subsets(svc, selected).1;
-    let diffs = compare_endpoints(&full, over, inputs.endpoints);
+    // Labels carry no traffic: a difference there is a note below.
+    let (labels, diffs): (Vec<_>, Vec<_>) =
+        compare_endpoints(&full, over, inputs.endpoints, &svc.metadata.labels)
+            .into_iter()
+            .partition(|d| d.kind == "endpoints_labels");
     if !diffs.is_empty() {
         let lines = diffs
             .into_iter()
             .map(|d| format!("Endpoints: {}", d.detail));
         return (false, lines.collect());
+    }
+    if let Some(d) = labels.first() {
+        return (
+            true,
+            vec![format!(
+                "Endpoints: the same addresses and ports, but endpointd would still rewrite it ({})",
+                d.detail
+            )],
+        );
     }
     let plan = ep_reconcile::plan(&ep_reconcile::Input {
         service: svc,

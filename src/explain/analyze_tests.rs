@@ -318,7 +318,7 @@ fn in_sync_compares_with_what_the_controllers_compute() {
     assert!(
         r.differences
             .iter()
-            .any(|d| d.contains("would still rewrite"))
+            .any(|d| d.contains("would still rewrite it (labels: unexpected written-by=kcm)"))
             && r.differences
                 .iter()
                 .any(|d| d.contains("would still write 1 slice(s)")),

@@ -12,15 +12,25 @@
 //!   targetRef uid) and the ports each one is
 //!   served with; how endpoints are partitioned into slices may differ, but
 //!   the number of slices must be within upstream's packing bounds.
+//! - Labels, as the reconcilers decide a rewrite: an Endpoints' labels but
+//!   the headless one against the Service's, a slice's labels but the
+//!   reserved ones (service name, managed-by, headless) against the
+//!   Service's. The Endpoints' `endpoints.kubernetes.io/managed-by` label
+//!   is left out: a kube-controller-manager older than 1.33 does not write
+//!   it, and the takeover adds it to every Endpoints once (documented).
 //!
 //! Must never read a cache, a clock, or write anything.
 
-use crate::endpoints::reconcile::OVER_CAPACITY_ANNOTATION;
+use crate::endpoints::reconcile::{
+    HEADLESS_LABEL, MANAGED_BY_LABEL as ENDPOINTS_MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
+};
 use crate::endpointslice::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
 use crate::endpointslice::managed_by_us;
+use crate::endpointslice::meta::RESERVED_LABELS;
 use crate::endpointslice::reconciler::Plan;
 use crate::model::{
     AddressType, Endpoint, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
+    Labels,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,9 +43,9 @@ pub const MAX_ENDPOINTS_ADDRESSES: usize = 1000;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Difference {
     /// `endpoints_missing`, `endpoints_addresses`, `endpoints_ports`,
-    /// `endpoints_annotation`, `slices_missing`, `slices_extra`,
-    /// `slice_endpoints`, `slice_conditions`, `slice_hints`, `slice_ports`,
-    /// `slice_count`.
+    /// `endpoints_annotation`, `endpoints_labels`, `slices_missing`,
+    /// `slices_extra`, `slice_endpoints`, `slice_conditions`, `slice_hints`,
+    /// `slice_ports`, `slice_count`, `slice_labels`.
     pub kind: String,
     /// The address type of a slice difference (`IPv4`, `IPv6`); empty for
     /// the Endpoints. A difference is the same one while its kind and
@@ -219,12 +229,41 @@ fn truncation_difference(
     ))
 }
 
+/// What differs between the labels `stored` and `want`, the keys in `skip`
+/// aside: `missing k=v`, `unexpected k=v`, `k=v stored, want k=w`.
+fn label_difference(want: &Labels, stored: &Labels, skip: &[&str]) -> Option<String> {
+    let kept = |l: &Labels| -> BTreeMap<String, String> {
+        l.iter()
+            .filter(|(k, _)| !skip.contains(k))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let (want, have) = (kept(want), kept(stored));
+    if want == have {
+        return None;
+    }
+    let mut d = Vec::new();
+    for (k, v) in &want {
+        match have.get(k) {
+            None => d.push(format!("missing {k}={v}")),
+            Some(h) if h != v => d.push(format!("{k}={h} stored, want {k}={v}")),
+            Some(_) => {}
+        }
+    }
+    for (k, v) in have.iter().filter(|(k, _)| !want.contains_key(*k)) {
+        d.push(format!("unexpected {k}={v}"));
+    }
+    Some(format!("labels: {}", list(d, String::clone)))
+}
+
 /// Compare the Endpoints endpointd computes (`desired`, before truncation,
-/// and whether it is over capacity) with the stored one.
+/// and whether it is over capacity) with the stored one; `svc_labels` are
+/// the Service's labels, which the Endpoints carries.
 pub fn compare_endpoints(
     desired: &[EndpointSubset],
     over_capacity: bool,
     current: Option<&Endpoints>,
+    svc_labels: &Labels,
 ) -> Vec<Difference> {
     let Some(current) = current else {
         return vec![diff(
@@ -299,6 +338,10 @@ pub fn compare_endpoints(
             "the same addresses and ports, but paired differently (a named port resolves differently)"
                 .into(),
         ));
+    }
+    let skip = [HEADLESS_LABEL, ENDPOINTS_MANAGED_BY_LABEL];
+    if let Some(d) = label_difference(svc_labels, &current.metadata.labels, &skip) {
+        out.push(diff("endpoints_labels", d));
     }
     out
 }
@@ -464,7 +507,20 @@ pub fn compare_slices(
             ));
         }
     }
+    // Every slice carries the Service's labels; the reserved ones are the
+    // controller's (and select the slices compared here).
+    let mut labels = Vec::new();
+    if let Some(w) = desired.first() {
+        for s in existing {
+            if let Some(d) =
+                label_difference(&w.metadata.labels, &s.metadata.labels, RESERVED_LABELS)
+            {
+                labels.push(format!("{}: {d}", s.metadata.name));
+            }
+        }
+    }
     for (kind, v) in [
+        ("slice_labels", labels),
         ("slice_conditions", conditions),
         ("slice_hints", hints),
         ("slice_endpoints", fields),

@@ -2,6 +2,11 @@ use super::*;
 use crate::endpoints::reconcile::OVER_CAPACITY_ANNOTATION;
 use serde_json::json;
 
+/// The Endpoints comparison for a Service without labels.
+fn unlabelled(d: &[EndpointSubset], over: bool, cur: Option<&Endpoints>) -> Vec<Difference> {
+    compare_endpoints(d, over, cur, &Labels::new())
+}
+
 fn subsets(v: serde_json::Value) -> Vec<EndpointSubset> {
     serde_json::from_value(v).expect("subsets")
 }
@@ -42,10 +47,7 @@ fn endpoints_compare_as_sets() {
          "notReadyAddresses": [addr("10.0.0.3", "c")],
          "ports": [{"name": "m", "port": 9090, "protocol": "TCP"}, {"name": "http", "port": 8080, "protocol": "TCP"}]}
     ]));
-    assert_eq!(
-        compare_endpoints(&ours, false, Some(&stored(&kcm, false))),
-        vec![]
-    );
+    assert_eq!(unlabelled(&ours, false, Some(&stored(&kcm, false))), vec![]);
     // (stored subsets, kinds expected)
     let cases: Vec<(serde_json::Value, Vec<&str>)> = vec![
         // A missing pod.
@@ -77,11 +79,11 @@ fn endpoints_compare_as_sets() {
     ];
     let stored_eps = |v| stored(&subsets(v), false);
     for (i, (stored, kinds)) in cases.into_iter().enumerate() {
-        let got = compare_endpoints(&ours, false, Some(&stored_eps(stored)));
+        let got = unlabelled(&ours, false, Some(&stored_eps(stored)));
         let got: Vec<&str> = got.iter().map(|d| d.kind.as_str()).collect();
         assert_eq!(got, kinds, "case {i}");
     }
-    let missing = compare_endpoints(&ours, false, None);
+    let missing = unlabelled(&ours, false, None);
     assert_eq!(missing[0].kind, "endpoints_missing");
 }
 
@@ -97,19 +99,19 @@ fn over_capacity_accepts_any_thousand_of_ours() {
     let kept = subsets(json!([{"addresses": kept, "ports": [{"port": 80, "protocol": "TCP"}]}]));
     let kinds = |got: Vec<Difference>| got.into_iter().map(|d| d.kind).collect::<Vec<_>>();
     assert_eq!(
-        kinds(compare_endpoints(&ours, true, Some(&stored(&kept, true)))),
+        kinds(unlabelled(&ours, true, Some(&stored(&kept, true)))),
         Vec::<String>::new()
     );
     // Not annotated over-capacity.
     assert_eq!(
-        kinds(compare_endpoints(&ours, true, Some(&stored(&kept, false)))),
+        kinds(unlabelled(&ours, true, Some(&stored(&kept, false)))),
         ["endpoints_annotation"]
     );
     let few = subsets(
         json!([{"addresses": [addr("10.1.0.1", "p1")], "ports": [{"port": 80, "protocol": "TCP"}]}]),
     );
     assert_eq!(
-        kinds(compare_endpoints(&ours, true, Some(&stored(&few, true)))),
+        kinds(unlabelled(&ours, true, Some(&stored(&few, true)))),
         ["endpoints_addresses"]
     );
 }
@@ -126,16 +128,13 @@ fn over_capacity_keeps_ready_addresses_first() {
         "addresses": (0..900).map(a).collect::<Vec<_>>(),
         "notReadyAddresses": (1100..1200).map(a).collect::<Vec<_>>(),
         "ports": [{"port": 80, "protocol": "TCP"}]}]));
-    assert_eq!(
-        compare_endpoints(&ours, true, Some(&stored(&right, true))),
-        vec![]
-    );
+    assert_eq!(unlabelled(&ours, true, Some(&stored(&right, true))), vec![]);
     // 1000 addresses, all ours, but 50 ready ones dropped for not-ready ones.
     let wrong = subsets(json!([{
         "addresses": (50..900).map(a).collect::<Vec<_>>(),
         "notReadyAddresses": (900..1050).map(a).collect::<Vec<_>>(),
         "ports": [{"port": 80, "protocol": "TCP"}]}]));
-    let got = compare_endpoints(&ours, true, Some(&stored(&wrong, true)));
+    let got = unlabelled(&ours, true, Some(&stored(&wrong, true)));
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].kind, "endpoints_addresses");
     assert!(
@@ -347,4 +346,84 @@ fn a_difference_is_the_same_while_kind_and_scope_are() {
     assert_ne!(a[0].detail, b[0].detail);
     assert!(a[0].same_as(&b[0]));
     assert!(!b[0].same_as(&c[0]));
+}
+
+fn labels(v: serde_json::Value) -> Labels {
+    serde_json::from_value(v).expect("labels")
+}
+
+#[test]
+fn endpoints_labels_compare_as_the_reconciler_decides_a_rewrite() {
+    let svc = labels(json!({"team": "edge", "tier": "web"}));
+    let with = |l: serde_json::Value| {
+        let mut e = stored(&[], false);
+        e.metadata.labels = labels(l);
+        e
+    };
+    // (stored labels, detail expected; None: no difference)
+    let cases: Vec<(serde_json::Value, Option<&str>)> = vec![
+        (
+            json!({"team": "edge", "tier": "web",
+                   "endpoints.kubernetes.io/managed-by": "endpoint-controller",
+                   "service.kubernetes.io/headless": ""}),
+            None,
+        ),
+        // kube-controller-manager before 1.33 writes no managed-by label.
+        (json!({"team": "edge", "tier": "web"}), None),
+        (
+            json!({"team": "core", "tier": "web"}),
+            Some("labels: team=core stored, want team=edge"),
+        ),
+        (json!({"tier": "web"}), Some("labels: missing team=edge")),
+        (
+            json!({"team": "edge", "tier": "web", "x": "y"}),
+            Some("labels: unexpected x=y"),
+        ),
+    ];
+    for (l, want) in cases {
+        let got = compare_endpoints(&[], false, Some(&with(l.clone())), &svc);
+        let got: Vec<(&str, &str)> = got
+            .iter()
+            .map(|d| (d.kind.as_str(), d.detail.as_str()))
+            .collect();
+        let want: Vec<(&str, &str)> = want.map(|d| ("endpoints_labels", d)).into_iter().collect();
+        assert_eq!(got, want, "{l}");
+    }
+}
+
+#[test]
+fn slice_labels_compare_but_for_the_reserved_ones() {
+    let mut ours = slice("", json!([ep("10.0.0.1", "a", true, None)]), 8080);
+    ours.metadata.labels = labels(json!({"team": "edge",
+        "kubernetes.io/service-name": "web",
+        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+        "service.kubernetes.io/headless": ""}));
+    let stored_with = |l: serde_json::Value| {
+        let mut s = slice("web-abc", json!([ep("10.0.0.1", "a", true, None)]), 8080);
+        s.metadata.labels = labels(l);
+        s
+    };
+    let same = stored_with(json!({"team": "edge",
+        "kubernetes.io/service-name": "web",
+        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}));
+    assert_eq!(
+        compare_slices(
+            AddressType::IPv4,
+            std::slice::from_ref(&ours),
+            &[&same],
+            100
+        ),
+        vec![],
+        "the headless label alone is no rewrite (upstream's setEndpointSliceLabels)"
+    );
+    let other = stored_with(json!({"team": "core",
+        "kubernetes.io/service-name": "web",
+        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}));
+    let got = compare_slices(AddressType::IPv4, &[ours], &[&other], 100);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].kind, "slice_labels");
+    assert_eq!(
+        got[0].detail,
+        "IPv4: web-abc: labels: team=core stored, want team=edge"
+    );
 }
