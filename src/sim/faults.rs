@@ -2,7 +2,8 @@
 //! added latency, stalled watches, closing every watch, compaction,
 //! outages (all connections dropped, new ones refused for a while, state
 //! kept) and gateway outages (a proxy in front of a server that is gone:
-//! every request answered 502/503 with the proxy's HTML page). Driven through the library API or as JSON through `/sim/faults`.
+//! every request answered 502/503/504 with the proxy's HTML page). Driven
+//! through the library API or as JSON through `/sim/faults`.
 //!
 //! It decides and records faults only; it never touches objects (store
 //! faults are delegated to [`Store`]) and never reads time except through
@@ -14,6 +15,7 @@ use super::store::Store;
 use crate::clock::SharedClock;
 use crate::httpd::{Body, Response, ServerControl};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -63,6 +65,9 @@ pub struct Faults {
     clock: SharedClock,
     server: OnceLock<ServerControl>,
     state: Mutex<State>,
+    /// Whether a gateway outage may be on: every request asks, so the lock
+    /// is taken only then.
+    gateway_on: AtomicBool,
 }
 
 /// Every verb by its Kubernetes spelling.
@@ -143,6 +148,7 @@ impl Faults {
             clock,
             server: OnceLock::new(),
             state: Mutex::new(State::default()),
+            gateway_on: AtomicBool::new(false),
         }
     }
 
@@ -268,16 +274,21 @@ impl Faults {
             st.outages += 1;
             st.gateway = Some((self.clock.now() + d, code));
         }
+        self.gateway_on.store(true, Ordering::Release);
         server.drop_all_connections();
         true
     }
 
     /// The proxy's answer while a gateway outage lasts.
     pub fn gateway_answer(&self) -> Option<Response> {
+        if !self.gateway_on.load(Ordering::Acquire) {
+            return None;
+        }
         let mut st = lock(&self.state);
         let (until, code) = st.gateway?;
         if self.clock.now() >= until {
             st.gateway = None;
+            self.gateway_on.store(false, Ordering::Release);
             return None;
         }
         let page = match code {
@@ -310,6 +321,7 @@ impl Faults {
         st.bad_watch_lines.clear();
         st.fail_every = None;
         st.gateway = None;
+        self.gateway_on.store(false, Ordering::Release);
     }
 
     /// Consume one matching fail rule, if any, and return its error.
