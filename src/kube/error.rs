@@ -51,9 +51,12 @@ pub struct Status {
     /// capped at `MAX_RETRY_AFTER` (30 s).
     pub retry_after: Option<Duration>,
     /// Not the API server's answer but that of a proxy or load balancer in
-    /// front of it with no API server behind it: a 502, 503 or 504 without
-    /// a `Status` body (kube-apiserver answers every failure with one) and
-    /// without `Retry-After`. Counts as the server being unreachable (see
+    /// front of it that found no API server to pass the request to: a 502
+    /// or 503 whose body (read whole) is no `Status` — kube-apiserver
+    /// answers its failures with one, if at times without `kind` (its
+    /// request-timeout 504) — and without `Retry-After`. A 504 never is: a
+    /// proxy's timeout (or the server's own) comes from a server that is
+    /// there but slow. Counts as the server being unreachable (see
     /// [`Error::is_unreachable`]).
     pub gateway: bool,
 }
@@ -74,6 +77,7 @@ pub struct Cause {
 #[serde(default, rename_all = "camelCase")]
 struct StatusWire {
     kind: String,
+    status: String,
     code: Option<u16>,
     reason: String,
     message: String,
@@ -92,17 +96,23 @@ impl Status {
     /// page, empty) still yields a `Status` with the HTTP code and a reason
     /// derived from it; its message is the (truncated) body, except for a
     /// gateway's answer (see [`Status::gateway`]), whose page says nothing
-    /// an operator needs.
+    /// an operator needs. A `Status` may lack `kind` (kube-apiserver's
+    /// request-timeout 504 encodes one without its type fields).
     pub fn from_body(http_code: u16, body: &[u8], retry_after: Option<Duration>) -> Status {
         let retry_after = retry_after.map(|d| d.min(MAX_RETRY_AFTER));
         match serde_json::from_slice::<StatusWire>(body) {
-            Ok(w) if w.kind == "Status" => Status::from_wire(w, http_code, retry_after),
-            _ if matches!(http_code, 502..=504) && retry_after.is_none() => Status {
+            Ok(w)
+                if w.kind == "Status"
+                    || (w.kind.is_empty() && (w.status == "Failure" || w.code.is_some())) =>
+            {
+                Status::from_wire(w, http_code, retry_after)
+            }
+            _ if matches!(http_code, 502 | 503) && retry_after.is_none() => Status {
                 code: http_code,
                 reason: reason_for_code(http_code).to_string(),
                 message: format!(
                     "HTTP {http_code} from a proxy or load balancer in front of the API server \
-                     (not a Kubernetes Status): no API server behind it answered"
+                     (not a Kubernetes Status): it found no API server to answer"
                 ),
                 causes: Vec::new(),
                 retry_after,
@@ -167,11 +177,10 @@ fn reason_for_code(code: u16) -> &'static str {
         415 => "UnsupportedMediaType",
         422 => "Invalid",
         429 => "TooManyRequests",
-        500 => "InternalError",
-        // client-go's NewGenericServerResponse: any other 5xx.
-        502 => "InternalError",
         503 => "ServiceUnavailable",
         504 => "Timeout",
+        // client-go's NewGenericServerResponse: 500 and any other 5xx.
+        500..=599 => "InternalError",
         _ => "Unknown",
     }
 }
@@ -404,9 +413,38 @@ mod tests {
                 "ServiceUnavailable",
                 [false, false, false, false, false, true, true],
             ),
+            // A 504 is a slow server, behind a proxy or not.
             (
                 api("<html><h1>504 Gateway Time-out</h1></html>", 504),
                 "Timeout",
+                [false, false, false, false, false, true, false],
+            ),
+            // kube-apiserver's request timeout: a Status without kind.
+            (
+                api(
+                    r#"{"metadata":{},"status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","details":{},"code":504}"#,
+                    504,
+                ),
+                "Timeout",
+                [false, false, false, false, false, true, false],
+            ),
+            (
+                api(
+                    r#"{"status":"Failure","message":"m","reason":"ServiceUnavailable","code":503}"#,
+                    503,
+                ),
+                "ServiceUnavailable",
+                [false, false, false, false, false, true, false],
+            ),
+            (
+                api("<html>haproxy: no server available</html>", 503),
+                "ServiceUnavailable",
+                [false, false, false, false, false, true, true],
+            ),
+            // JSON, but no Status: still a proxy's.
+            (
+                api(r#"{"error":"no healthy upstream"}"#, 502),
+                "InternalError",
                 [false, false, false, false, false, true, true],
             ),
             // The API server's own 5xx (a Status) is an answer.

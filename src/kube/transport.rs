@@ -500,9 +500,9 @@ impl Transport {
         super::warnings::report(
             &self.server,
             resp.headers()
-                .get_all("warning")
+                .get_all(ureq::http::header::WARNING)
                 .iter()
-                .filter_map(|v| v.to_str().ok()),
+                .map(|v| v.as_bytes()),
         );
         // Any answer but one of an overloaded or failing server says the
         // server is there.
@@ -527,11 +527,13 @@ impl Transport {
             .body_mut()
             .with_config()
             .limit(MAX_ERROR_BODY)
-            .read_to_vec()
-            .unwrap_or_default();
-        let status = Status::from_body(code, &body, retry_after);
+            .read_to_vec();
+        let whole = body.is_ok();
+        let mut status = Status::from_body(code, &body.unwrap_or_default(), retry_after);
         // A proxy answered for an API server it could not reach: as a
-        // refused connection (a TCP-mode load balancer's answer).
+        // refused connection (a TCP-mode load balancer's answer). Not when
+        // the body could not be read: that says nothing of who answered.
+        status.gateway &= whole;
         if status.gateway {
             self.link.unreachable(end);
         }

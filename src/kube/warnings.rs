@@ -5,11 +5,17 @@
 //! so that an operator sees them without a line per write.
 //!
 //! Owns the header's parsing (pure) and the record of texts already shown.
-//! Never logs a text twice, never remembers more than [`MAX_TEXTS`] texts
-//! (a server that varies its warnings cannot grow endpointd), never blocks
-//! beyond its one short lock.
+//! Never logs a text twice, nor an empty one or one with control
+//! characters (nothing a server sends can forge a log line), never
+//! remembers more than [`MAX_TEXTS`] texts (a server that varies its
+//! warnings cannot grow endpointd), never blocks beyond its one short
+//! lock — and takes none for a header value the same as the last one (a
+//! 1.33+ server's Endpoints answers all carry the same warning).
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 /// Distinct texts remembered; later new ones are not shown.
@@ -32,9 +38,12 @@ pub fn parse(value: &str) -> Vec<String> {
         let Some((code, after)) = rest.split_once(' ') else {
             return out;
         };
-        let Some((_agent, after)) = after.split_once(' ') else {
+        let Some((agent, after)) = after.split_once(' ') else {
             return out;
         };
+        if agent.is_empty() {
+            return out;
+        }
         let Some((text, after)) = quoted(after) else {
             return out;
         };
@@ -89,12 +98,29 @@ impl Seen {
 /// The texts this process has shown.
 static SHOWN: LazyLock<Seen> = LazyLock::new(Seen::default);
 
-/// Log each text of a response's `Warning` header values that this process
-/// has not shown yet.
-pub fn report<'a>(server: &str, values: impl Iterator<Item = &'a str>) {
-    for value in values {
+/// A hash of the last header value reported (0: none yet).
+static LAST: AtomicU64 = AtomicU64::new(0);
+
+/// Whether a text is worth a log line: not empty, no control characters.
+fn showable(text: &str) -> bool {
+    !text.is_empty() && !text.chars().any(char::is_control)
+}
+
+/// Log each text of a response's `Warning` header values (raw bytes: a
+/// webhook's text may be UTF-8) that this process has not shown yet.
+pub fn report<'a>(server: &str, values: impl Iterator<Item = &'a [u8]>) {
+    for raw in values {
+        let mut h = DefaultHasher::new();
+        raw.hash(&mut h);
+        let h = h.finish().max(1);
+        if LAST.swap(h, Ordering::Relaxed) == h {
+            continue;
+        }
+        let Ok(value) = std::str::from_utf8(raw) else {
+            continue;
+        };
         for text in parse(value) {
-            if !SHOWN.first(&text) {
+            if !showable(&text) || !SHOWN.first(&text) {
                 continue;
             }
             let shown = cut(&text);
@@ -126,7 +152,7 @@ mod tests {
 
     #[test]
     fn header_values_parse_as_client_go_reads_them() {
-        let rows: [(&str, &[&str]); 9] = [
+        let rows: [(&str, &[&str]); 10] = [
             (
                 r#"299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice""#,
                 &["v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"],
@@ -141,6 +167,7 @@ mod tests {
             (r#"299 - """#, &[""]),
             // Malformed: what parsed before the fault.
             (r#"299 - "ok", 299 - "unterminated"#, &["ok"]),
+            (r#"299 - "ok", 299  "no agent""#, &["ok"]),
             (r#"299 -"#, &[]),
             ("garbage", &[]),
             ("", &[]),
@@ -149,6 +176,15 @@ mod tests {
         for (value, want) in rows {
             assert_eq!(parse(value), want, "{value}");
         }
+    }
+
+    #[test]
+    fn empty_texts_and_control_characters_are_not_shown() {
+        assert!(showable("v1 Endpoints is deprecated"));
+        assert!(showable("ünïcode"));
+        assert!(!showable(""));
+        assert!(!showable("forged\nINFO fake line"));
+        assert!(!showable("bell\u{7}"));
     }
 
     #[test]

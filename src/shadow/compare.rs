@@ -16,13 +16,15 @@
 //!   the headless one against the Service's, a slice's labels but the
 //!   reserved ones (service name, managed-by, headless) against the
 //!   Service's. The Endpoints' `endpoints.kubernetes.io/managed-by` label
-//!   is left out: a kube-controller-manager older than 1.33 does not write
-//!   it, and the takeover adds it to every Endpoints once (documented).
+//!   may be absent (a kube-controller-manager older than 1.33 does not
+//!   write it; the takeover adds it to every Endpoints once, documented)
+//!   but not name another manager.
 //!
 //! Must never read a cache, a clock, or write anything.
 
 use crate::endpoints::reconcile::{
-    HEADLESS_LABEL, MANAGED_BY_LABEL as ENDPOINTS_MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
+    HEADLESS_LABEL, MANAGED_BY as ENDPOINTS_MANAGED_BY,
+    MANAGED_BY_LABEL as ENDPOINTS_MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
 };
 use crate::endpointslice::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
 use crate::endpointslice::managed_by_us;
@@ -340,8 +342,19 @@ pub fn compare_endpoints(
         ));
     }
     let skip = [HEADLESS_LABEL, ENDPOINTS_MANAGED_BY_LABEL];
-    if let Some(d) = label_difference(svc_labels, &current.metadata.labels, &skip) {
-        out.push(diff("endpoints_labels", d));
+    let mut labels: Vec<String> = label_difference(svc_labels, &current.metadata.labels, &skip)
+        .into_iter()
+        .collect();
+    // Absent is kube-controller-manager before 1.33; another value is
+    // another manager's, which endpointd would overwrite.
+    match current.metadata.labels.get(ENDPOINTS_MANAGED_BY_LABEL) {
+        Some(v) if v != ENDPOINTS_MANAGED_BY => labels.push(format!(
+            "{ENDPOINTS_MANAGED_BY_LABEL}={v} stored, want {ENDPOINTS_MANAGED_BY}"
+        )),
+        _ => {}
+    }
+    if !labels.is_empty() {
+        out.push(diff("endpoints_labels", labels.join("; ")));
     }
     out
 }

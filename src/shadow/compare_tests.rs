@@ -375,6 +375,14 @@ fn endpoints_labels_compare_as_the_reconciler_decides_a_rewrite() {
             Some("labels: team=core stored, want team=edge"),
         ),
         (json!({"tier": "web"}), Some("labels: missing team=edge")),
+        // Another manager's Endpoints: endpointd would take it over.
+        (
+            json!({"team": "edge", "tier": "web",
+                   "endpoints.kubernetes.io/managed-by": "someone-else"}),
+            Some(
+                "endpoints.kubernetes.io/managed-by=someone-else stored, want endpoint-controller",
+            ),
+        ),
         (
             json!({"team": "edge", "tier": "web", "x": "y"}),
             Some("labels: unexpected x=y"),
