@@ -38,5 +38,6 @@ pub mod shadow;
 pub mod shutdown;
 pub mod signals;
 pub mod sim;
+pub mod text;
 pub mod tokenbucket;
 pub mod workqueue;

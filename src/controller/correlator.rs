@@ -74,17 +74,6 @@ pub struct Correlator {
     seen: HashMap<EventKey, Seen>,
 }
 
-fn truncate(note: &str) -> String {
-    if note.len() <= MAX_NOTE {
-        return note.to_string();
-    }
-    let mut end = MAX_NOTE;
-    while !note.is_char_boundary(end) {
-        end -= 1;
-    }
-    note[..end].to_string()
-}
-
 impl Correlator {
     /// For events reported by `component` (reportingController) from
     /// `instance` (reportingInstance).
@@ -115,7 +104,7 @@ impl Correlator {
             return Action::Throttled;
         }
         bucket.reserve(now);
-        let note = truncate(&spec.message);
+        let note = crate::text::prefix_within(&spec.message, MAX_NOTE).to_string();
         let key = EventKey {
             object: obj,
             type_: spec.type_.as_str(),

@@ -136,14 +136,7 @@ pub fn report<'a>(server: &str, values: impl Iterator<Item = &'a [u8]>) {
 }
 
 fn cut(text: &str) -> &str {
-    if text.len() <= MAX_TEXT {
-        return text;
-    }
-    let mut end = MAX_TEXT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    crate::text::prefix_within(text, MAX_TEXT)
 }
 
 #[cfg(test)]
