@@ -107,25 +107,23 @@ impl Status {
             {
                 Status::from_wire(w, http_code, retry_after)
             }
-            _ if matches!(http_code, 502 | 503) && retry_after.is_none() => Status {
-                code: http_code,
-                reason: reason_for_code(http_code).to_string(),
-                message: format!(
-                    "HTTP {http_code} from a proxy or load balancer in front of the API server \
-                     (not a Kubernetes Status): it found no API server to answer"
-                ),
-                causes: Vec::new(),
-                retry_after,
-                gateway: true,
-            },
-            _ => Status {
-                code: http_code,
-                reason: reason_for_code(http_code).to_string(),
-                message: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
-                causes: Vec::new(),
-                retry_after,
-                gateway: false,
-            },
+            _ => {
+                let gateway = matches!(http_code, 502 | 503) && retry_after.is_none();
+                Status {
+                    code: http_code,
+                    reason: reason_for_code(http_code).to_string(),
+                    message: match gateway {
+                        true => format!(
+                            "HTTP {http_code} from a proxy or load balancer in front of the API \
+                             server (not a Kubernetes Status): it found no API server to answer"
+                        ),
+                        false => String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
+                    },
+                    causes: Vec::new(),
+                    retry_after,
+                    gateway,
+                }
+            }
         }
     }
 
