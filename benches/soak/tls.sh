@@ -3,7 +3,7 @@
 # over TLS (kube-sim's own CA in the kubeconfig, verified; a bearer token), ROUNDS runs of each,
 # interleaved. Each run: endpointd synced and converged (8 s), then FLIPS readiness flips at 100 a
 # second (flip.py). Reports endpointd's RSS loaded and after the flips, its CPU per 1,000 flips and
-# its sockets. Not run in CI. Prints a JSON summary last.
+# its sockets; fails if endpointd logged anything at warn. Not run in CI. Prints a JSON summary last.
 #   bash benches/soak/tls.sh [ROUNDS] [FLIPS]   (defaults 3, 2000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,6 +43,11 @@ one() { # one run of MODE (plain|tls); prints "loaded_kib steady_kib cpu_ms_per_
   r1=$(awk '/VmRSS/{print $2}' "/proc/$ep/status")
   socks=$(find "/proc/$ep/fd" -lname 'socket:*' | wc -l)
   kill -TERM "$ep"; wait "$ep" || true
+  # endpointd logs at warn: anything it logged (a refused certificate or
+  # token, a failed write) makes the run's figures meaningless.
+  if grep -q . "$d/ed.out"; then
+    echo "endpointd ($mode) logged:" >&2; head -5 "$d/ed.out" >&2; exit 1
+  fi
   kill "$sp"; wait "$sp" 2>/dev/null || true
   echo "$r0 $r1 $(( (c1 - c0) * 1000 * 1000 / hz / flips )) $socks"
 }
