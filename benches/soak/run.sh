@@ -8,14 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 minutes=${1:-10}
-cargo build --release --quiet
-B=$PWD/target/release
-S=$PWD/benches/soak
-d=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$d"; }
-trap cleanup EXIT
-python3 "$S/cluster.py" "$d/cluster.json"
+. benches/soak/setup.sh
 "$B/kube-sim" --listen 127.0.0.1:0 --load "$d/cluster.json" --kubeconfig-out "$d/kc" >"$d/sim.out" 2>/dev/null &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$d/sim.out" ] && [ -s "$d/kc" ] && break; sleep 0.2; done

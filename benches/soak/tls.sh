@@ -9,14 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-3}
 flips=${2:-2000}
-cargo build --release --quiet
-B=$PWD/target/release
-S=$PWD/benches/soak
-d=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$d"; }
-trap cleanup EXIT
-python3 "$S/cluster.py" "$d/cluster.json"
+. benches/soak/setup.sh
 hz=$(getconf CLK_TCK)
 one() { # one run of MODE (plain|tls); prints "loaded_kib steady_kib cpu_ms_per_1000 sockets"
   local mode=$1
