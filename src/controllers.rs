@@ -9,6 +9,7 @@ use crate::caches::{Caches, Hooks};
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::controller::fence::Fence;
+use crate::controller::foreign::ForeignWrites;
 use crate::controller::metrics::ControllerMetrics;
 use crate::controller::recorder::Record;
 use crate::controller::worker::{Syncer, WorkerPool};
@@ -91,6 +92,12 @@ impl Controllers {
     pub fn new(cfg: &Config, deps: &Deps) -> Result<(Controllers, Hooks), WorkqueueError> {
         let wq_metrics = WorkqueueMetrics::register(&deps.registry);
         let mut hooks = Hooks::default();
+        let foreign = ForeignWrites::new(
+            &deps.registry,
+            Arc::clone(&deps.clock),
+            deps.fence.clone(),
+            deps.shadow.is_none(),
+        );
         let endpoints = match cfg.endpoints.enabled {
             false => None,
             true => {
@@ -111,10 +118,10 @@ impl Controllers {
                 hooks
                     .targets
                     .push(ep::target(&queue, cfg.endpoints.batch_period));
-                hooks.endpoints.push(Arc::new(EndpointsHandler::new(
-                    queue.clone(),
-                    Arc::clone(&writer),
-                )));
+                hooks.endpoints.push(Arc::new(
+                    EndpointsHandler::new(queue.clone(), Arc::clone(&writer))
+                        .with_foreign(Arc::clone(&foreign)),
+                ));
                 Some(EndpointsParts {
                     queue,
                     writer,
@@ -124,7 +131,7 @@ impl Controllers {
         };
         let slices = match cfg.endpointslices.enabled {
             false => None,
-            true => Some(slice_parts(cfg, deps, &wq_metrics, &mut hooks)?),
+            true => Some(slice_parts(cfg, deps, &wq_metrics, &foreign, &mut hooks)?),
         };
         let c = Controllers {
             clock: Arc::clone(&deps.clock),
@@ -303,6 +310,7 @@ fn slice_parts(
     cfg: &Config,
     deps: &Deps,
     wq_metrics: &Arc<WorkqueueMetrics>,
+    foreign: &Arc<ForeignWrites>,
     hooks: &mut Hooks,
 ) -> Result<SliceParts, WorkqueueError> {
     let clock = &deps.clock;
@@ -324,11 +332,10 @@ fn slice_parts(
     });
     let batch = cfg.endpointslices.batch_period;
     hooks.targets.push(ep::target(&queue, batch));
-    hooks.endpointslices.push(Arc::new(SliceHandler::new(
-        queue.clone(),
-        Arc::clone(&shared),
-        batch,
-    )));
+    hooks.endpointslices.push(Arc::new(
+        SliceHandler::new(queue.clone(), Arc::clone(&shared), batch)
+            .with_foreign(Arc::clone(foreign)),
+    ));
     hooks
         .nodes
         .push(Arc::new(NodeHandler::new(topology_queue.clone())));

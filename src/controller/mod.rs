@@ -1,7 +1,8 @@
 //! The controller runtime both controllers share: the worker pool over the
 //! rate-limited work queue, pod → service membership, pod-update relevance,
-//! the trigger-time tracker, the event recorder, controller metrics and the
-//! write fence that leader election closes.
+//! the trigger-time tracker, the event recorder, controller metrics, the
+//! write fence that leader election closes, and the count of other writers'
+//! updates to the objects both controllers manage.
 //!
 //! Owns the machinery around a sync, never a sync itself: the Endpoints and
 //! EndpointSlice controllers (`crate::endpoints`, `crate::endpointslice`)
@@ -11,6 +12,7 @@
 pub mod correlator;
 pub mod events;
 pub mod fence;
+pub mod foreign;
 pub mod handlers;
 pub mod membership;
 pub mod metrics;

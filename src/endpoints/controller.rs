@@ -9,6 +9,7 @@
 
 use super::apply::EndpointsWriter;
 use super::reconcile::{plan, Input, Plan};
+use crate::controller::foreign::ForeignWrites;
 use crate::controller::handlers::Target;
 use crate::controller::membership::pods_for_service;
 use crate::controller::podutil::service_is_managed;
@@ -195,12 +196,23 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
 pub struct EndpointsHandler {
     queue: RateLimitingQueue<String>,
     writer: Arc<EndpointsWriter>,
+    foreign: Option<Arc<ForeignWrites>>,
 }
 
 impl EndpointsHandler {
     /// A handler feeding `queue`.
     pub fn new(queue: RateLimitingQueue<String>, writer: Arc<EndpointsWriter>) -> EndpointsHandler {
-        EndpointsHandler { queue, writer }
+        EndpointsHandler {
+            queue,
+            writer,
+            foreign: None,
+        }
+    }
+
+    /// Report someone else's edits of our Endpoints to `foreign`.
+    pub fn with_foreign(mut self, foreign: Arc<ForeignWrites>) -> EndpointsHandler {
+        self.foreign = Some(foreign);
+        self
     }
 }
 
@@ -216,6 +228,9 @@ impl EventHandler<Endpoints> for EndpointsHandler {
         let foreign = old.resource_version() != new.resource_version()
             && self.writer.is_foreign_edit(&key, new);
         if foreign {
+            if let Some(f) = &self.foreign {
+                f.seen("endpoints", &format_args!("Endpoints {key}"));
+            }
             self.queue.add(key);
         }
     }

@@ -9,12 +9,14 @@
 //! except through [`ApiSliceWriter`], which asks the fence first.
 
 use super::topology::TopologyCache;
+use super::tracker::Seen;
 use super::{
     finalize, managed_by_us, reconcile, service_key, EndpointSliceTracker, ReconcileInput,
     SliceMetrics, SliceWriter,
 };
 use crate::controller::events::EventSpec;
 use crate::controller::fence::Fence;
+use crate::controller::foreign::ForeignWrites;
 use crate::controller::membership::{pods_for_service, services_for_pod};
 use crate::controller::podutil::service_is_managed;
 use crate::controller::recorder::Record;
@@ -358,6 +360,7 @@ pub struct SliceHandler {
     queue: RateLimitingQueue<String>,
     shared: Arc<Shared>,
     delay: Duration,
+    foreign: Option<Arc<ForeignWrites>>,
 }
 
 impl SliceHandler {
@@ -371,7 +374,14 @@ impl SliceHandler {
             queue,
             shared,
             delay: batch_period.max(SLICE_CHANGE_MIN_DELAY),
+            foreign: None,
         }
+    }
+
+    /// Report someone else's updates of our slices to `foreign`.
+    pub fn with_foreign(mut self, foreign: Arc<ForeignWrites>) -> SliceHandler {
+        self.foreign = Some(foreign);
+        self
     }
 
     fn enqueue(&self, s: &EndpointSlice) {
@@ -413,7 +423,15 @@ impl EventHandler<EndpointSlice> for SliceHandler {
             return;
         }
         let flipped = managed_by_us(old) != managed_by_us(new);
-        if flipped || (managed_by_us(new) && self.shared.tracker.should_sync(new)) {
+        let seen = managed_by_us(new).then(|| self.shared.tracker.seen(new));
+        if let (Some(Seen::Foreign), Some(f)) = (seen, &self.foreign) {
+            let m = &new.metadata;
+            f.seen(
+                "endpointslices",
+                &format_args!("EndpointSlice {}/{}", m.namespace, m.name),
+            );
+        }
+        if flipped || seen.is_some_and(|s| s != Seen::Ours) {
             self.enqueue(new);
         }
     }

@@ -405,6 +405,17 @@ fn generation(s: &EndpointSlice) -> i64 {
     s.metadata.generation.unwrap_or(0)
 }
 
+/// What [`EndpointSliceTracker::seen`] makes of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// Our own write, or older.
+    Ours,
+    /// A slice (or Service) we have not written.
+    Untracked,
+    /// Someone else's write to a slice we wrote.
+    Foreign,
+}
+
 impl EndpointSliceTracker {
     fn lock(&self) -> MutexGuard<'_, States> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -542,26 +553,37 @@ impl EndpointSliceTracker {
     /// Whether an event about `s` should sync its Service: untracked
     /// Service or slice, or a generation newer than ours.
     pub fn should_sync(&self, s: &EndpointSlice) -> bool {
-        let Some(k) = service_key(s) else { return true };
+        self.seen(s) != Seen::Ours
+    }
+
+    /// What an event about `s` shows: our own write (its echo, held while
+    /// the write is in flight, or an older generation), a slice or Service
+    /// not tracked, or someone else's write to a slice we wrote (a
+    /// generation newer than ours).
+    pub fn seen(&self, s: &EndpointSlice) -> Seen {
+        let Some(k) = service_key(s) else {
+            return Seen::Untracked;
+        };
         let uid = Uid::new(&s.metadata.uid);
         self.update_existing(&k, |x| {
             if let Some(held) = x.busy.as_mut().and_then(|b| b.in_flight.get_mut(&uid)) {
                 *held = (*held).max(generation(s));
-                return false;
+                return Seen::Ours;
             }
             match x.generations.get(&uid) {
                 None => match x.busy.as_mut().filter(|b| b.creating > 0) {
                     Some(b) => {
                         let held = b.held_new.entry_or(uid, 0);
                         *held = (*held).max(generation(s));
-                        false
+                        Seen::Ours
                     }
-                    None => true,
+                    None => Seen::Untracked,
                 },
-                Some(g) => generation(s) > g,
+                Some(g) if generation(s) > g => Seen::Foreign,
+                Some(_) => Seen::Ours,
             }
         })
-        .unwrap_or(true)
+        .unwrap_or(Seen::Untracked)
     }
 
     /// `s` was deleted: forget it; false when it was tracked and the
@@ -755,6 +777,24 @@ mod tests {
         g.insert(u("z"), 1);
         g.clear();
         assert!(g.is_empty());
+    }
+
+    /// Someone else's write is told from ours: a generation newer than the
+    /// one we wrote is foreign; our echo, an older generation, an update
+    /// held while ours is in flight, and a slice we never wrote are not.
+    #[test]
+    fn foreign_writes_are_newer_generations_of_slices_we_wrote() {
+        let t = EndpointSliceTracker::default();
+        assert_eq!(t.seen(&slice("a", 1)), Seen::Untracked, "no Service state");
+        t.update(&slice("a", 2));
+        assert_eq!(t.seen(&slice("a", 2)), Seen::Ours, "our echo");
+        assert_eq!(t.seen(&slice("a", 1)), Seen::Ours, "older");
+        assert_eq!(t.seen(&slice("a", 3)), Seen::Foreign);
+        assert_eq!(t.seen(&slice("b", 1)), Seen::Untracked, "not ours");
+        let w = t.begin_update(&slice("a", 2));
+        assert_eq!(t.seen(&slice("a", 3)), Seen::Ours, "held while in flight");
+        assert!(!w.finish(&slice("a", 3)));
+        assert_eq!(t.seen(&slice("a", 4)), Seen::Foreign);
     }
 
     /// The echo of our own update, seen before the update's response, does
