@@ -148,7 +148,7 @@ fn one_leader_writes_and_the_standby_only_heartbeats() {
 #[test]
 fn sigterm_releases_the_lease_and_the_standby_takes_over_at_once() {
     let c = cluster("le-term", 2);
-    let a = Daemon::start(&c, "a", &cfg("node-a"));
+    let mut a = Daemon::start(&c, "a", &cfg("node-a"));
     wait_until("a leads", LIMIT, || holder(&c).as_deref() == Some("node-a"));
     let b = Daemon::start(&c, "b", &cfg("node-b"));
     wait_until("b is a standby", LIMIT, || {
@@ -172,7 +172,18 @@ fn sigterm_releases_the_lease_and_the_standby_takes_over_at_once() {
         took <= Duration::from_millis(2 * 500),
         "takeover within 2 × retry_period after SIGTERM, took {took:?}"
     );
-    assert_eq!(a.stop(), Some(0));
+    // The lease is released just before the process ends: wait for that
+    // end (a second SIGTERM would force an exit with 143 on a loaded
+    // machine where it has not come yet).
+    let deadline = Instant::now() + LIMIT;
+    let code = loop {
+        if let Ok(Some(s)) = a.child.try_wait() {
+            break s.code();
+        }
+        assert!(Instant::now() < deadline, "the old leader did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(0), "a clean exit after the release");
     wait_until("b leads", LIMIT, || ready_body(&b) == "ok: leading\n");
     c.set_ready("default", &["web-0".to_string()], false);
     wait_until("b reacts", LIMIT, || ready_count(&c, "web") == 1);
