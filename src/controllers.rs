@@ -77,6 +77,7 @@ pub struct Controllers {
     endpoints: Option<EndpointsParts>,
     slices: Option<SliceParts>,
     shadow: Option<Arc<crate::shadow::Shadow>>,
+    foreign: Arc<ForeignWrites>,
 }
 
 /// The controllers, running.
@@ -141,6 +142,7 @@ impl Controllers {
             endpoints,
             slices,
             shadow: deps.shadow.clone(),
+            foreign,
         };
         if let Some(s) = &c.shadow {
             if let Some(p) = &c.endpoints {
@@ -195,7 +197,8 @@ impl Controllers {
                     p.max_per_slice,
                 )
                 .with_shadow(self.shadow.clone())
-                .with_clock(Arc::clone(&self.clock)),
+                .with_clock(Arc::clone(&self.clock))
+                .with_foreign(Arc::clone(&self.foreign)),
             );
             // Beyond upstream: the zones are known before the first Service
             // sync. Upstream's topology worker starts beside the Service

@@ -10,10 +10,13 @@
 //! run. Upstream has no such check (its controllers never share their
 //! objects with another manager).
 //!
-//! The controllers' event handlers report each foreign update they
-//! recognise (an EndpointSlice of ours at a generation we did not write;
-//! an Endpoints whose content is not what we wrote); each one is counted
-//! (`endpointd_foreign_writes_total{resource}`) and corrected as always.
+//! The controllers report each foreign update they recognise: an
+//! EndpointSlice of ours at a generation we did not write (its event, or
+//! one held while our own write of it was in flight, which then finds
+//! itself overtaken); an Endpoints whose content is neither our last write
+//! nor the one before it (the late echo of a write whose answer was lost).
+//! Each is counted (`endpointd_foreign_writes_total{resource}`) and synced
+//! at once, as always.
 //! When [`THRESHOLD`] of them fall within [`WINDOW`], one warning says so
 //! and what to do, at most once per [`QUIET`]. A single `kubectl edit` is
 //! corrected without a warning. Nothing is recorded while this instance
@@ -91,16 +94,22 @@ impl ForeignWrites {
         fence: Fence,
         enabled: bool,
     ) -> Arc<ForeignWrites> {
+        let count = registry.counter(
+            "endpointd_foreign_writes_total",
+            "Updates by another writer to objects endpointd manages (each is synced at once), by resource; a steady rate means another controller writes them too.",
+            &["resource"],
+        );
+        // Both series from the start, at 0: a dashboard can tell "none"
+        // from "not reported".
+        for r in ["endpoints", "endpointslices"] {
+            count.with(&[r]);
+        }
         Arc::new(ForeignWrites {
             detector: Mutex::new(Detector::default()),
             clock,
             fence,
             enabled,
-            count: registry.counter(
-                "endpointd_foreign_writes_total",
-                "Updates by another writer to objects endpointd manages (each is corrected), by resource; a steady rate means another controller writes them too.",
-                &["resource"],
-            ),
+            count,
         })
     }
 
@@ -119,7 +128,7 @@ impl ForeignWrites {
         if let Some(n) = due {
             log::warn!(
                 "another writer is changing the Endpoints and EndpointSlices endpointd manages: \
-                 {n} updates by someone else within {}s, the last to {what}; each is corrected, \
+                 {n} or more updates by someone else within {}s, the last to {what}; each is synced, \
                  but two controllers of the same objects fight over them. If kube-controller-manager \
                  still runs its endpoint and endpointslice controllers, disable them \
                  (--controllers=*,-endpoint,-endpointslice); see endpointd_foreign_writes_total",

@@ -58,8 +58,9 @@ impl Hasher for PreHashed {
     }
 }
 
-/// Key hash → fingerprint of our last write.
-type Sent = HashMap<u64, u64, BuildHasherDefault<PreHashed>>;
+/// Key hash → fingerprints of our last write and of the one before it
+/// (0: none).
+type Sent = HashMap<u64, (u64, u64), BuildHasherDefault<PreHashed>>;
 
 /// Replace an emptied `map` holding a table by an unallocated one: a cold
 /// start's burst of creates must not keep its table for good.
@@ -228,7 +229,20 @@ impl EndpointsWriter {
     pub fn is_foreign_edit(&self, key: &str, obj: &Endpoints) -> bool {
         let h = self.key_hasher.hash_one(key);
         let s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        s.get(&h).is_some_and(|own| *own != fingerprint(obj))
+        s.get(&h).is_some_and(|own| own.0 != fingerprint(obj))
+    }
+
+    /// Whether `obj`, a foreign edit by [`EndpointsWriter::is_foreign_edit`],
+    /// holds what we wrote to `key` the time before our last write: the
+    /// late echo of a write of ours that succeeded though its answer said
+    /// otherwise (a 5xx or a cut connection after the commit, then a retry
+    /// that wrote other content). It is synced like any foreign edit, but
+    /// no other writer made it.
+    pub fn is_earlier_write(&self, key: &str, obj: &Endpoints) -> bool {
+        let h = self.key_hasher.hash_one(key);
+        let s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        s.get(&h)
+            .is_some_and(|own| own.1 != 0 && own.1 == fingerprint(obj))
     }
 
     /// A sync found `cur`, the stored Endpoints of the managed Service
@@ -239,7 +253,7 @@ impl EndpointsWriter {
     pub fn accept(&self, key: &str, cur: &Endpoints) {
         let h = self.key_hasher.hash_one(key);
         let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        s.entry(h).or_insert_with(|| fingerprint(cur));
+        s.entry(h).or_insert_with(|| (fingerprint(cur), 0));
     }
 
     /// Shadow mode compared `cur`, the stored Endpoints of the managed
@@ -268,8 +282,12 @@ impl EndpointsWriter {
 
     fn sending(&self, key: &str, obj: &Endpoints) {
         let h = self.key_hasher.hash_one(key);
+        let f = fingerprint(obj);
         let mut s = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        s.insert(h, fingerprint(obj));
+        let own = s.entry(h).or_insert((f, 0));
+        if own.0 != f {
+            *own = (f, own.0);
+        }
     }
 
     fn deleting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<UidText>>> {
@@ -542,9 +560,22 @@ mod tests {
         assert!(!w.is_foreign_edit("ns/a", &ep("7", "10.0.0.1")), "our own");
         assert!(w.is_foreign_edit("ns/a", &b), "someone else's content");
         assert!(!w.is_foreign_edit("ns/b", &b));
+        assert!(!w.is_earlier_write("ns/a", &b), "no write before the last");
         w.sending("ns/a", &b);
         assert!(!w.is_foreign_edit("ns/a", &b), "the last write counts");
         assert!(w.is_foreign_edit("ns/a", &a));
+        // The late echo of the write before (it landed, its answer said
+        // otherwise, a retry wrote `b`): synced, but ours.
+        assert!(w.is_earlier_write("ns/a", &a));
+        assert!(
+            !w.is_earlier_write("ns/a", &ep("", "10.0.0.9")),
+            "someone else's"
+        );
+        w.sending("ns/a", &b);
+        assert!(
+            w.is_earlier_write("ns/a", &a),
+            "the same content again keeps it"
+        );
         // Found right by a sync: kept from then on; a write of ours is
         // not overridden by it.
         w.accept("ns/c", &a);

@@ -229,7 +229,9 @@ impl EventHandler<Endpoints> for EndpointsHandler {
             && self.writer.is_foreign_edit(&key, new);
         if foreign {
             if let Some(f) = &self.foreign {
-                f.seen("endpoints", &format_args!("Endpoints {key}"));
+                if !self.writer.is_earlier_write(&key, new) {
+                    f.seen("endpoints", &format_args!("Endpoints {key}"));
+                }
             }
             self.queue.add(key);
         }

@@ -136,6 +136,7 @@ pub struct SliceController {
     max_endpoints_per_slice: usize,
     shadow: Option<Arc<crate::shadow::Shadow>>,
     clock: crate::clock::SharedClock,
+    foreign: Option<Arc<ForeignWrites>>,
 }
 
 fn service_ref(svc: &Service) -> ObjectReference {
@@ -169,7 +170,14 @@ impl SliceController {
             max_endpoints_per_slice,
             shadow: None,
             clock: crate::clock::RealClock::shared(),
+            foreign: None,
         }
+    }
+
+    /// Report writes of ours overtaken by someone else's to `foreign`.
+    pub fn with_foreign(mut self, foreign: Arc<ForeignWrites>) -> Self {
+        self.foreign = Some(foreign);
+        self
     }
 
     /// The clock of the stale-cache bound.
@@ -311,6 +319,14 @@ impl SliceController {
             });
         }
         if done.overtaken {
+            if let Some(f) = &self.foreign {
+                f.seen(
+                    "endpointslices",
+                    &format_args!(
+                        "an EndpointSlice of Service {key} (while our write was in flight)"
+                    ),
+                );
+            }
             // Someone else wrote a slice while our write was in flight:
             // the held event would have queued the Service (C5)
             // with the slice-change delay; the cache is not stale.
