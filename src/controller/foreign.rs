@@ -69,7 +69,8 @@ impl Detector {
     }
 }
 
-/// Shared by both controllers' event handlers.
+/// Shared by both controllers: their event handlers, and the slice
+/// controller for its writes overtaken in flight.
 pub struct ForeignWrites {
     detector: Mutex<Detector>,
     clock: SharedClock,
