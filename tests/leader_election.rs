@@ -175,14 +175,7 @@ fn sigterm_releases_the_lease_and_the_standby_takes_over_at_once() {
     // The lease is released just before the process ends: wait for that
     // end (a second SIGTERM would force an exit with 143 on a loaded
     // machine where it has not come yet).
-    let deadline = Instant::now() + LIMIT;
-    let code = loop {
-        if let Ok(Some(s)) = a.child.try_wait() {
-            break s.code();
-        }
-        assert!(Instant::now() < deadline, "the old leader did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (code, _) = exit_within(&mut a, LIMIT);
     assert_eq!(code, Some(0), "a clean exit after the release");
     wait_until("b leads", LIMIT, || ready_body(&b) == "ok: leading\n");
     c.set_ready("default", &["web-0".to_string()], false);
@@ -237,14 +230,7 @@ fn a_paused_leader_writes_nothing_after_resuming_and_exits() {
     let _ = std::process::Command::new("kill")
         .args(["-CONT", &pid])
         .status();
-    let deadline = Instant::now() + LIMIT;
-    let code = loop {
-        if let Ok(Some(s)) = a.child.try_wait() {
-            break s.code();
-        }
-        assert!(Instant::now() < deadline, "the resumed leader did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (code, _) = exit_within(&mut a, LIMIT);
     assert_eq!(
         code,
         Some(1),
@@ -303,14 +289,7 @@ fn split_brain_the_cut_off_leader_writes_nothing_after_the_new_leaders_first_wri
         "the cut-off leader wrote after the new leader: {by_a:?}"
     );
     // It gave up leadership (renew deadline) and exits for systemd to restart it.
-    let deadline = Instant::now() + LIMIT;
-    let code = loop {
-        if let Ok(Some(s)) = a.child.try_wait() {
-            break s.code();
-        }
-        assert!(Instant::now() < deadline, "the cut-off leader did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (code, _) = exit_within(&mut a, LIMIT);
     assert_eq!(code, Some(1), "{}", a.log_text());
     // Its link returns; restarted (as systemd would), it is a standby.
     c.sim.faults().clear();
