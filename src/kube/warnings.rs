@@ -12,9 +12,8 @@
 //! lock — and takes none for a header value the same as the last one (a
 //! 1.33+ server's Endpoints answers all carry the same warning).
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
@@ -101,6 +100,11 @@ static SHOWN: LazyLock<Seen> = LazyLock::new(Seen::default);
 /// A hash of the last header value reported (0: none yet).
 static LAST: AtomicU64 = AtomicU64::new(0);
 
+/// The hasher of [`LAST`]: the project's fast one (as for the caches and
+/// fingerprints), not SipHash — it runs once per answer that has a
+/// `Warning` header, which on a 1.33+ server is every Endpoints write.
+static LAST_HASHER: LazyLock<foldhash::fast::RandomState> = LazyLock::new(Default::default);
+
 /// Whether a text is worth a log line: not empty, no control characters.
 fn showable(text: &str) -> bool {
     !text.is_empty() && !text.chars().any(char::is_control)
@@ -110,9 +114,7 @@ fn showable(text: &str) -> bool {
 /// webhook's text may be UTF-8) that this process has not shown yet.
 pub fn report<'a>(server: &str, values: impl Iterator<Item = &'a [u8]>) {
     for raw in values {
-        let mut h = DefaultHasher::new();
-        raw.hash(&mut h);
-        let h = h.finish().max(1);
+        let h = LAST_HASHER.hash_one(raw).max(1);
         if LAST.swap(h, Ordering::Relaxed) == h {
             continue;
         }
