@@ -10,6 +10,9 @@
 //! and every answer that is not a 5xx or 429), waiters read how
 //! many times the server came back. It never blocks on I/O, never sleeps
 //! and never logs; its lock is taken only while the server is unreachable.
+//! A failure reported after an answer that came later than it (two
+//! requests racing) is superseded by that answer: it does not mark the
+//! server unreachable.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -26,23 +29,58 @@ use std::time::{Duration, Instant};
 pub const MIN_DOWN: Duration = Duration::from_secs(1);
 
 /// The shared record (`Default`: reachable, no return yet).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Link {
     /// Fast path: false while nothing failed since the last success.
     down: AtomicBool,
+    /// What the times below count from.
+    base: Instant,
+    /// The latest answer's time, in nanoseconds after `base` plus one (0:
+    /// none yet).
+    last_answer: AtomicU64,
     /// The first failure since the last success.
     since: Mutex<Option<Instant>>,
     /// Successes that ended an unreachable period of at least [`MIN_DOWN`].
     returns: AtomicU64,
 }
 
+impl Default for Link {
+    fn default() -> Self {
+        Self {
+            down: AtomicBool::new(false),
+            // An hour back, so that times taken just before the record
+            // was made still stamp apart.
+            base: Instant::now()
+                .checked_sub(Duration::from_secs(3600))
+                .unwrap_or_else(Instant::now),
+            last_answer: AtomicU64::new(0),
+            since: Mutex::new(None),
+            returns: AtomicU64::new(0),
+        }
+    }
+}
+
 impl Link {
     /// A request could not reach the server (DNS, connect, I/O, a connect
-    /// or send timeout, a proxy in front of it that found no server).
+    /// or send timeout, a proxy in front of it that found no server),
+    /// found out at `now`. Ignored when an answer came later than `now`:
+    /// the server was reachable after this failure.
     pub fn unreachable(&self, now: Instant) {
+        let at = self.stamp(now);
         let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
-        since.get_or_insert(now);
-        self.down.store(true, Ordering::Release);
+        if since.is_some() || self.last_answer.load(Ordering::SeqCst) > at {
+            // Already down since an earlier failure, or superseded.
+            return;
+        }
+        *since = Some(now);
+        self.down.store(true, Ordering::SeqCst);
+        // An answer that came later than this failure but was reported
+        // between the check above and the store saw `down` still false and
+        // took the fast path: it supersedes the failure all the same.
+        if self.last_answer.load(Ordering::SeqCst) > at {
+            *since = None;
+            self.down.store(false, Ordering::SeqCst);
+        }
     }
 
     /// The server answered a request at `now` (anything but a 5xx or 429).
@@ -50,11 +88,13 @@ impl Link {
     /// [`MIN_DOWN`] before, this counts as a return: how long since that
     /// failure.
     pub fn answered(&self, now: Instant) -> Option<Duration> {
+        self.last_answer
+            .fetch_max(self.stamp(now), Ordering::SeqCst);
         if !self.down() {
             return None;
         }
         let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
-        self.down.store(false, Ordering::Release);
+        self.down.store(false, Ordering::SeqCst);
         let gone = now.saturating_duration_since(since.take()?);
         if gone < MIN_DOWN {
             return None;
@@ -64,9 +104,16 @@ impl Link {
     }
 
     /// Whether a request failed since the last answer (one atomic load:
-    /// all an answer costs while the server is reachable).
+    /// with the time's `fetch_max`, all an answer costs while the server
+    /// is reachable).
     fn down(&self) -> bool {
-        self.down.load(Ordering::Acquire)
+        self.down.load(Ordering::SeqCst)
+    }
+
+    /// `t` as nanoseconds after `base`, plus one (so that 0 means never).
+    fn stamp(&self, t: Instant) -> u64 {
+        let nanos = t.saturating_duration_since(self.base).as_nanos();
+        u64::try_from(nanos).unwrap_or(u64::MAX - 1) + 1
     }
 
     /// How many times the server came back (see [`Link::answered`]).
@@ -113,5 +160,54 @@ mod tests {
         l.unreachable(t + ms(6000));
         assert_eq!(l.answered(t + ms(8000)), Some(ms(2000)));
         assert_eq!(l.returns(), 1);
+    }
+
+    #[test]
+    fn a_failure_reported_after_a_later_answer_is_superseded() {
+        // Two requests race: one fails at t + 100 ms, the other is answered
+        // at t + 200 ms, and the answer is reported first.
+        let l = Link::default();
+        let t = Instant::now();
+        assert_eq!(l.answered(t + ms(200)), None);
+        l.unreachable(t + ms(100));
+        assert_eq!(
+            l.answered(t + ms(1500)),
+            None,
+            "the server answered after that failure: no outage to end"
+        );
+        assert_eq!(l.returns(), 0);
+        // A failure at the same instant as the latest answer is not
+        // superseded: it is the later news.
+        l.unreachable(t + ms(1500));
+        assert_eq!(l.answered(t + ms(3000)), Some(ms(1500)));
+        assert_eq!(l.returns(), 1);
+    }
+
+    #[test]
+    fn racing_answers_and_failures_never_leave_the_link_down_behind_an_answer() {
+        // Threads report failures stamped before answers that other threads
+        // report concurrently; whatever the interleaving, a failure older
+        // than the newest answer must not leave the link down.
+        use std::sync::Arc;
+        for _ in 0..200 {
+            let l = Arc::new(Link::default());
+            let t = Instant::now();
+            let failer = {
+                let l = Arc::clone(&l);
+                std::thread::spawn(move || l.unreachable(t + ms(10)))
+            };
+            let answerer = {
+                let l = Arc::clone(&l);
+                std::thread::spawn(move || l.answered(t + ms(20)))
+            };
+            failer.join().expect("failer");
+            answerer.join().expect("answerer");
+            assert!(
+                !l.down(),
+                "a failure older than the last answer left the link down"
+            );
+            assert_eq!(l.answered(t + ms(5000)), None);
+            assert_eq!(l.returns(), 0);
+        }
     }
 }
