@@ -445,6 +445,39 @@ fn external_name_and_back() {
     assert_eq!(fx.d.stop(), Some(0));
 }
 
+/// A headless Service without ports: its pods' addresses, ready and not,
+/// with no ports (A13), in one write (kube-sim accepts port-less subsets,
+/// as kube-apiserver does).
+#[test]
+fn headless_service_without_ports_lists_addresses_without_ports() {
+    let mut h = svc("hnp");
+    h["spec"]["clusterIP"] = json!("None");
+    h["spec"].as_object_mut().map(|s| s.remove("ports"));
+    let c = Cluster::start("ep-tr-headless-no-ports");
+    c.load(vec![
+        h,
+        mkpod("n1", "hnp", "10.0.4.1", true),
+        mkpod("n2", "hnp", "10.0.4.2", false),
+    ]);
+    let mark = Mark {
+        log: c.sim.store().write_log().len(),
+        requests: write_requests(&c),
+    };
+    let d = Daemon::start(&c, "ep", CFG);
+    let fx = Fx { c, d };
+    fx.wait_subsets(
+        "hnp",
+        &[format!(
+            "ready [{}] notReady [{}] ports []",
+            a("10.0.4.1", "n1"),
+            a("10.0.4.2", "n2")
+        )],
+    );
+    fx.settle(0.0);
+    assert_eq!(fx.writes(mark, "hnp"), ["create"]);
+    assert_eq!(fx.d.stop(), Some(0));
+}
+
 /// Labels mirrored from the Service; the headless label follows
 /// `clusterIP` but, as upstream, is not compared: a change of clusterIP
 /// alone writes nothing, the next write fixes the label.

@@ -163,10 +163,9 @@ pub fn endpoints(new: &Value, out: &mut Vec<Cause>) {
                 }
             }
         }
+        // No ports is valid: a headless Service without ports has
+        // endpoints without ports (upstream's validateEndpointSubsets).
         let ports = arr(ss, "ports");
-        if ports.is_empty() {
-            out.push(Cause::required(&format!("{path}.ports"), ""));
-        }
         for (k, p) in ports.iter().enumerate() {
             let ppath = format!("{path}.ports[{k}]");
             let name = p.get("name").and_then(Value::as_str).unwrap_or("");
