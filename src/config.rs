@@ -94,6 +94,10 @@ pub const MIN_RESPONSE_BYTES: i64 = 1 << 20;
 /// quiet watches.
 pub const MIN_WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(70);
 
+/// Shortest `kubernetes.request_timeout`: below a second ordinary requests
+/// fail on any busy server, and a typo such as "1ns" fails every one.
+pub const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// Lease-based leader election (coordination.k8s.io/v1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderElection {

@@ -1,8 +1,14 @@
 //! Durations as Go writes them (`time.ParseDuration`): "500ms", "15s",
 //! "2m", "1h30m", "1.5s". Units: ns, us (µs), ms, s, m, h. "0" alone is
-//! allowed; negative durations are not (no key here takes one).
+//! allowed; negative durations are not (no key here takes one), and, as in
+//! Go, none longer than [`MAX`] (about 292 years).
 
 use std::time::Duration;
+
+/// The longest duration Go's `time.Duration` holds (2⁶³ − 1 ns):
+/// `time.ParseDuration` refuses anything longer, and so do we. Anything
+/// shorter can be added to the clock's readings without overflow.
+pub const MAX: Duration = Duration::from_nanos(i64::MAX as u64);
 
 /// Parse a Go-style duration string.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -13,13 +19,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if t.is_empty() {
         return Err(bad("empty duration"));
     }
-    if t.starts_with('-') {
-        return Err(bad("must not be negative"));
-    }
-    if t == "0" {
+    let (negative, unsigned) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    if unsigned == "0" {
         return Ok(Duration::ZERO);
     }
-    let mut rest = t.strip_prefix('+').unwrap_or(t);
+    let mut rest = unsigned;
     let mut total: f64 = 0.0;
     while !rest.is_empty() {
         let num_len = rest
@@ -49,7 +56,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         total += number * scale;
         rest = &rest[unit_len..];
     }
-    Duration::try_from_secs_f64(total).map_err(|_| bad(&format!("duration {s:?} is out of range")))
+    let too_long = || {
+        format!(
+            "duration {s:?} is out of range: at most {} (Go's limit)",
+            format_duration(MAX)
+        )
+    };
+    let d = Duration::try_from_secs_f64(total).map_err(|_| too_long())?;
+    if d > MAX {
+        return Err(too_long());
+    }
+    if negative && !d.is_zero() {
+        return Err(bad("must not be negative"));
+    }
+    Ok(d)
 }
 
 /// Format a duration the way Go prints it, compactly: "0s", "500ms",
@@ -114,6 +134,16 @@ mod tests {
             ("5x", Err("unknown unit \"x\"")),
             ("s", Err("invalid duration")),
             ("1..2s", Err("invalid number")),
+            ("-0s", Ok(Duration::ZERO)),
+            ("-0", Ok(Duration::ZERO)),
+            ("+5s", Ok(ms(5_000))),
+            ("2562047h47m16s", Ok(Duration::from_secs(9_223_372_036))),
+            (
+                "2562048h",
+                Err("out of range: at most 2562047h47m16.854775807s"),
+            ),
+            ("9223372036854775807s", Err("out of range")),
+            ("1e400h", Err("unknown unit \"e\"")),
         ];
         for (input, want) in cases {
             let got = parse_duration(input);

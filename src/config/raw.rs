@@ -102,14 +102,36 @@ pub fn parse(file: &str, text: &str) -> Result<RawConfig, ConfigError> {
     })
 }
 
-/// The parser's message, on one line, with serde's jargon made plainer.
+/// The parser's message, on one line, with serde's jargon made plainer
+/// (no Rust type names: `struct Kubernetes`, `i128`, `map`).
 fn tidy(msg: &str) -> String {
     let one = msg.trim().replace('\n', "; ");
-    one.replace("unknown field", "unknown key")
+    let one = one
+        .replace("unknown field", "unknown key")
         .replace("invalid type: ", "wrong type: ")
+        .replace("wrong type: map", "wrong type: table")
+        .replace(
+            " as i128, expected i64",
+            " is out of range, expected a 64-bit integer",
+        )
         .replace("expected i64", "expected an integer")
         .replace("expected f64", "expected a number")
-        .replace("expected a boolean", "expected true or false")
+        .replace("expected a boolean", "expected true or false");
+    // `kubernetes = []` gives "invalid length 0, expected struct Kubernetes
+    // with 9 elements"; `endpoints = true` "…, expected struct Endpoints".
+    let one = match one.strip_prefix("invalid length ") {
+        Some(rest) if rest.contains("expected struct ") => {
+            format!(
+                "wrong type: array, {}",
+                &rest[rest.find("expected").unwrap_or(0)..]
+            )
+        }
+        _ => one,
+    };
+    match one.find("expected struct ") {
+        Some(at) => format!("{}expected a table", &one[..at]),
+        None => one,
+    }
 }
 
 /// 1-based line of a byte offset.

@@ -159,7 +159,11 @@ fn every_rule_names_its_key() {
         ("[endpoints]\nworkers = 100000\n", "config.toml: endpoints.workers = 100000: must be between 1 and 50 (line 2)"),
         ("[kubernetes]\nqps = 0.0\n", "config.toml: kubernetes.qps = 0.0: must be a number of at least 0.01 (requests per second) (line 2)"),
         ("[kubernetes]\nqps = 1e-50\n", "config.toml: kubernetes.qps = 1e-50: must be a number of at least 0.01 (requests per second) (line 2)"),
-        ("[kubernetes]\nburst = 0\n", "config.toml: kubernetes.burst = 0: must be at least 1 (line 2)"),
+        ("[kubernetes]\nburst = 0\n", "config.toml: kubernetes.burst = 0: must be between 1 and 4294967295 (line 2)"),
+        (
+            "[kubernetes]\nburst = 4294967296\n",
+            "config.toml: kubernetes.burst = 4294967296: must be between 1 and 4294967295 (line 2)",
+        ),
         (
             "[kubernetes]\nmax_response_bytes = 1000\n",
             "config.toml: kubernetes.max_response_bytes = 1000: must be at least 1048576 (1 MiB) (line 2)",
@@ -174,7 +178,27 @@ fn every_rule_names_its_key() {
         ),
         (
             "[kubernetes]\nrequest_timeout = \"0s\"\n",
-            "config.toml: kubernetes.request_timeout = \"0s\": must be greater than 0 (line 2)",
+            "config.toml: kubernetes.request_timeout = \"0s\": must be at least 1s (a LIST page of 500 pods takes longer on a busy server) (line 2)",
+        ),
+        (
+            "[kubernetes]\nrequest_timeout = \"1ns\"\n",
+            "config.toml: kubernetes.request_timeout = \"1ns\": must be at least 1s",
+        ),
+        (
+            "[kubernetes]\nrequest_timeout = \"9223372036854775807s\"\n",
+            "config.toml: kubernetes.request_timeout = \"9223372036854775807s\": duration \"9223372036854775807s\" is out of range: at most 2562047h47m16.854775807s (Go's limit)",
+        ),
+        (
+            "[leader_election]\nlease_duration = \"2147483648s\"\n",
+            "config.toml: leader_election.lease_duration = \"2147483648s\": must be at most 2147483647s (a Lease holds it as a 32-bit number of seconds) (line 2)",
+        ),
+        (
+            "[leader_election]\nheartbeat_duration = \"600000h\"\n",
+            "config.toml: leader_election.heartbeat_duration = \"600000h\": must be at most 2147483647s",
+        ),
+        (
+            "[leader_election]\nidentity = \"node\\na\"\n",
+            "config.toml: leader_election.identity = \"node\\na\": must not contain control characters",
         ),
         ("[kubernetes]\nkubeconfig = \"\"\n", "config.toml: kubernetes.kubeconfig = \"\": must not be empty"),
         ("[kubernetes]\ncontext = \"\"\n", "config.toml: kubernetes.context = \"\": must not be empty"),
@@ -218,6 +242,13 @@ fn every_rule_names_its_key() {
         ("[endpoints]\nwrkers = 5\n", "config.toml: endpoints.wrkers = 5: unknown key `wrkers`, expected one of"),
         ("[endpoints]\nworkers = \"five\"\n", "config.toml: endpoints.workers = \"five\": wrong type: string \"five\", expected an integer (line 2)"),
         ("[endpoints]\nenabled = 1\n", "config.toml: endpoints.enabled = 1: wrong type"),
+        // No Rust type names in what the operator reads.
+        ("endpoints = true\n", "config.toml: endpoints = true: wrong type: boolean `true`, expected a table (line 1)"),
+        ("kubernetes = []\n", "config.toml: kubernetes = []: wrong type: array, expected a table (line 1)"),
+        (
+            "[endpoints]\nworkers = 99999999999999999999\n",
+            "config.toml: endpoints.workers = 99999999999999999999: wrong type: integer `99999999999999999999` is out of range, expected a 64-bit integer (line 2)",
+        ),
         ("[metrics]\nlisten = \"\"\n", "config.toml: metrics: unknown key `metrics`"),
         ("[endpoints\n", "config.toml: "),
     ];

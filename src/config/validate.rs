@@ -142,7 +142,8 @@ impl Validator<'_> {
             None => 30,
             Some(b) if (1..=i64::from(u32::MAX)).contains(&b) => b as u32,
             Some(_) => {
-                self.fail("kubernetes.burst", &r.burst, "must be at least 1");
+                let msg = format!("must be between 1 and {}", u32::MAX);
+                self.fail("kubernetes.burst", &r.burst, msg);
                 30
             }
         };
@@ -151,12 +152,12 @@ impl Validator<'_> {
             &r.request_timeout,
             Duration::from_secs(30),
         );
-        if r.request_timeout.is_some() && request_timeout.is_zero() {
-            self.fail(
-                "kubernetes.request_timeout",
-                &r.request_timeout,
-                "must be greater than 0",
+        if r.request_timeout.is_some() && request_timeout < MIN_REQUEST_TIMEOUT {
+            let msg = format!(
+                "must be at least {} (a LIST page of 500 pods takes longer on a busy server)",
+                format_duration(MIN_REQUEST_TIMEOUT)
             );
+            self.fail("kubernetes.request_timeout", &r.request_timeout, msg);
         }
         let default_bytes = crate::kube::DEFAULT_MAX_RESPONSE_BYTES;
         let max_response_bytes = match r.max_response_bytes.as_ref().map(|s| *s.get_ref()) {
@@ -229,6 +230,14 @@ impl Validator<'_> {
                 );
                 (default_identity(), true)
             }
+            Some(s) if s.get_ref().chars().any(char::is_control) => {
+                self.fail(
+                    "leader_election.identity",
+                    &r.identity,
+                    "must not contain control characters (a line break, a tab)",
+                );
+                (default_identity(), true)
+            }
             Some(s) => (s.get_ref().clone(), false),
             None => (default_identity(), true),
         };
@@ -246,6 +255,11 @@ impl Validator<'_> {
             "leader_election.retry_period",
             &r.retry_period,
             Duration::from_secs(2),
+        );
+        let heartbeat_duration = self.duration(
+            "leader_election.heartbeat_duration",
+            &r.heartbeat_duration,
+            Duration::from_secs(40),
         );
         // client-go NewLeaderElector's checks, in its order.
         for (key, f, d) in [
@@ -274,6 +288,23 @@ impl Validator<'_> {
             );
             self.fail("leader_election.lease_duration", &r.lease_duration, msg);
         }
+        // Both are written to a Lease as int32 whole seconds.
+        for (key, f, d) in [
+            ("lease_duration", &r.lease_duration, lease_duration),
+            (
+                "heartbeat_duration",
+                &r.heartbeat_duration,
+                heartbeat_duration,
+            ),
+        ] {
+            if d.as_secs() > i32::MAX as u64 {
+                let msg = format!(
+                    "must be at most {}s (a Lease holds it as a 32-bit number of seconds)",
+                    i32::MAX
+                );
+                self.fail(&format!("{le}.{key}"), f, msg);
+            }
+        }
         let jittered = retry_period.mul_f64(LEADER_ELECTION_JITTER_FACTOR);
         if !renew_deadline.is_zero() && renew_deadline <= jittered {
             let msg = format!(
@@ -282,11 +313,6 @@ impl Validator<'_> {
             );
             self.fail("leader_election.renew_deadline", &r.renew_deadline, msg);
         }
-        let heartbeat_duration = self.duration(
-            "leader_election.heartbeat_duration",
-            &r.heartbeat_duration,
-            Duration::from_secs(40),
-        );
         if heartbeat_duration < Duration::from_secs(4) {
             let msg = "must be at least 4s (the identity Lease is renewed every quarter of it)";
             self.fail(
