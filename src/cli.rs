@@ -121,6 +121,7 @@ pub fn parse(
     let mut service: Option<String> = None;
     let mut json = false;
     let mut shadow = false;
+    let mut help_for = false;
     let err = |e: lexopt::Error| UsageError(e.to_string());
     while let Some(arg) = p.next().map_err(err)? {
         match arg {
@@ -155,21 +156,31 @@ pub fn parse(
                     Some("run") | Some("check-config") | Some("explain")
                 ) {
                     return Err(UsageError(
-                        "--config belongs to a command: endpointd run --config <PATH>".into(),
+                        "--config goes after run, check-config or explain: endpointd run --config <PATH>".into(),
                     ));
                 }
-                config = Some(PathBuf::from(p.value().map_err(err)?));
+                let path = p.value().map_err(err)?;
+                if path.is_empty() {
+                    return Err(UsageError("--config needs a path, not an empty one".into()));
+                }
+                config = Some(PathBuf::from(path));
             }
             Value(v) if cmd.is_none() => {
                 let v = v.string().map_err(err)?;
                 match v.as_str() {
+                    "run" | "check-config" | "demo" | "explain" if help_for => {
+                        return Ok(Command::Help(command_help(&v)))
+                    }
                     "run" | "check-config" | "demo" | "explain" => cmd = Some(v),
-                    "help" => return Ok(Command::Help(help())),
+                    "help" if !help_for => help_for = true,
                     other => return Err(UsageError(format!("unknown command '{other}'"))),
                 }
             }
             other => return Err(err(other.unexpected())),
         }
+    }
+    if help_for {
+        return Ok(Command::Help(help()));
     }
     let config = config
         .or_else(|| env_config.filter(|v| !v.is_empty()).map(PathBuf::from))
@@ -178,12 +189,16 @@ pub fn parse(
         Some("run") => Ok(Command::Run { config, shadow }),
         Some("check-config") => Ok(Command::CheckConfig { config }),
         Some("explain") => match service {
-            Some(service) => Ok(Command::Explain {
-                config,
-                namespace: namespace.unwrap_or_else(|| "default".into()),
-                service,
-                json,
-            }),
+            Some(service) => {
+                let namespace = namespace.unwrap_or_else(|| "default".into());
+                check_explain_names(&namespace, &service)?;
+                Ok(Command::Explain {
+                    config,
+                    namespace,
+                    service,
+                    json,
+                })
+            }
             None => Err(UsageError(
                 "explain needs a Service name: endpointd explain -n <NAMESPACE> <SERVICE>".into(),
             )),
@@ -193,6 +208,28 @@ pub fn parse(
             "missing command (run, check-config, explain or demo)".into(),
         )),
     }
+}
+
+/// `explain`'s names go into request paths and a label selector: refuse
+/// what no Service or namespace can be called (the API server's rules: a
+/// namespace is a DNS-1123 label, a Service name a DNS-1035 label).
+fn check_explain_names(namespace: &str, service: &str) -> Result<(), UsageError> {
+    if let Some((ns, name)) = service.split_once('/') {
+        return Err(UsageError(format!(
+            "{service:?} is not a Service name; give the namespace with -n: endpointd explain -n {ns} {name}"
+        )));
+    }
+    if !crate::names::is_dns1123_label(namespace) {
+        return Err(UsageError(format!(
+            "namespace {namespace:?} is not valid: lower-case letters, digits and '-', at most 63 characters"
+        )));
+    }
+    if !crate::names::is_dns1035_label(service) {
+        return Err(UsageError(format!(
+            "Service name {service:?} is not valid: lower-case letters, digits and '-', starting with a letter, at most 63 characters"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -269,12 +306,12 @@ mod tests {
             (
                 &["--config", "x"],
                 None,
-                Err("--config belongs to a command: endpointd run --config <PATH>".into()),
+                Err("--config goes after run, check-config or explain: endpointd run --config <PATH>".into()),
             ),
             (
                 &["demo", "--config", "x"],
                 None,
-                Err("--config belongs to a command: endpointd run --config <PATH>".into()),
+                Err("--config goes after run, check-config or explain: endpointd run --config <PATH>".into()),
             ),
             (
                 &["run", "--bogus"],
@@ -290,6 +327,16 @@ mod tests {
                 &["run", "--config"],
                 None,
                 Err("missing argument for option '--config'".into()),
+            ),
+            (
+                &["run", "--config", ""],
+                None,
+                Err("--config needs a path, not an empty one".into()),
+            ),
+            (
+                &["help", "nosuch"],
+                None,
+                Err("unknown command 'nosuch'".into()),
             ),
         ];
         for (args, env, want) in cases {
@@ -316,6 +363,13 @@ mod tests {
             panic!("run help")
         };
         assert!(h.contains("Usage: endpointd run"));
+        for cmd in ["run", "check-config", "explain", "demo"] {
+            let Ok(Command::Help(h)) = p(&["help", cmd], None) else {
+                panic!("help {cmd}")
+            };
+            assert!(h.contains(&format!("Usage: endpointd {cmd}")), "help {cmd}");
+        }
+        assert_eq!(p(&["help"], None), Ok(Command::Help(help())));
     }
 
     #[test]
@@ -349,6 +403,32 @@ mod tests {
         let e = p(&["explain", "web", "-o", "yaml"], None).expect_err("bad output");
         assert!(e.contains("want text or json"), "{e}");
         assert!(p(&["explain", "a", "b"], None).is_err(), "one Service only");
+        // Names that no Service or namespace can have are usage errors,
+        // never request paths (`a/status` reached the status subresource).
+        for (args, want) in [
+            (
+                &["explain", "shop/web"][..],
+                "give the namespace with -n: endpointd explain -n shop web",
+            ),
+            (
+                &["explain", "-n", "odd", "a/status"],
+                "give the namespace with -n",
+            ),
+            (&["explain", "a?x=1"], "Service name \"a?x=1\" is not valid"),
+            (&["explain", "Web"], "Service name \"Web\" is not valid"),
+            (&["explain", "1web"], "Service name \"1web\" is not valid"),
+            (
+                &["explain", "-n", "BAD", "web"],
+                "namespace \"BAD\" is not valid",
+            ),
+            (&["explain", "-n", "", "web"], "namespace \"\" is not valid"),
+        ] {
+            let e = p(args, None).expect_err("bad name");
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        let long = "a".repeat(64);
+        assert!(p(&["explain", &long], None).is_err(), "64 characters");
+        assert!(p(&["explain", &long[..63]], None).is_ok(), "63 characters");
         assert!(
             p(&["run", "-n", "x"], None).is_err(),
             "-n belongs to explain"
