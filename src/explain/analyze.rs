@@ -10,7 +10,7 @@
 //! rules. Pure: no client, no clock, no logging.
 
 use crate::controller::membership::selects;
-use crate::controller::podutil::{service_is_managed, should_pod_be_in_endpoints};
+use crate::controller::podutil::{parse_ip_sloppy, service_is_managed, should_pod_be_in_endpoints};
 use crate::endpoints::desired::unpacked_subsets;
 use crate::endpoints::desired::{pod_address, wants_v6};
 use crate::endpoints::reconcile::{self as ep_reconcile, Plan as EpPlan};
@@ -180,6 +180,13 @@ pub enum Reason {
         /// `IPv4` or `IPv6`.
         family: String,
     },
+    /// No usable IP of the Service's family, and the pod lists IPs that
+    /// are not IP addresses at all (an API server validates them; a
+    /// broken one or a simulator may not).
+    InvalidPodIp {
+        /// The pod's IPs that do not parse.
+        ips: Vec<String>,
+    },
     /// Being deleted: out of the Endpoints (in with
     /// `publishNotReadyAddresses`), in the slices as terminating.
     Terminating,
@@ -263,8 +270,17 @@ fn reasons(svc: &Service, pod: &Pod, nodes: &[Arc<Node>]) -> Vec<Reason> {
         return out;
     }
     if pod_address(svc, pod).is_none() {
-        out.push(Reason::NoIpOfFamily {
-            family: family_name(wants_v6(svc, pod)).into(),
+        let invalid: Vec<String> = pod
+            .pod_ips
+            .iter()
+            .filter(|ip| parse_ip_sloppy(ip).is_none())
+            .map(|ip| ip.to_string())
+            .collect();
+        out.push(match invalid.is_empty() {
+            true => Reason::NoIpOfFamily {
+                family: family_name(wants_v6(svc, pod)).into(),
+            },
+            false => Reason::InvalidPodIp { ips: invalid },
         });
     }
     if pod.metadata.deletion_timestamp.is_some() {
@@ -369,7 +385,7 @@ fn state(pod: &Pod, reasons: &[Reason]) -> &'static str {
     if !should_pod_be_in_endpoints(pod, true)
         || reasons
             .iter()
-            .any(|r| matches!(r, Reason::NoIpOfFamily { .. }))
+            .any(|r| matches!(r, Reason::NoIpOfFamily { .. } | Reason::InvalidPodIp { .. }))
     {
         "excluded"
     } else if pod.metadata.deletion_timestamp.is_some() {

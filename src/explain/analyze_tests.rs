@@ -95,6 +95,24 @@ fn every_reason_a_selected_pod_is_missing() {
             }],
         ),
         (
+            json!({"status": {"podIP": "999.1.1.1", "podIPs": [{"ip": "999.1.1.1"}, {"ip": "fe80::1%eth0"}]}}),
+            json!({}),
+            "excluded",
+            vec![Reason::InvalidPodIp {
+                ips: vec!["999.1.1.1".into(), "fe80::1%eth0".into()],
+            }],
+        ),
+        (
+            // A valid address of the other family beside one that is no
+            // address: the broken one is what to fix.
+            json!({"status": {"podIP": "fd00::7", "podIPs": [{"ip": "fd00::7"}, {"ip": "not-an-ip"}]}}),
+            json!({}),
+            "excluded",
+            vec![Reason::InvalidPodIp {
+                ips: vec!["not-an-ip".into()],
+            }],
+        ),
+        (
             json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}),
             json!({}),
             "terminating",

@@ -16,6 +16,9 @@ pub fn reason_text(r: &Reason, publish_not_ready: bool) -> String {
         Reason::NoIpOfFamily { family } => {
             format!("no {family} address, the Service's family: out of the Endpoints and of that address type's slices")
         }
+        Reason::InvalidPodIp { ips } => format!(
+            "its IPs {ips:?} are not IP addresses: out of the Endpoints and the slices"
+        ),
         Reason::Terminating => match publish_not_ready {
             true => "terminating: kept in the Endpoints (publishNotReadyAddresses) and in the slices with terminating=true".into(),
             false => "terminating: out of the Endpoints (publishNotReadyAddresses: true would keep it), in the slices with ready=false, terminating=true".into(),
