@@ -157,8 +157,10 @@ fn every_rule_names_its_key() {
         ("[endpoints]\nworkers = 0\n", "config.toml: endpoints.workers = 0: must be between 1 and 50 (line 2)"),
         ("[endpointslices]\nworkers = -3\n", "config.toml: endpointslices.workers = -3: must be between 1 and 50 (line 2)"),
         ("[endpoints]\nworkers = 100000\n", "config.toml: endpoints.workers = 100000: must be between 1 and 50 (line 2)"),
-        ("[kubernetes]\nqps = 0.0\n", "config.toml: kubernetes.qps = 0.0: must be a number of at least 0.01 (requests per second) (line 2)"),
-        ("[kubernetes]\nqps = 1e-50\n", "config.toml: kubernetes.qps = 1e-50: must be a number of at least 0.01 (requests per second) (line 2)"),
+        ("[kubernetes]\nqps = 0.0\n", "config.toml: kubernetes.qps = 0.0: must be a number from 0.01 to 1000000 (requests per second) (line 2)"),
+        ("[kubernetes]\nqps = 1e308\n", "config.toml: kubernetes.qps = 1e308: must be a number from 0.01 to 1000000 (requests per second) (line 2)"),
+        ("[kubernetes]\nqps = nan\n", "config.toml: kubernetes.qps = NaN: must be a number from 0.01 to 1000000"),
+        ("[kubernetes]\nqps = 1e-50\n", "config.toml: kubernetes.qps = 1e-50: must be a number from 0.01 to 1000000 (requests per second) (line 2)"),
         ("[kubernetes]\nburst = 0\n", "config.toml: kubernetes.burst = 0: must be between 1 and 4294967295 (line 2)"),
         (
             "[kubernetes]\nburst = 4294967296\n",

@@ -11,6 +11,10 @@ use super::*;
 /// arithmetic (f32) rounds the rate to zero and would disable limiting.
 pub const MIN_QPS: f64 = 0.01;
 
+/// Largest client-side rate accepted: far above what any API server
+/// serves, and within the limiter's f32 arithmetic.
+pub const MAX_QPS: f64 = 1_000_000.0;
+
 /// Validate `raw` (parsed from `text`, named `file` in messages).
 pub(super) fn validate(file: &str, text: &str, raw: RawConfig) -> Result<Config, ConfigErrors> {
     let mut v = Validator {
@@ -131,9 +135,11 @@ impl Validator<'_> {
         };
         let qps = match r.qps.as_ref().map(|s| *s.get_ref()) {
             None => 20.0,
-            Some(q) if q.is_finite() && q >= MIN_QPS => q,
+            Some(q) if (MIN_QPS..=MAX_QPS).contains(&q) => q,
             Some(_) => {
-                let msg = format!("must be a number of at least {MIN_QPS} (requests per second)");
+                let msg = format!(
+                    "must be a number from {MIN_QPS} to {MAX_QPS} (requests per second)"
+                );
                 self.fail("kubernetes.qps", &r.qps, msg);
                 20.0
             }
