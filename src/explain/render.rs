@@ -87,9 +87,15 @@ fn pod_line(out: &mut String, p: &PodReport, publish: bool) {
         let ports: Vec<String> = p
             .resolved_ports
             .iter()
-            .map(|r| match r.container_port {
-                Some(c) => format!("{} → {c}", r.name),
-                None => format!("{} → (not declared)", r.name),
+            .map(|r| {
+                let name = match r.name.is_empty() {
+                    true => "(unnamed)",
+                    false => &r.name,
+                };
+                match r.container_port {
+                    Some(c) => format!("{name} → {c}"),
+                    None => format!("{name} → (not declared)"),
+                }
             })
             .collect();
         let _ = writeln!(out, "      ports: {}", ports.join(", "));

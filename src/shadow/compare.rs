@@ -198,7 +198,8 @@ fn show_addr(a: &(AddrKey, bool)) -> String {
 fn list<T>(v: impl IntoIterator<Item = T>, show: impl Fn(&T) -> String) -> String {
     let items: Vec<String> = v.into_iter().map(|x| show(&x)).collect();
     match items.len() {
-        0..=5 => items.join(", "),
+        0 => "(none)".into(),
+        1..=5 => items.join(", "),
         n => format!("{} and {} more", items[..5].join(", "), n - 5),
     }
 }

@@ -85,6 +85,16 @@ fn endpoints_compare_as_sets() {
     }
     let missing = unlabelled(&ours, false, None);
     assert_eq!(missing[0].kind, "endpoints_missing");
+    // An empty side reads "(none)", never a blank.
+    let empty = unlabelled(&ours, false, Some(&stored_eps(json!([]))));
+    let ports = empty
+        .iter()
+        .find(|d| d.kind == "endpoints_ports")
+        .expect("a ports difference");
+    assert_eq!(
+        ports.detail,
+        "ports (none) stored, want http:8080/TCP, m:9090/TCP"
+    );
 }
 
 #[test]
