@@ -29,7 +29,8 @@ pub struct ClientConfig {
     pub tls: TlsMaterial,
     /// Request authentication.
     pub auth: Auth,
-    /// `proxy-url` (http, https or socks5 URL).
+    /// `proxy-url`: an http or https URL (a CONNECT proxy); any other
+    /// scheme is refused when the client is built.
     pub proxy_url: Option<String>,
     /// The context's (or service account's) namespace.
     pub namespace: Option<String>,
