@@ -10,6 +10,7 @@
 //! Must never read files or the environment, and never put secret values
 //! into an error message.
 
+use super::auth::has_control;
 use super::error::Error;
 use super::transport::redact_userinfo;
 use base64::Engine as _;
@@ -259,7 +260,7 @@ pub fn resolve(
             }
             None => None,
         },
-        auth: auth_spec(&cx, user),
+        auth: auth_spec(&cx, user, &uf)?,
         namespace: sel.namespace,
     })
 }
@@ -390,19 +391,36 @@ fn reject_unsupported(cx: &Ctx<'_>, u: &User, uf: &dyn Fn(&str) -> String) -> Re
     }
 }
 
-fn auth_spec(cx: &Ctx<'_>, u: &User) -> AuthSpec {
+/// The user's credentials: `tokenFile`, else `token`, else
+/// `username`/`password`. A token, user name or password holding a control
+/// character (see [`has_control`]) is refused here, naming the field and
+/// never quoting the value: sent, it fails every request (or every login).
+fn auth_spec(cx: &Ctx<'_>, u: &User, uf: &dyn Fn(&str) -> String) -> Result<AuthSpec, Error> {
+    let clean = |field: &str, v: &str| {
+        if has_control(v) {
+            let msg = "holds a control character (a line break from a YAML block scalar?)";
+            Err(cx.err(uf(field), msg))
+        } else {
+            Ok(())
+        }
+    };
     if let Some(f) = u.token_file.as_deref().filter(|f| !f.is_empty()) {
-        return AuthSpec::TokenFile(cx.path(f));
+        return Ok(AuthSpec::TokenFile(cx.path(f)));
     }
     if let Some(t) = u.token.as_deref().filter(|t| !t.is_empty()) {
-        return AuthSpec::Token(t.to_string());
+        clean("token", t)?;
+        return Ok(AuthSpec::Token(t.to_string()));
     }
     match (&u.username, &u.password) {
-        (Some(user), Some(pw)) if !user.is_empty() => AuthSpec::Basic {
-            username: user.clone(),
-            password: pw.clone(),
-        },
-        _ => AuthSpec::None,
+        (Some(user), Some(pw)) if !user.is_empty() => {
+            clean("username", user)?;
+            clean("password", pw)?;
+            Ok(AuthSpec::Basic {
+                username: user.clone(),
+                password: pw.clone(),
+            })
+        }
+        _ => Ok(AuthSpec::None),
     }
 }
 

@@ -274,3 +274,41 @@ fn proxy_url_must_be_http_or_https() {
         }
     }
 }
+
+#[test]
+fn credentials_with_control_characters_are_refused_naming_the_field() {
+    // (user entry, field named) — each value holds SECRET around the
+    // control character, which the error must never quote.
+    let cases = [
+        ("{token: \"SECRET\\r\\nSECRET\"}", "token"),
+        ("{token: \"SECRET\\nX-Injected: 1\"}", "token"),
+        ("{token: \"SECRET\\n\"}", "token"),
+        ("{token: \"SECRET\\u0000\"}", "token"),
+        ("{token: \"SECRET\\tSECRET\"}", "token"),
+        ("{token: \"SECRET\\u007f\"}", "token"),
+        ("{username: \"adm\\nin\", password: SECRET}", "username"),
+        ("{username: admin, password: \"SECRET\\r\\n\"}", "password"),
+    ];
+    for (user, field) in cases {
+        let yaml = format!(
+            "current-context: x\nclusters: [{{name: c, cluster: {{server: 'https://h:6443'}}}}]\n\
+             users: [{{name: u, user: {user}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n"
+        );
+        match resolve(&yaml, "kc", base(), None) {
+            Err(Error::Config {
+                field: f, message, ..
+            }) => {
+                assert_eq!(f, format!("users[u].user.{field}"), "{user}");
+                assert!(message.contains("control character"), "{user}: {message}");
+                assert!(!message.contains("SECRET"), "{user}: {message}");
+            }
+            other => panic!("{user}: expected a config error, got {other:?}"),
+        }
+    }
+    // Printable tokens, and a user name and password with spaces, pass.
+    let ok = BASE.replace("token: abc", "token: 'abc.DEF-_~+/='");
+    let r = resolve(&ok, "kc", base(), None).expect("printable token");
+    assert_eq!(r.auth, AuthSpec::Token("abc.DEF-_~+/=".into()));
+    let ok = BASE.replace("password: pw", "password: 'p w'");
+    assert!(resolve(&ok, "kc", base(), Some("basic")).is_ok());
+}
