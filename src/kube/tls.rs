@@ -194,7 +194,10 @@ pub fn build(m: &TlsMaterial, source: &str) -> Result<TlsConfig, Error> {
         ));
     }
     if m.insecure {
-        log::warn!("{source}: insecure-skip-tls-verify is set; the API server's certificate is NOT verified");
+        // Once per process and source, not once per client built.
+        super::perms::warn_once(format!(
+            "{source}: insecure-skip-tls-verify is set; the API server's certificate is NOT verified"
+        ));
         b = b.disable_verification(true);
     }
     let roots = match &m.ca_pem {
@@ -469,5 +472,21 @@ mod tests {
             ..TlsMaterial::default()
         };
         assert!(build(&insecure_only, "kc").is_ok());
+    }
+
+    #[test]
+    fn the_insecure_warning_is_logged_once_per_source() {
+        super::super::perms::captured::install();
+        let m = TlsMaterial {
+            insecure: true,
+            ..TlsMaterial::default()
+        };
+        for source in ["kc-warned-once-a", "kc-warned-once-a", "kc-warned-once-b"] {
+            build(&m, source).expect("insecure build");
+            build(&m, source).expect("insecure build");
+        }
+        let count = super::super::perms::captured::count;
+        assert_eq!(count("kc-warned-once-a: insecure-skip-tls-verify"), 1);
+        assert_eq!(count("kc-warned-once-b: insecure-skip-tls-verify"), 1);
     }
 }
