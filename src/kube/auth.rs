@@ -47,6 +47,28 @@ impl fmt::Debug for Auth {
     }
 }
 
+/// Whether `s` holds a control character (CR, LF, tab, NUL, DEL, …): an
+/// HTTP header value cannot carry CR, LF or NUL (ureq fails the request,
+/// which would be retried for ever), a bearer token has none, and RFC 7617
+/// forbids them in basic-auth user names and passwords.
+pub fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
+/// The token in a token file's text, trimmed of surrounding whitespace
+/// (a trailing newline is usual); or why there is none, phrased to follow
+/// "the token file". Never quotes the text.
+pub fn token_text(raw: &str) -> Result<&str, &'static str> {
+    let tok = raw.trim();
+    if tok.is_empty() {
+        Err("is empty")
+    } else if has_control(tok) {
+        Err("holds a control character inside the token (a line break?); it must hold one token")
+    } else {
+        Ok(tok)
+    }
+}
+
 /// A token file and its cached contents.
 pub struct TokenFile {
     path: PathBuf,
@@ -69,20 +91,22 @@ impl TokenFile {
     }
 
     fn read(&self) -> Result<Arc<str>, Error> {
-        let raw = std::fs::read_to_string(&self.path).map_err(|e| Error::Config {
+        let err = |message: String| Error::Config {
             source: self.path.display().to_string(),
             field: "tokenFile".into(),
-            message: format!("cannot read token file: {e}"),
-        })?;
-        let tok = raw.trim();
-        if tok.is_empty() {
-            return Err(Error::Config {
-                source: self.path.display().to_string(),
-                field: "tokenFile".into(),
-                message: "token file is empty".into(),
-            });
-        }
-        Ok(tok.into())
+            message,
+        };
+        let raw = std::fs::read_to_string(&self.path)
+            .map_err(|e| err(format!("cannot read token file: {e}")))?;
+        token_text(&raw)
+            .map(Arc::from)
+            .map_err(|why| err(format!("the token file {why}")))
+    }
+
+    /// Read the file once, as at load: `Ok` if it holds a usable token.
+    /// Nothing is cached (the first request reads it again).
+    pub fn check(&self) -> Result<(), Error> {
+        self.read().map(drop)
     }
 
     /// The current token: cached for [`TOKEN_FILE_REFRESH`]. If a re-read
@@ -194,6 +218,60 @@ mod tests {
         assert!(
             matches!(err, Error::Config { ref field, .. } if field == "tokenFile"),
             "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_token_file_with_a_control_character_names_the_file() {
+        let dir = std::env::temp_dir().join(format!("endpointd-auth-ctl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let path = dir.join("token");
+        let fake = FakeClock::new();
+        let clock: SharedClock = fake.clone();
+        // (file text, the token sent | None: refused)
+        let cases = [
+            ("tok\n", Some("tok")),
+            ("\r\n tok \r\n", Some("tok")),
+            ("SECRET\r\nSECRET\n", None),
+            ("SECRET\nX-Injected: 1\n", None),
+            ("SECRET\u{0}SECRET", None),
+            ("SECRET\tSECRET", None),
+        ];
+        for (text, want) in cases {
+            std::fs::write(&path, text).expect("write");
+            let file = TokenFile::new(path.clone());
+            match (file.token(&clock), want) {
+                (Ok(t), Some(w)) => assert_eq!(&*t, w, "{text:?}"),
+                (
+                    Err(Error::Config {
+                        source,
+                        field,
+                        message,
+                    }),
+                    None,
+                ) => {
+                    assert_eq!(source, path.display().to_string(), "{text:?}");
+                    assert_eq!(field, "tokenFile");
+                    assert!(message.contains("control character"), "{message}");
+                    assert!(!message.contains("SECRET"), "{message}");
+                    assert!(file.check().is_err(), "{text:?}");
+                }
+                (got, _) => panic!("{text:?}: got {got:?}"),
+            }
+        }
+        // Rotated into a bad token: the last good one is kept.
+        std::fs::write(&path, "good").expect("write");
+        let auth = Auth::TokenFile(Arc::new(TokenFile::new(path.clone())));
+        assert_eq!(
+            auth.header(&clock).expect("h").as_deref(),
+            Some("Bearer good")
+        );
+        std::fs::write(&path, "bad\r\nbad").expect("write");
+        fake.step(TOKEN_FILE_REFRESH);
+        assert_eq!(
+            auth.header(&clock).expect("h").as_deref(),
+            Some("Bearer good")
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -3,8 +3,9 @@
 //! inferred (explicit path → `$KUBECONFIG` → in-cluster → `~/.kube/config`).
 //!
 //! Owns file reads of kubeconfig-referenced material (CA, client cert/key;
-//! token files are read by [`super::Auth`]). Must never log secrets; every
-//! error names the file and field at fault.
+//! token files are read by [`super::Auth`], and once here at load to
+//! check them). Must never log secrets; every error names the file and
+//! field at fault.
 
 use super::auth::{Auth, TokenFile};
 use super::body::BodyLimits;
@@ -29,7 +30,8 @@ pub struct ClientConfig {
     pub tls: TlsMaterial,
     /// Request authentication.
     pub auth: Auth,
-    /// `proxy-url` (http, https or socks5 URL).
+    /// `proxy-url`: an http or https URL (a CONNECT proxy); any other
+    /// scheme is refused when the client is built.
     pub proxy_url: Option<String>,
     /// The context's (or service account's) namespace.
     pub namespace: Option<String>,
@@ -163,7 +165,14 @@ impl ClientConfig {
         cfg.auth = match r.auth {
             AuthSpec::None => Auth::None,
             AuthSpec::Token(t) => Auth::Bearer(t.into()),
-            AuthSpec::TokenFile(p) => Auth::TokenFile(Arc::new(TokenFile::new(p))),
+            AuthSpec::TokenFile(p) => {
+                // Read once now, as client-go does: a missing file or one
+                // that holds no usable token fails the load, not every
+                // request. It is read again on use (it rotates).
+                let file = TokenFile::new(p);
+                file.check()?;
+                Auth::TokenFile(Arc::new(file))
+            }
             AuthSpec::Basic { username, password } => Auth::Basic {
                 username,
                 password: password.into(),
@@ -218,8 +227,11 @@ impl ClientConfig {
         // Fail now, as client-go does, rather than on the first request; the
         // file is still re-read periodically afterwards.
         match std::fs::read_to_string(&token_path) {
-            Ok(t) if !t.trim().is_empty() => {}
-            Ok(_) => return Err(err("token", format!("{} is empty", token_path.display()))),
+            Ok(t) => {
+                if let Err(why) = super::auth::token_text(&t) {
+                    return Err(err("token", format!("{} {why}", token_path.display())));
+                }
+            }
             Err(e) => {
                 return Err(err(
                     "token",
@@ -351,9 +363,58 @@ mod tests {
         std::fs::write(dir.join("token"), "  \n").expect("blank token");
         let blank = ClientConfig::in_cluster_from(&env, &dir);
         assert!(matches!(blank, Err(Error::Config { ref field, .. }) if field == "token"));
+        std::fs::write(dir.join("token"), "SECRET\r\nSECRET\n").expect("two-line token");
+        match ClientConfig::in_cluster_from(&env, &dir) {
+            Err(Error::Config { field, message, .. }) => {
+                assert_eq!(field, "token");
+                assert!(message.contains("control character"), "{message}");
+                assert!(message.contains("token"), "{message}");
+                assert!(!message.contains("SECRET"), "{message}");
+            }
+            other => panic!("two-line token: {other:?}"),
+        }
         std::fs::remove_file(dir.join("ca.crt")).expect("rm");
         let no_ca = ClientConfig::in_cluster_from(&env, &dir);
         assert!(matches!(no_ca, Err(Error::Config { ref field, .. }) if field == "ca.crt"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_kubeconfig_token_file_is_checked_at_load() {
+        let dir = std::env::temp_dir().join(format!("endpointd-kc-tf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let kc = "current-context: x\nclusters: [{name: c, cluster: {server: 'https://h:6443'}}]\n\
+                  users: [{name: u, user: {tokenFile: tok}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
+        // (file text or None: no file, None: loads | Some(message fragment))
+        let cases = [
+            (Some("tok\n"), None),
+            (Some("SECRET\r\nSECRET"), Some("control character")),
+            (Some(" \n"), Some("empty")),
+            (None, Some("cannot read token file")),
+        ];
+        for (text, want) in cases {
+            let _ = std::fs::remove_file(dir.join("tok"));
+            if let Some(t) = text {
+                std::fs::write(dir.join("tok"), t).expect("token");
+            }
+            match (ClientConfig::from_kubeconfig_str(kc, &dir, None), want) {
+                (Ok(cfg), None) => assert!(matches!(cfg.auth, Auth::TokenFile(_))),
+                (
+                    Err(Error::Config {
+                        source,
+                        field,
+                        message,
+                    }),
+                    Some(w),
+                ) => {
+                    assert_eq!(source, dir.join("tok").display().to_string(), "{text:?}");
+                    assert_eq!(field, "tokenFile");
+                    assert!(message.contains(w), "{text:?}: {message}");
+                    assert!(!message.contains("SECRET"), "{message}");
+                }
+                (got, _) => panic!("{text:?}: got {got:?}"),
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

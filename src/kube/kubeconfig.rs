@@ -3,13 +3,16 @@
 //! Field names follow client-go / kube-client (`certificate-authority-data`,
 //! and the camelCase outlier `tokenFile`). Relative file paths are resolved
 //! against the kubeconfig's directory, as kubectl does. Unsupported
-//! mechanisms (exec plugins, auth providers, impersonation) are rejected
-//! with an error naming the field instead of being silently ignored.
+//! mechanisms (exec plugins, auth providers, impersonation, a `proxy-url`
+//! other than http or https) are rejected with an error naming the field
+//! instead of being silently ignored.
 //!
 //! Must never read files or the environment, and never put secret values
 //! into an error message.
 
+use super::auth::has_control;
 use super::error::Error;
+use super::transport::redact_userinfo;
 use base64::Engine as _;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -79,7 +82,7 @@ pub struct Resolved {
     pub insecure: bool,
     /// `tls-server-name`.
     pub tls_server_name: Option<String>,
-    /// `proxy-url`.
+    /// `proxy-url`: an http or https URL (see [`check_proxy_url`]).
     pub proxy_url: Option<String>,
     /// User authentication.
     pub auth: AuthSpec,
@@ -249,10 +252,51 @@ pub fn resolve(
         )?,
         insecure: cluster.insecure_skip_tls_verify.unwrap_or(false),
         tls_server_name: cluster.tls_server_name.clone().filter(|s| !s.is_empty()),
-        proxy_url: cluster.proxy_url.clone().filter(|s| !s.is_empty()),
-        auth: auth_spec(&cx, user),
+        proxy_url: match cluster.proxy_url.as_deref().filter(|s| !s.is_empty()) {
+            Some(p) => {
+                let field = format!("clusters[{}].cluster.proxy-url", sel.cluster_name);
+                check_proxy_url(p).map_err(|m| cx.err(field, m))?;
+                Some(p.to_string())
+            }
+            None => None,
+        },
+        auth: auth_spec(&cx, user, &uf)?,
         namespace: sel.namespace,
     })
+}
+
+/// The `proxy-url` schemes the transport honours: ureq's CONNECT tunnel,
+/// to the proxy in plain TCP or in TLS. ureq also parses `socks4`,
+/// `socks4a`, `socks5`, `socks5h` and `socks` URLs, but without its
+/// `socks-proxy` feature (not enabled) it connects to the server directly,
+/// bypassing the proxy without a word.
+pub const PROXY_SCHEMES: &[&str] = &["http", "https"];
+
+/// Check a `proxy-url`: a URL with one of [`PROXY_SCHEMES`] (any case) and
+/// a host, that ureq accepts. The message quotes the URL only with its
+/// userinfo masked (`***@`), and not at all when it does not parse.
+pub fn check_proxy_url(url: &str) -> Result<(), String> {
+    let supported = PROXY_SCHEMES.join(", ");
+    let uri: ureq::http::Uri = url
+        .parse()
+        .map_err(|e| format!("not a valid URL ({e}); expected http:// or https://"))?;
+    let shown = redact_userinfo(url);
+    let Some(scheme) = uri.scheme_str() else {
+        return Err(format!(
+            "{shown:?} has no scheme; supported schemes: {supported}"
+        ));
+    };
+    if !PROXY_SCHEMES.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
+        return Err(format!(
+            "scheme {scheme:?} of {shown:?} is not supported; supported schemes: {supported}"
+        ));
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(format!("{shown:?} has no host"));
+    }
+    ureq::Proxy::new(url)
+        .map(drop)
+        .map_err(|e| format!("{shown:?} is not a usable proxy URL: {e}"))
 }
 
 /// The context chosen, with its cluster and user looked up.
@@ -347,19 +391,36 @@ fn reject_unsupported(cx: &Ctx<'_>, u: &User, uf: &dyn Fn(&str) -> String) -> Re
     }
 }
 
-fn auth_spec(cx: &Ctx<'_>, u: &User) -> AuthSpec {
+/// The user's credentials: `tokenFile`, else `token`, else
+/// `username`/`password`. A token, user name or password holding a control
+/// character (see [`has_control`]) is refused here, naming the field and
+/// never quoting the value: sent, it fails every request (or every login).
+fn auth_spec(cx: &Ctx<'_>, u: &User, uf: &dyn Fn(&str) -> String) -> Result<AuthSpec, Error> {
+    let clean = |field: &str, v: &str| {
+        if has_control(v) {
+            let msg = "holds a control character (a line break from a YAML block scalar?)";
+            Err(cx.err(uf(field), msg))
+        } else {
+            Ok(())
+        }
+    };
     if let Some(f) = u.token_file.as_deref().filter(|f| !f.is_empty()) {
-        return AuthSpec::TokenFile(cx.path(f));
+        return Ok(AuthSpec::TokenFile(cx.path(f)));
     }
     if let Some(t) = u.token.as_deref().filter(|t| !t.is_empty()) {
-        return AuthSpec::Token(t.to_string());
+        clean("token", t)?;
+        return Ok(AuthSpec::Token(t.to_string()));
     }
     match (&u.username, &u.password) {
-        (Some(user), Some(pw)) if !user.is_empty() => AuthSpec::Basic {
-            username: user.clone(),
-            password: pw.clone(),
-        },
-        _ => AuthSpec::None,
+        (Some(user), Some(pw)) if !user.is_empty() => {
+            clean("username", user)?;
+            clean("password", pw)?;
+            Ok(AuthSpec::Basic {
+                username: user.clone(),
+                password: pw.clone(),
+            })
+        }
+        _ => Ok(AuthSpec::None),
     }
 }
 

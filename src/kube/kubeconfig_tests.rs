@@ -225,3 +225,90 @@ fn yaml_errors_do_not_quote_neighbouring_secrets() {
         assert!(text.contains("line "), "{yaml:?}: {text}");
     }
 }
+
+#[test]
+fn proxy_url_must_be_http_or_https() {
+    // (proxy-url, None = accepted | Some(fragments the error must hold))
+    let cases: Vec<(&str, Option<&[&str]>)> = vec![
+        ("http://proxy:3128", None),
+        ("https://u:pw@proxy.example:8443", None),
+        ("HTTP://proxy:3128/", None),
+        // ureq parses these, then connects directly without the feature.
+        (
+            "socks5://puser:PASS@127.0.0.1:1",
+            Some(&[
+                "scheme \"socks5\"",
+                "socks5://***@127.0.0.1:1",
+                "http, https",
+            ]),
+        ),
+        (
+            "socks5h://proxy:1080",
+            Some(&["scheme \"socks5h\"", "http, https"]),
+        ),
+        (
+            "socks://proxy:1080",
+            Some(&["scheme \"socks\"", "http, https"]),
+        ),
+        ("ftp://proxy:21", Some(&["scheme \"ftp\"", "http, https"])),
+        ("proxy:3128", Some(&["supported schemes: http, https"])),
+        ("http://pr oxy:3128", Some(&["not a valid URL"])),
+        ("http://u:PASS word@proxy:3128", Some(&["not a valid URL"])),
+        ("http:///path", Some(&["not a valid URL"])),
+    ];
+    for (url, want) in cases {
+        let yaml = BASE.replace(
+            "proxy-url: http://proxy:3128",
+            &format!("proxy-url: '{url}'"),
+        );
+        match (resolve(&yaml, "kc", base(), Some("certs")), want) {
+            (Ok(r), None) => assert_eq!(r.proxy_url.as_deref(), Some(url)),
+            (Err(Error::Config { field, message, .. }), Some(fragments)) => {
+                assert_eq!(field, "clusters[c2].cluster.proxy-url", "{url}");
+                for f in fragments {
+                    assert!(message.contains(f), "{url}: {message}");
+                }
+                assert!(!message.contains("PASS"), "{url}: {message}");
+            }
+            (got, _) => panic!("{url}: got {got:?}, wanted {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn credentials_with_control_characters_are_refused_naming_the_field() {
+    // (user entry, field named) — each value holds SECRET around the
+    // control character, which the error must never quote.
+    let cases = [
+        ("{token: \"SECRET\\r\\nSECRET\"}", "token"),
+        ("{token: \"SECRET\\nX-Injected: 1\"}", "token"),
+        ("{token: \"SECRET\\n\"}", "token"),
+        ("{token: \"SECRET\\u0000\"}", "token"),
+        ("{token: \"SECRET\\tSECRET\"}", "token"),
+        ("{token: \"SECRET\\u007f\"}", "token"),
+        ("{username: \"adm\\nin\", password: SECRET}", "username"),
+        ("{username: admin, password: \"SECRET\\r\\n\"}", "password"),
+    ];
+    for (user, field) in cases {
+        let yaml = format!(
+            "current-context: x\nclusters: [{{name: c, cluster: {{server: 'https://h:6443'}}}}]\n\
+             users: [{{name: u, user: {user}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n"
+        );
+        match resolve(&yaml, "kc", base(), None) {
+            Err(Error::Config {
+                field: f, message, ..
+            }) => {
+                assert_eq!(f, format!("users[u].user.{field}"), "{user}");
+                assert!(message.contains("control character"), "{user}: {message}");
+                assert!(!message.contains("SECRET"), "{user}: {message}");
+            }
+            other => panic!("{user}: expected a config error, got {other:?}"),
+        }
+    }
+    // Printable tokens, and a user name and password with spaces, pass.
+    let ok = BASE.replace("token: abc", "token: 'abc.DEF-_~+/='");
+    let r = resolve(&ok, "kc", base(), None).expect("printable token");
+    assert_eq!(r.auth, AuthSpec::Token("abc.DEF-_~+/=".into()));
+    let ok = BASE.replace("password: pw", "password: 'p w'");
+    assert!(resolve(&ok, "kc", base(), Some("basic")).is_ok());
+}

@@ -75,7 +75,13 @@ pub fn parse_certs(
         match item {
             Ok(PemItem::Certificate(c)) => out.push(c),
             Ok(_) => {}
-            Err(e) => return Err(cfg_err(source, field, format!("invalid PEM: {e}"))),
+            Err(e) => {
+                return Err(cfg_err(
+                    source,
+                    field,
+                    format!("invalid PEM: {}", pem_problem(&e)),
+                ))
+            }
         }
     }
     if out.is_empty() {
@@ -84,13 +90,41 @@ pub fn parse_certs(
     Ok(out)
 }
 
+/// What is wrong with a PEM input, in words. The PEM reader's own texts
+/// (its `Display` as much as ureq's `Debug` of it) print byte vectors
+/// (`end_marker: [80, 82, …]`), and the line it finds malformed may hold
+/// key data: only a block's label (`PRIVATE KEY`, `CERTIFICATE`) is ever
+/// quoted, and only if it is short printable ASCII.
+fn pem_problem(e: &ureq::Error) -> String {
+    use rustls_pki_types::pem::Error as Pem;
+    let ureq::Error::Pem(e) = e else {
+        return e.to_string();
+    };
+    match e {
+        Pem::MissingSectionEnd { end_marker } => {
+            let label = std::str::from_utf8(end_marker)
+                .ok()
+                .filter(|l| l.len() <= 40 && l.bytes().all(|b| b == b' ' || b.is_ascii_graphic()));
+            match label {
+                Some(l) => format!("the PEM block `{l}` has no END line (truncated?)"),
+                None => "a PEM block has no END line (truncated?)".into(),
+            }
+        }
+        Pem::IllegalSectionStart { .. } => "a `-----BEGIN` line is malformed".into(),
+        Pem::Base64Decode(_) => "a PEM block's base64 text is corrupt".into(),
+        Pem::Io(e) => format!("cannot read the PEM text: {e}"),
+        Pem::NoItemsFound => "no PEM block found".into(),
+        Pem::SectionTooLarge => "a PEM block is too large".into(),
+        _ => "not valid PEM".into(),
+    }
+}
+
 fn parse_key(pem: &[u8], source: &str) -> Result<PrivateKey<'static>, Error> {
-    // The parse error text of ureq's PEM reader never echoes the key bytes.
     PrivateKey::from_pem(pem).map_err(|e| {
         cfg_err(
             source,
             "client-key",
-            format!("no usable PEM private key: {e}"),
+            format!("no usable PEM private key: {}", pem_problem(&e)),
         )
     })
 }
@@ -160,7 +194,10 @@ pub fn build(m: &TlsMaterial, source: &str) -> Result<TlsConfig, Error> {
         ));
     }
     if m.insecure {
-        log::warn!("{source}: insecure-skip-tls-verify is set; the API server's certificate is NOT verified");
+        // Once per process and source, not once per client built.
+        super::perms::warn_once(format!(
+            "{source}: insecure-skip-tls-verify is set; the API server's certificate is NOT verified"
+        ));
         b = b.disable_verification(true);
     }
     let roots = match &m.ca_pem {
@@ -386,6 +423,36 @@ mod tests {
     }
 
     #[test]
+    fn pem_errors_are_words_without_key_material() {
+        let key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANSECRETSECRET\n";
+        let cert = "-----BEGIN CERTIFICATE-----\nMIIBSECRETSECRET\n";
+        let bad_b64 = "-----BEGIN CERTIFICATE-----\nSECRET!!SECRET\n-----END CERTIFICATE-----\n";
+        // (PEM, parse as key?, fragment the error must hold)
+        let cases = [
+            (key, true, "the PEM block `PRIVATE KEY` has no END line"),
+            (cert, false, "the PEM block `CERTIFICATE` has no END line"),
+            (cert, true, "the PEM block `CERTIFICATE` has no END line"),
+            (bad_b64, false, "base64 text is corrupt"),
+            ("no pem here", false, "no PEM certificate found"),
+        ];
+        for (pem, as_key, want) in cases {
+            let got = if as_key {
+                parse_key(pem.as_bytes(), "kc").map(drop)
+            } else {
+                parse_certs(pem.as_bytes(), "kc", "certificate-authority").map(drop)
+            };
+            let Err(e) = got else {
+                panic!("{pem:?} parsed");
+            };
+            let text = format!("{e} {e:?}");
+            assert!(text.contains(want), "{pem:?}: {text}");
+            for leak in ["SECRET", "[80, 82", "[67, 69"] {
+                assert!(!text.contains(leak), "{pem:?}: {text}");
+            }
+        }
+    }
+
+    #[test]
     fn insecure_skip_tls_verify_with_a_ca_is_rejected() {
         let m = TlsMaterial {
             ca_pem: Some(b"-----BEGIN CERTIFICATE-----".to_vec()),
@@ -405,5 +472,21 @@ mod tests {
             ..TlsMaterial::default()
         };
         assert!(build(&insecure_only, "kc").is_ok());
+    }
+
+    #[test]
+    fn the_insecure_warning_is_logged_once_per_source() {
+        super::super::perms::captured::install();
+        let m = TlsMaterial {
+            insecure: true,
+            ..TlsMaterial::default()
+        };
+        for source in ["kc-warned-once-a", "kc-warned-once-a", "kc-warned-once-b"] {
+            build(&m, source).expect("insecure build");
+            build(&m, source).expect("insecure build");
+        }
+        let count = super::super::perms::captured::count;
+        assert_eq!(count("kc-warned-once-a: insecure-skip-tls-verify"), 1);
+        assert_eq!(count("kc-warned-once-b: insecure-skip-tls-verify"), 1);
     }
 }

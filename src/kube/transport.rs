@@ -13,6 +13,7 @@ use super::config::ClientConfig;
 use super::error::{Error, Status};
 use super::gate::WriteGate;
 use super::keepalive::{KeepaliveConnector, Sockets};
+use super::kubeconfig;
 use super::link::Link;
 use super::metrics::Metrics;
 use super::ratelimit::TokenBucket;
@@ -136,11 +137,15 @@ fn agent(cfg: &ClientConfig, tls: ureq::tls::TlsConfig, watch: bool) -> Result<P
         b = b.timeout_global(Some(cfg.request_timeout));
     }
     if let Some(p) = &cfg.proxy_url {
-        let proxy = ureq::Proxy::new(p).map_err(|e| Error::Config {
-            source: cfg.source.clone(),
-            field: "proxy-url".into(),
-            message: format!("invalid proxy URL: {e}"),
-        })?;
+        // Checked again here for a config not loaded from a kubeconfig:
+        // ureq takes a socks URL and then connects directly.
+        let proxy = kubeconfig::check_proxy_url(p)
+            .and_then(|()| ureq::Proxy::new(p).map_err(|e| format!("invalid proxy URL: {e}")))
+            .map_err(|message| Error::Config {
+                source: cfg.source.clone(),
+                field: "proxy-url".into(),
+                message,
+            })?;
         b = b.proxy(Some(proxy));
     }
     let config = b.build();
