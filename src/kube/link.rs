@@ -15,7 +15,7 @@
 //! server unreachable.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long after the first failure to reach the server (with no answer
@@ -33,8 +33,10 @@ pub const MIN_DOWN: Duration = Duration::from_secs(1);
 pub struct Link {
     /// Fast path: false while nothing failed since the last success.
     down: AtomicBool,
-    /// What the times below count from.
-    base: Instant,
+    /// What the times below count from: an hour before the first time
+    /// stamped, so that times a little earlier still stamp apart (set from
+    /// the callers' clock; this module never reads time itself).
+    base: OnceLock<Instant>,
     /// The latest answer's time, in nanoseconds after `base` plus one (0:
     /// none yet).
     last_answer: AtomicU64,
@@ -48,11 +50,7 @@ impl Default for Link {
     fn default() -> Self {
         Self {
             down: AtomicBool::new(false),
-            // An hour back, so that times taken just before the record
-            // was made still stamp apart.
-            base: Instant::now()
-                .checked_sub(Duration::from_secs(3600))
-                .unwrap_or_else(Instant::now),
+            base: OnceLock::new(),
             last_answer: AtomicU64::new(0),
             since: Mutex::new(None),
             returns: AtomicU64::new(0),
@@ -112,7 +110,10 @@ impl Link {
 
     /// `t` as nanoseconds after `base`, plus one (so that 0 means never).
     fn stamp(&self, t: Instant) -> u64 {
-        let nanos = t.saturating_duration_since(self.base).as_nanos();
+        let base = self
+            .base
+            .get_or_init(|| t.checked_sub(Duration::from_secs(3600)).unwrap_or(t));
+        let nanos = t.saturating_duration_since(*base).as_nanos();
         u64::try_from(nanos).unwrap_or(u64::MAX - 1) + 1
     }
 

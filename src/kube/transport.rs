@@ -540,7 +540,10 @@ impl Transport {
         // the body could not be read: that says nothing of who answered.
         status.gateway &= whole;
         if status.gateway {
-            self.link.unreachable(end);
+            // Stamped now, not at `end`: the page took time to read, and an
+            // answer to another request in that time must not supersede
+            // the failure (see `Link::unreachable`).
+            self.link.unreachable(self.clock.now());
         }
         Err(Error::Api(status))
     }
