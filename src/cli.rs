@@ -190,8 +190,8 @@ pub fn parse(
         Some("check-config") => Ok(Command::CheckConfig { config }),
         Some("explain") => match service {
             Some(service) => {
+                check_explain_names(namespace.as_deref(), &service)?;
                 let namespace = namespace.unwrap_or_else(|| "default".into());
-                check_explain_names(&namespace, &service)?;
                 Ok(Command::Explain {
                     config,
                     namespace,
@@ -213,12 +213,17 @@ pub fn parse(
 /// `explain`'s names go into request paths and a label selector: refuse
 /// what no Service or namespace can be called (the API server's rules: a
 /// namespace is a DNS-1123 label, a Service name a DNS-1035 label).
-fn check_explain_names(namespace: &str, service: &str) -> Result<(), UsageError> {
+fn check_explain_names(namespace: Option<&str>, service: &str) -> Result<(), UsageError> {
     if let Some((ns, name)) = service.split_once('/') {
+        let hint = match namespace {
+            None => format!("; give the namespace with -n: endpointd explain -n {ns} {name}"),
+            Some(_) => String::new(),
+        };
         return Err(UsageError(format!(
-            "{service:?} is not a Service name; give the namespace with -n: endpointd explain -n {ns} {name}"
+            "{service:?} is not a Service name (no '/'){hint}"
         )));
     }
+    let namespace = namespace.unwrap_or("default");
     if !crate::names::is_dns1123_label(namespace) {
         return Err(UsageError(format!(
             "namespace {namespace:?} is not valid: lower-case letters, digits and '-', at most 63 characters"
@@ -412,7 +417,7 @@ mod tests {
             ),
             (
                 &["explain", "-n", "odd", "a/status"],
-                "give the namespace with -n",
+                "\"a/status\" is not a Service name (no '/')",
             ),
             (&["explain", "a?x=1"], "Service name \"a?x=1\" is not valid"),
             (&["explain", "Web"], "Service name \"Web\" is not valid"),
@@ -426,6 +431,8 @@ mod tests {
             let e = p(args, None).expect_err("bad name");
             assert!(e.contains(want), "{args:?}: {e}");
         }
+        let e = p(&["explain", "-n", "odd", "a/status"], None).expect_err("slash");
+        assert!(!e.contains("-n a status"), "no hint that ignores -n: {e}");
         let long = "a".repeat(64);
         assert!(p(&["explain", &long], None).is_err(), "64 characters");
         assert!(p(&["explain", &long[..63]], None).is_ok(), "63 characters");
