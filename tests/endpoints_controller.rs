@@ -292,3 +292,55 @@ fn a_stalled_endpoints_watch_never_gets_a_created_endpoints_posted_again() {
     assert_eq!((creates_of_b(), warnings()), (1, 0));
     assert_eq!(d.stop(), Some(0));
 }
+
+/// A Service with an empty selector (`{}`) is a Service without one, as
+/// the API defines it ("if empty or not present … Kubernetes will not
+/// modify" its endpoints; kube-apiserver stores `{}` as none): its
+/// hand-made Endpoints are left alone and no slice is made for it, though
+/// pods run in its namespace. (kube-sim drops `{}` on create as the API
+/// server does; the test stores it afterwards, so that endpointd's own
+/// reading of a `{}` it is served is what is tested.)
+#[test]
+fn an_empty_selector_is_no_selector() {
+    let c = Cluster::start("ep-empty-selector");
+    let mut db = service("default", "db", "db", json!(5432));
+    db["spec"]["selector"] = json!({});
+    let manual = json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "db", "namespace": "default"},
+        "subsets": [{"addresses": [{"ip": "192.0.2.10"}], "ports": [{"port": 5432, "protocol": "TCP"}]}]});
+    c.load(vec![
+        node("node-a", "z1"),
+        db,
+        manual.clone(),
+        pod("default", "other", "other", "10.0.9.1", true),
+        service("default", "web", "web", json!(8080)),
+        pod("default", "w1", "web", "10.0.9.2", true),
+    ]);
+    assert!(c.get("services", "default", "db").expect("db")["spec"]["selector"].is_null());
+    c.modify("services", "default", &["db".to_string()], |s| {
+        s["spec"]["selector"] = json!({})
+    });
+    let d = Daemon::start(&c, "a", "[leader_election]\nenabled = false\n");
+    let slices_of = |svc: &str| {
+        c.all("endpointslices")
+            .iter()
+            .filter(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == svc)
+            .count()
+    };
+    wait_until("web served", LIMIT, || {
+        counts(&c, "default", "web") == Some((1, 0)) && slices_of("web") == 1
+    });
+    d.wait_idle("endpoint", 1.0, LIMIT);
+    d.wait_idle("endpoint_slice", 1.0, LIMIT);
+    let ep = c.get("endpoints", "default", "db").expect("db's Endpoints");
+    assert_eq!(ep["subsets"], manual["subsets"], "hand-made subsets kept");
+    assert!(ep["metadata"]["labels"].is_null(), "no managed-by label");
+    let ours = c
+        .writes("endpoints")
+        .iter()
+        .filter(|w| w.name == "db" && w.user_agent.starts_with("endpointd"))
+        .count();
+    assert_eq!(ours, 0, "endpointd wrote db's Endpoints");
+    assert_eq!(slices_of("db"), 0, "a slice for db");
+    assert_eq!(d.stop(), Some(0));
+}

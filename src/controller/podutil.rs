@@ -66,8 +66,8 @@ fn sloppy_v4(text: &str) -> Option<Ipv4Addr> {
 }
 
 /// Whether the controllers manage endpoints for this Service at all: it has
-/// a selector (possibly empty: `{}` selects every pod of the namespace) and
-/// is not `ExternalName` (A7, B4).
+/// a selector (never empty: the model reads `{}` as none) and is not
+/// `ExternalName` (A7, B4).
 pub fn service_is_managed(svc: &Service) -> bool {
     svc.selector.is_some() && &*svc.type_ != "ExternalName"
 }
@@ -163,8 +163,8 @@ mod tests {
     fn managed_services() {
         let mut svc = Service::default();
         assert!(!service_is_managed(&svc), "no selector");
-        svc.selector = Some(Labels::new());
-        assert!(service_is_managed(&svc), "an empty selector selects all");
+        svc.selector = Some([("app", "web")].into_iter().collect());
+        assert!(service_is_managed(&svc), "a selector");
         svc.type_ = "ExternalName".into();
         assert!(!service_is_managed(&svc));
     }

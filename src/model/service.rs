@@ -3,8 +3,11 @@
 //! annotations (upstream-spec A7–A13, B8, B23–B25), plus the shared
 //! [`Protocol`] and [`IntOrString`] value types.
 //!
-//! Must never collapse "no selector" (`None`: user-managed endpoints, never
-//! touched) into "empty selector" (`Some({})`: selects every pod).
+//! An empty selector (`{}`) is no selector (`None`: user-managed endpoints,
+//! never touched), as the API defines it ("if empty or not present, … an
+//! external process managing its endpoints"): kube-apiserver stores an
+//! empty map as none, so kube-controller-manager never sees `{}`; endpointd
+//! must not read it as "every pod of the namespace" from any server.
 
 use super::meta::{boxed, opt_boxed, TrimmedMeta};
 use super::pod::null_default;
@@ -18,7 +21,8 @@ use std::fmt;
 pub struct Service {
     /// Trimmed metadata (keeps the topology annotations).
     pub metadata: TrimmedMeta,
-    /// `spec.selector`: `None` when absent or null, `Some(empty)` for `{}`.
+    /// `spec.selector`: `None` when absent, null or empty (`{}`); never
+    /// `Some` of an empty set.
     pub selector: Option<Labels>,
     /// `spec.clusterIP` (`"None"` for headless, "" if unset).
     pub cluster_ip: Box<str>,
@@ -185,7 +189,7 @@ impl From<ServiceWire> for Service {
         let s = w.spec;
         Service {
             metadata: w.metadata,
-            selector: s.selector,
+            selector: s.selector.filter(|l| !l.is_empty()),
             cluster_ip: s.cluster_ip,
             cluster_ips: boxed_all(s.cluster_ips),
             type_: s.type_,

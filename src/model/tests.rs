@@ -152,7 +152,8 @@ fn service_selector_none_vs_empty_and_ports() {
     let cases: &[(serde_json::Value, Option<usize>)] = &[
         (json!({"spec": {}}), None),
         (json!({"spec": {"selector": null}}), None),
-        (json!({"spec": {"selector": {}}}), Some(0)),
+        // Empty is none: never "every pod of the namespace".
+        (json!({"spec": {"selector": {}}}), None),
         (json!({"spec": {"selector": {"app": "web"}}}), Some(1)),
     ];
     for (v, want) in cases {

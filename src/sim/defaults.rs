@@ -3,7 +3,9 @@
 //! port `protocol` and `targetPort` (= `port`), ClusterIP allocation from
 //! 10.96.0.0/12 with `clusterIPs`, `ipFamilies`, `ipFamilyPolicy` and
 //! `internalTrafficPolicy`; an update that omits the allocated values keeps
-//! them; Endpoints/EndpointSlice port `protocol` = TCP.
+//! them; Endpoints/EndpointSlice port `protocol` = TCP. An empty Service
+//! `selector` is dropped, as kube-apiserver's storage drops an empty map
+//! (it reads back as no selector).
 //!
 //! Only reads the store (to find a free ClusterIP); never writes.
 
@@ -63,6 +65,14 @@ fn service(t: &Txn<'_>, v: &mut Value, old: Option<&Value>) {
         }
     }
     let spec = &mut v["spec"];
+    if spec
+        .get("selector")
+        .is_some_and(|s| s.as_object().is_some_and(|m| m.is_empty()))
+    {
+        if let Some(m) = spec.as_object_mut() {
+            m.remove("selector");
+        }
+    }
     for (f, d) in [
         ("type", "ClusterIP"),
         ("sessionAffinity", "None"),
@@ -161,6 +171,12 @@ mod tests {
                 json!({"spec": {"clusterIP": "fd00::10"}}),
                 json!({"type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
                        "clusterIP": "fd00::10", "clusterIPs": ["fd00::10"], "ipFamilies": ["IPv6"],
+                       "ipFamilyPolicy": "SingleStack"}),
+            ),
+            (
+                json!({"spec": {"selector": {}, "clusterIP": "None"}}),
+                json!({"type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+                       "clusterIP": "None", "clusterIPs": ["None"], "ipFamilies": ["IPv4"],
                        "ipFamilyPolicy": "SingleStack"}),
             ),
             (
