@@ -14,10 +14,21 @@ pub fn is_dns1123_label(s: &str) -> bool {
         && b[b.len() - 1] != b'-'
 }
 
-/// RFC 1123 subdomain: dot-separated labels, at most 253 characters (most
-/// object names).
+/// RFC 1123 subdomain as apimachinery's `IsDNS1123Subdomain` checks it
+/// (most object names): at most 253 characters, dot-separated parts of
+/// lower-case alphanumerics and '-', alphanumeric at both ends of each
+/// part. Unlike a label, a part may be longer than 63 characters
+/// (upstream checks only the pattern and the total).
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+    let part_ok = |p: &str| {
+        let b = p.as_bytes();
+        !b.is_empty()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b[0] != b'-'
+            && b[b.len() - 1] != b'-'
+    };
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(part_ok)
 }
 
 /// RFC 1035 label: an RFC 1123 label that starts with a letter (Service names).
@@ -34,6 +45,7 @@ mod tests {
         // (input, 1123 label, 1123 subdomain, 1035 label)
         let long_label = "a".repeat(63);
         let too_long_label = "a".repeat(64);
+        let slice_name = format!("{}-9wb2p", "s".repeat(63));
         let long_sub = format!("{0}.{0}.{0}.{1}", "a".repeat(63), "a".repeat(61));
         let cases: Vec<(&str, bool, bool, bool)> = vec![
             ("kube-system", true, true, true),
@@ -47,7 +59,10 @@ mod tests {
             ("", false, false, false),
             ("a..b", false, false, false),
             (&long_label, true, true, true),
-            (&too_long_label, false, false, false),
+            // A subdomain's part may pass 63 (upstream checks the pattern
+            // and the total only): a 63-character Service's slice name.
+            (&too_long_label, false, true, false),
+            (&slice_name, false, true, false),
             (&long_sub, false, true, false),
         ];
         for (s, label, sub, l1035) in cases {

@@ -123,6 +123,10 @@ pub fn new_uid() -> String {
     )
 }
 
+/// Longest generateName prefix kept (upstream `maxGeneratedNameLength`:
+/// 63 − 5).
+pub const MAX_GENERATED_PREFIX: usize = 58;
+
 /// A 5-character generateName suffix (upstream's alphabet: no vowels,
 /// no confusable characters).
 pub fn name_suffix() -> String {

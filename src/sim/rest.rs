@@ -256,7 +256,13 @@ pub fn create_in(
     verb: &str,
 ) -> Result<Arc<Obj>, ApiError> {
     let given = meta_str(&v, "name").unwrap_or("").to_string();
-    let prefix = meta_str(&v, "generateName").unwrap_or("").to_string();
+    // Upstream's SimpleNameGenerator: a prefix longer than 58 characters
+    // is cut, so that the name with its 5-character suffix fits 63.
+    let prefix: String = meta_str(&v, "generateName")
+        .unwrap_or("")
+        .chars()
+        .take(objects::MAX_GENERATED_PREFIX)
+        .collect();
     if given.is_empty() && prefix.is_empty() {
         return Err(validate::invalid(
             info,
