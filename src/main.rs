@@ -20,19 +20,10 @@ fn real_main() -> i32 {
         }
     };
     match cmd {
-        Command::Help(text) => {
-            print!("{text}");
-            0
-        }
-        Command::Version => {
-            println!("{}", cli::version_line());
-            0
-        }
+        Command::Help(text) => emit(&text),
+        Command::Version => emit(&format!("{}\n", cli::version_line())),
         Command::CheckConfig { config } => match endpointd::daemon::check_config(&config) {
-            Ok(text) => {
-                print!("{text}");
-                0
-            }
+            Ok(text) => emit(&text),
             Err(e) => {
                 eprintln!("{e}");
                 EXIT_FAILURE
@@ -52,19 +43,13 @@ fn real_main() -> i32 {
             json,
         } => match endpointd::daemon::explain(&config, &namespace, &service) {
             Ok(report) if json => match serde_json::to_string_pretty(&report) {
-                Ok(s) => {
-                    println!("{s}");
-                    0
-                }
+                Ok(s) => emit(&format!("{s}\n")),
                 Err(e) => {
                     eprintln!("endpointd explain: {e}");
                     EXIT_FAILURE
                 }
             },
-            Ok(report) => {
-                print!("{}", endpointd::explain::render::text(&report));
-                0
-            }
+            Ok(report) => emit(&endpointd::explain::render::text(&report)),
             Err(e) => {
                 eprintln!("endpointd explain: {e}");
                 EXIT_FAILURE
@@ -79,6 +64,22 @@ fn real_main() -> i32 {
                 }
             };
             endpointd::demo::main(&endpointd::demo::Options { keep_running, exe })
+        }
+    }
+}
+
+/// Write `text` to stdout: 0, also when the reader went away first
+/// (`endpointd explain … | head` closes the pipe; `print!` would panic on
+/// it); 1 with the error for any other failure to write.
+fn emit(text: &str) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("endpointd: cannot write to standard output: {e}");
+            EXIT_FAILURE
         }
     }
 }

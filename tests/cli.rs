@@ -788,3 +788,28 @@ fn a_kubeconfig_readable_by_others_is_warned_about() {
         "{private}"
     );
 }
+
+/// Output into a pipe whose reader has gone (`endpointd … | head`): exit 0
+/// and no panic (`print!` panics on EPIPE; Rust ignores SIGPIPE).
+#[test]
+fn a_closed_output_pipe_is_not_a_panic() {
+    let d = tmpdir("closed-pipe");
+    let cfg = write(&d, "c.toml", "");
+    for args in [&["--help"][..], &["--version"], &["check-config", "-c"]] {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let mut c = bin();
+        c.args(args);
+        if args[0] == "check-config" {
+            c.arg(&cfg);
+        }
+        let o = c
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run endpointd");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

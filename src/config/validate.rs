@@ -137,9 +137,8 @@ impl Validator<'_> {
             None => 20.0,
             Some(q) if (MIN_QPS..=MAX_QPS).contains(&q) => q,
             Some(_) => {
-                let msg = format!(
-                    "must be a number from {MIN_QPS} to {MAX_QPS} (requests per second)"
-                );
+                let msg =
+                    format!("must be a number from {MIN_QPS} to {MAX_QPS} (requests per second)");
                 self.fail("kubernetes.qps", &r.qps, msg);
                 20.0
             }
