@@ -100,7 +100,7 @@ pub fn hostname_for<'a>(pod: &'a Pod, svc: &Service) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Labels, PodPhase, Time};
+    use crate::model::{PodPhase, Time};
 
     fn pod(phase: PodPhase, ips: &[&str], terminating: bool) -> Pod {
         let mut p = Pod {
