@@ -233,6 +233,29 @@ fn mismatched_client_key_is_a_config_error_not_a_panic() {
         matches!(&e, Error::Config { field, .. } if field == "client-certificate"),
         "{e}"
     );
+    // A key whose body was cut inside intact armour: the key's fault, not
+    // a mismatch.
+    let body: String = other_key
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<Vec<_>>()
+        .concat();
+    let cut = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        &body[..body.len() / 2 / 4 * 4]
+    );
+    let user = format!(
+        "    client-certificate-data: {}\n    client-key-data: {}\n",
+        b64(&cert),
+        b64(&cut)
+    );
+    let e =
+        connect(&kubeconfig("https://127.0.0.1:1", &pki.ca_pem, "", &user)).expect_err("a cut key");
+    assert!(
+        matches!(&e, Error::Config { field, .. } if field == "client-key"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("does not match"), "{e}");
     let garbage = kubeconfig("https://127.0.0.1:1", "not a pem", "", "    token: t\n");
     let e = connect(&garbage).expect_err("bad CA");
     assert!(

@@ -151,7 +151,20 @@ fn check_pair(
             format!("unrecognised key encoding: {e}"),
         )
     })?;
-    rustls::sign::CertifiedKey::from_der(certs, key_der, &ring())
+    let provider = ring();
+    // A key that cannot be loaded at all is the key's fault, not a
+    // mismatch with the certificate (a body cut inside intact armour).
+    provider
+        .key_provider
+        .load_private_key(key_der.clone_key())
+        .map_err(|e| {
+            cfg_err(
+                source,
+                "client-key",
+                format!("not a usable private key: {e}"),
+            )
+        })?;
+    rustls::sign::CertifiedKey::from_der(certs, key_der, &provider)
         .map(|_| ())
         .map_err(|e| {
             cfg_err(
