@@ -217,6 +217,9 @@ pub fn lease(new: &Value, out: &mut Vec<Cause>) {
 }
 
 const SERVICE_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+/// `spec.trafficDistribution` values kube-apiserver accepts (1.33+, with
+/// `PreferSameTrafficDistribution` on, as it is by default from 1.34).
+const TRAFFIC_DISTRIBUTIONS: &[&str] = &["PreferClose", "PreferSameZone", "PreferSameNode"];
 
 /// IANA service name (a string `targetPort`): ≤ 15 characters, lower-case
 /// alphanumerics and '-', at least one letter, no leading/trailing or
@@ -254,6 +257,15 @@ pub fn service(old: Option<&Value>, new: &Value, out: &mut Vec<Cause>) {
         .unwrap_or("ClusterIP");
     if !SERVICE_TYPES.contains(&ty) {
         out.push(Cause::not_supported("spec.type", &json!(ty), SERVICE_TYPES));
+    }
+    if let Some(td) = spec.get("trafficDistribution").and_then(Value::as_str) {
+        if !TRAFFIC_DISTRIBUTIONS.contains(&td) {
+            out.push(Cause::not_supported(
+                "spec.trafficDistribution",
+                &json!(td),
+                TRAFFIC_DISTRIBUTIONS,
+            ));
+        }
     }
     let ip = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("");
     if !ip.is_empty() && ip != "None" && !ip_ok(ip) {

@@ -464,6 +464,16 @@ fn service_rules() {
             vec![f("FieldValueNotSupported", "spec.type")],
         ),
         (
+            svc(json!({"trafficDistribution": "Foo", "ports": [{"port": 80, "protocol": "TCP"}]})),
+            vec![f("FieldValueNotSupported", "spec.trafficDistribution")],
+        ),
+        (
+            svc(
+                json!({"trafficDistribution": "PreferSameNode", "ports": [{"port": 80, "protocol": "TCP"}]}),
+            ),
+            vec![],
+        ),
+        (
             svc(json!({"clusterIP": "10.0.0.300", "ports": [{"port": 80, "protocol": "TCP"}]})),
             vec![f("FieldValueInvalid", "spec.clusterIP")],
         ),
