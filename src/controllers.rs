@@ -121,7 +121,8 @@ impl Controllers {
                     .push(ep::target(&queue, cfg.endpoints.batch_period));
                 hooks.endpoints.push(Arc::new(
                     EndpointsHandler::new(queue.clone(), Arc::clone(&writer))
-                        .with_foreign(Arc::clone(&foreign)),
+                        .with_foreign(Arc::clone(&foreign))
+                        .syncing_on_create(deps.shadow.is_some()),
                 ));
                 Some(EndpointsParts {
                     queue,

@@ -339,6 +339,43 @@ fn shadow_mode_reports_each_divergence_once_and_writes_nothing() {
         kinds_of(&differences(&addr), "default/api"),
         ["slice_conditions", "slice_hints"]
     );
+
+    // A Service created now: listed as missing its objects until the
+    // other controller has created them, then no longer (an Endpoints
+    // created, not updated, syncs its Service too).
+    sim.store()
+        .load_list(&json!({"apiVersion": "v1", "kind": "List", "items": [
+            service("late", json!({})),
+            pod("late-a", "late", "10.0.3.1", true),
+        ]}))
+        .expect("load late");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline
+        && !kinds_of(&differences(&addr), "default/late").contains(&"endpoints_missing".to_string())
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        kinds_of(&differences(&addr), "default/late").contains(&"endpoints_missing".to_string()),
+        "{:#?}",
+        differences(&addr)
+    );
+    sim.store()
+        .load_list(&json!({"apiVersion": "v1", "kind": "List", "items": [
+            endpoints("late", &[("10.0.3.1", "late-a")], &[], 8080),
+            slice("late", vec![ep("10.0.3.1", "late-a", true, false)]),
+        ]}))
+        .expect("load late's objects");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && !kinds_of(&differences(&addr), "default/late").is_empty() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        kinds_of(&differences(&addr), "default/late"),
+        Vec::<String>::new(),
+        "{:#?}",
+        differences(&addr)
+    );
     let _ = child.kill();
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {

@@ -192,11 +192,15 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
 /// Endpoints (user-managed, orphaned, a leader-election lock) are ignored,
 /// as upstream ignores them — a sync of a key without a Service would
 /// DELETE it. Adds and updates also tell the writer which of its writes
-/// the cache has shown ([`EndpointsWriter::cache_shows`]).
+/// the cache has shown ([`EndpointsWriter::cache_shows`]). In shadow mode,
+/// where every Endpoints is someone else's, an Endpoints created after the
+/// first list syncs its key too, so that a shadow difference "no Endpoints
+/// object" leaves the list once the other controller has created it.
 pub struct EndpointsHandler {
     queue: RateLimitingQueue<String>,
     writer: Arc<EndpointsWriter>,
     foreign: Option<Arc<ForeignWrites>>,
+    sync_on_create: bool,
 }
 
 impl EndpointsHandler {
@@ -206,7 +210,15 @@ impl EndpointsHandler {
             queue,
             writer,
             foreign: None,
+            sync_on_create: false,
         }
+    }
+
+    /// Sync the key of every Endpoints created after the first list (shadow
+    /// mode: nothing endpointd writes, so each is another writer's).
+    pub fn syncing_on_create(mut self, on: bool) -> EndpointsHandler {
+        self.sync_on_create = on;
+        self
     }
 
     /// Report someone else's edits of our Endpoints to `foreign`.
@@ -217,9 +229,12 @@ impl EndpointsHandler {
 }
 
 impl EventHandler<Endpoints> for EndpointsHandler {
-    fn on_add(&self, obj: &Arc<Endpoints>, _initial: bool) {
+    fn on_add(&self, obj: &Arc<Endpoints>, initial: bool) {
         if self.writer.awaits_echoes() {
             self.writer.cache_shows(&obj.key(), obj.resource_version());
+        }
+        if self.sync_on_create && !initial {
+            self.queue.add(obj.key());
         }
     }
     fn on_update(&self, old: &Arc<Endpoints>, new: &Arc<Endpoints>) {
