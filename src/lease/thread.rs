@@ -253,7 +253,10 @@ impl Runner {
                 next_beat = self.clock.now() + self.heartbeat();
             }
             if self.state.lost() {
-                return;
+                // The Lease is no longer ours (release skips it), but the
+                // identity Lease is: deleted now, not left to expire for an
+                // hour under a name the restart will not use again.
+                break;
             }
             self.state.set_busy(None);
             self.state.rounds.fetch_add(1, Ordering::Relaxed);

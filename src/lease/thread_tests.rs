@@ -549,3 +549,34 @@ fn a_slow_acquisition_does_not_count_against_the_first_renewal() {
     stop.trigger();
     thread.join().expect("lease thread");
 }
+
+#[test]
+fn a_leader_that_loses_the_lease_deletes_its_identity_lease_as_it_ends() {
+    let api = FakeApi::default();
+    let clock = FakeClock::new();
+    let (a, _) = runner(&api, &clock, "a", Arc::default());
+    let state = Arc::clone(&a.state);
+    let mine = identity::lease_name("a");
+    let thread = std::thread::spawn(move || a.run());
+    wait_for("leading with an identity lease", || {
+        state.leading() && api.lease("kube-system", &mine).is_some()
+    });
+    // Someone else holds the Lease now; past renew_deadline the next round
+    // (a retry_period of real time later) has lost.
+    let mut l = api.lease("kube-system", "endpointd").expect("lease");
+    l.spec.holder_identity = Some("intruder".into());
+    api.put(api.stamp(&l));
+    clock.step(E().renew_deadline + E().retry_period);
+    thread.join().expect("the thread ends by itself once lost");
+    assert!(state.lost());
+    assert!(
+        api.lease("kube-system", &mine).is_none(),
+        "the identity lease was left behind"
+    );
+    assert_eq!(
+        api.lease("kube-system", "endpointd")
+            .and_then(|l| l.spec.holder_identity),
+        Some("intruder".into()),
+        "the election Lease is not touched"
+    );
+}
