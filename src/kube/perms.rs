@@ -38,18 +38,13 @@ pub fn warn_if_exposed(what: &str, path: &Path) {
 /// repeated four times at startup reads as four problems. Returns whether
 /// it logged.
 pub fn warn_once(message: String) -> bool {
-    use std::collections::HashSet;
-    use std::sync::{Mutex, OnceLock};
-    static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    let mut seen = SEEN
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if seen.contains(&message) {
+    use std::sync::LazyLock;
+    // The same record as the API server's warnings (a bounded set of texts).
+    static WARNED: LazyLock<super::warnings::Seen> = LazyLock::new(Default::default);
+    if !WARNED.first(&message) {
         return false;
     }
     log::warn!("{message}");
-    seen.insert(message);
     true
 }
 
