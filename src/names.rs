@@ -5,9 +5,14 @@
 /// RFC 1123 label: 1–63 lower-case alphanumerics or '-', alphanumeric at
 /// both ends (namespaces, most label-like names).
 pub fn is_dns1123_label(s: &str) -> bool {
+    s.len() <= 63 && is_label_shaped(s)
+}
+
+/// Lower-case alphanumerics and '-', at least one, alphanumeric at both
+/// ends: a label's pattern without its length bound.
+fn is_label_shaped(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
-        && b.len() <= 63
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
@@ -20,15 +25,7 @@ pub fn is_dns1123_label(s: &str) -> bool {
 /// part. Unlike a label, a part may be longer than 63 characters
 /// (upstream checks only the pattern and the total).
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    let part_ok = |p: &str| {
-        let b = p.as_bytes();
-        !b.is_empty()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-'
-    };
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(part_ok)
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_label_shaped)
 }
 
 /// RFC 1035 label: an RFC 1123 label that starts with a letter (Service names).
