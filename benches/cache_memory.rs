@@ -11,15 +11,18 @@
 //! `cargo bench --bench cache_memory [-- N]`; the last line is JSON:
 //! `{"pods":N,"bytes_per_pod":..,"bytes_per_pod_full_object":..,...}`.
 
+// A measuring harness, not shipped: a counting global allocator.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::{Arc, RwLock};
 
-use endpointd::clock::{Clock, RealClock};
 use endpointd::controller::trigger::TriggerTimeTracker;
-use endpointd::informer::{IndexKey, Store, WatchEvent};
-use endpointd::model::{EndpointSlice, Endpoints, Pod, Service};
+use endpointd_base::clock::{Clock, RealClock};
+use endpointd_kube::informer::{IndexKey, Store, WatchEvent};
+use endpointd_kube::model::{EndpointSlice, Endpoints, Pod, Service};
 
 /// Counts live heap bytes.
 struct Counting;
@@ -204,7 +207,7 @@ impl Sharded {
         &self.shards[(fnv1a(key) % 16) as usize]
     }
     fn insert(&self, p: Arc<Pod>) {
-        use endpointd::model::Object;
+        use endpointd_kube::model::Object;
         let key: Arc<str> = p.key().into();
         let mut g = self.shard(&key).write().unwrap_or_else(|e| e.into_inner());
         g.insert(key, p);

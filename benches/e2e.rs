@@ -29,6 +29,9 @@
 //! answers a write in tens of microseconds, a real API server (etcd) in
 //! milliseconds, which changes what the floors mean.
 
+// A measuring harness, not shipped: libc calls (sysconf, getrusage, kill) on its own processes.
+#![allow(unsafe_code)]
+
 #[path = "e2e/churn.rs"]
 mod churn;
 #[path = "e2e/floor.rs"]
@@ -85,6 +88,15 @@ fn args() -> Args {
 }
 
 fn main() {
+    // The bench starts kube-sim as a process of its own by running itself
+    // again with this first argument (the binary is another package's).
+    let mut argv = std::env::args_os().skip(1);
+    if argv.next().is_some_and(|a| a == procs::AS_KUBE_SIM) {
+        std::process::exit(match kube_sim::cli::main(argv) {
+            c if c == std::process::ExitCode::SUCCESS => 0,
+            _ => 1,
+        });
+    }
     let a = args();
     procs::SERVER_LATENCY_MS.store(a.server_latency_ms, std::sync::atomic::Ordering::Relaxed);
     let default = a.size.services == 20 && a.size.pods == 200;

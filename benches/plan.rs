@@ -8,7 +8,7 @@
 //! N. The last line is JSON: `{"flips":N,"ns_per_flip":..}`.
 use endpointd::endpoints::reconcile::{plan, Input, Plan as EpPlan};
 use endpointd::endpointslice::reconciler::{reconcile, ReconcileInput};
-use endpointd::model::{Node, Pod, Service};
+use endpointd_kube::model::{Node, Pod, Service};
 use serde_json::json;
 use std::sync::Arc;
 

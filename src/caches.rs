@@ -8,17 +8,17 @@
 //! the controllers' handlers ([`Hooks`]) before each informer starts. It
 //! never writes to the API server.
 
-use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::controller::handlers::{PodHandler, ServiceHandler, Target};
-use crate::informer::{
+use endpointd_base::clock::SharedClock;
+use endpointd_kube::informer::{
     EventHandler, History, IndexKey, Informer, InformerMetrics, KubeSource, ReflectorConfig,
     SyncBell, Synced, SERVICE_NAME_LABEL,
 };
-use crate::kube::{self, Client};
-use crate::metrics::Registry;
-use crate::model::{EndpointSlice, Endpoints, Namespace, Node, Pod, Service};
-use crate::shutdown::Shutdown;
+use endpointd_kube::kube::{self, Client};
+use endpointd_kube::metrics::Registry;
+use endpointd_kube::model::{EndpointSlice, Endpoints, Namespace, Node, Pod, Service};
+use endpointd_kube::shutdown::Shutdown;
 use std::io;
 use std::sync::Arc;
 
@@ -78,7 +78,7 @@ impl std::fmt::Debug for Hooks {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn informer<T: crate::model::Object + serde::de::DeserializeOwned>(
+fn informer<T: endpointd_kube::model::Object + serde::de::DeserializeOwned>(
     client: &Client,
     resource: kube::Resource,
     reflector: &ReflectorConfig,

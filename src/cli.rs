@@ -224,12 +224,12 @@ fn check_explain_names(namespace: Option<&str>, service: &str) -> Result<(), Usa
         )));
     }
     let namespace = namespace.unwrap_or("default");
-    if !crate::names::is_dns1123_label(namespace) {
+    if !endpointd_base::names::is_dns1123_label(namespace) {
         return Err(UsageError(format!(
             "namespace {namespace:?} is not valid: lower-case letters, digits and '-', at most 63 characters"
         )));
     }
-    if !crate::names::is_dns1035_label(service) {
+    if !endpointd_base::names::is_dns1035_label(service) {
         return Err(UsageError(format!(
             "Service name {service:?} is not valid: lower-case letters, digits and '-', starting with a letter, at most 63 characters"
         )));

@@ -15,8 +15,8 @@ mod effective;
 mod raw;
 mod validate;
 
-pub use crate::names::{is_dns1123_label, is_dns1123_subdomain};
 pub use duration::{format_duration, parse_duration};
+pub use endpointd_base::names::{is_dns1123_label, is_dns1123_subdomain};
 
 use effective::{flatten, Effective};
 use std::fmt;
@@ -276,6 +276,7 @@ pub fn default_identity() -> String {
 
 /// The kernel's host name (gethostname(2); works under `ProcSubset=pid`,
 /// which hides /proc/sys).
+#[allow(unsafe_code)] // a libc call or a checked invariant: see SAFETY inside
 pub fn hostname() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its whole length and gethostname

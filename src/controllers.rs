@@ -6,7 +6,6 @@
 //! Owns construction and life cycle only; never syncs anything itself.
 
 use crate::caches::{Caches, Hooks};
-use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::controller::fence::Fence;
 use crate::controller::foreign::ForeignWrites;
@@ -20,9 +19,10 @@ use crate::endpointslice::controller::{
 };
 use crate::endpointslice::topology::TopologyCache;
 use crate::endpointslice::{EndpointSliceTracker, SliceMetrics};
-use crate::kube::Client;
-use crate::metrics::{Family, Gauge, Registry};
-use crate::workqueue::{
+use endpointd_base::clock::SharedClock;
+use endpointd_kube::kube::Client;
+use endpointd_kube::metrics::{Family, Gauge, Registry};
+use endpointd_kube::workqueue::{
     default_controller_rate_limiter, endpoints_controller_rate_limiter,
     endpointslice_controller_rate_limiter, QueueConfig, RateLimitingQueue, WorkqueueError,
     WorkqueueMetrics,

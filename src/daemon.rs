@@ -7,19 +7,19 @@
 //! server itself (the controllers' writers do, behind the write fence).
 
 use crate::caches::{self, Caches};
-use crate::clock::{RealClock, SharedClock};
 use crate::config::{Config, ConfigErrors};
 use crate::controller::fence::Fence;
 use crate::controller::recorder::{self, EventRecorder, Record, RecorderConfig};
 use crate::controllers::{Controllers, Deps, Running};
 use crate::health::{self, Liveness, Readiness};
-use crate::kube::{self, Client, ClientConfig};
 use crate::lease::thread::{OnEvent, OnRepeatedFailure};
 use crate::lease::{Election, LeaseConfig, LeaseThread};
-use crate::metrics::Registry;
 use crate::sdnotify::{self, Notifier};
-use crate::shutdown::Shutdown;
 use crate::{logging, signals};
+use endpointd_base::clock::{RealClock, SharedClock};
+use endpointd_kube::kube::{self, Client, ClientConfig};
+use endpointd_kube::metrics::Registry;
+use endpointd_kube::shutdown::Shutdown;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -151,7 +151,7 @@ pub fn user_agent(identity: &str, acting: Option<&str>) -> String {
 
 /// Run until SIGTERM/SIGINT. Returns after a graceful stop.
 pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
-    crate::memory::limit_arenas();
+    endpointd_kube::memory::limit_arenas();
     let loaded = Config::load(path).map_err(DaemonError::Config)?;
     let mut cfg = loaded.clone();
     cfg.mode.shadow |= shadow;
@@ -358,7 +358,7 @@ fn event_recorder(
     client: &Client,
     fence: &Fence,
     clock: &SharedClock,
-    results: &Arc<crate::metrics::Family<crate::metrics::Counter>>,
+    results: &Arc<endpointd_kube::metrics::Family<endpointd_kube::metrics::Counter>>,
     component: &str,
     identity: &str,
 ) -> Result<EventRecorder, DaemonError> {
@@ -412,7 +412,7 @@ fn start_lease(
 
 /// `leader_election_master_status{name}` (client-go's healthz adaptor
 /// metric).
-fn leader_metric(registry: &Registry, name: &str) -> Arc<crate::metrics::Gauge> {
+fn leader_metric(registry: &Registry, name: &str) -> Arc<endpointd_kube::metrics::Gauge> {
     registry
         .gauge(
             "leader_election_master_status",
@@ -435,7 +435,7 @@ struct Supervisor<'a> {
     /// The write fence, closed here when the lease thread is stuck.
     fence: Fence,
     election: Option<&'a crate::config::LeaderElection>,
-    master: Arc<crate::metrics::Gauge>,
+    master: Arc<endpointd_kube::metrics::Gauge>,
     pending: Option<Controllers>,
     running: Option<Running>,
     /// Lease-thread rounds last seen, and when they last moved.
@@ -646,7 +646,7 @@ impl Supervisor<'_> {
 }
 
 /// `endpointd_build_info{version} 1`, as Kubernetes components export it.
-fn build_info(registry: &crate::metrics::Registry) {
+fn build_info(registry: &endpointd_kube::metrics::Registry) {
     registry
         .gauge(
             "endpointd_build_info",
@@ -718,7 +718,7 @@ pub fn explain(
 ) -> Result<crate::explain::Report, DaemonError> {
     let cfg = Config::load(path).map_err(DaemonError::Config)?;
     logging::init(log::LevelFilter::Warn);
-    let clock: SharedClock = crate::clock::RealClock::shared();
+    let clock: SharedClock = endpointd_base::clock::RealClock::shared();
     let registry = Registry::new();
     let c = client(&cfg, clock, &registry, Some("explain"), &Arc::default())
         .map_err(DaemonError::Client)?;
@@ -727,6 +727,8 @@ pub fn explain(
     crate::explain::fetch::explain(&c, namespace, service, max, items).map_err(DaemonError::Explain)
 }
 
+/// `endpointd check-config`: load and validate the file, and return the
+/// effective configuration with every default filled in.
 pub fn check_config(path: &Path) -> Result<String, ConfigErrors> {
     let cfg = Config::load(path)?;
     Ok(format!(

@@ -7,9 +7,9 @@
 //! a lease not renewed). Nothing here needs auth: it listens on loopback by
 //! default and exposes no secret.
 
-use crate::httpd::server::Server;
-use crate::httpd::{Handler, Request, Response};
-use crate::metrics::{Registry, CONTENT_TYPE};
+use endpointd_base::httpd::server::Server;
+use endpointd_base::httpd::{Handler, Request, Response};
+use endpointd_kube::metrics::{Registry, CONTENT_TYPE};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -194,6 +194,7 @@ pub fn process_metrics() -> String {
 }
 
 /// utime + stime of this process in seconds.
+#[allow(unsafe_code)] // a libc call or a checked invariant: see SAFETY inside
 fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the parenthesised command name; utime and stime are the
@@ -223,8 +224,8 @@ mod tests {
         };
         let r = h.handle(req);
         let body = match r.body {
-            crate::httpd::Body::Full(b) => String::from_utf8_lossy(&b).into_owned(),
-            crate::httpd::Body::Stream(_) => String::new(),
+            endpointd_base::httpd::Body::Full(b) => String::from_utf8_lossy(&b).into_owned(),
+            endpointd_base::httpd::Body::Stream(_) => String::new(),
         };
         (r.status, body)
     }

@@ -1,7 +1,9 @@
 //! endpointd: the Endpoints and EndpointSlice controllers of
 //! kube-controller-manager as a standalone, synchronous daemon for small
-//! edge control planes, plus kube-sim, the API-server simulator it is
-//! tested against.
+//! edge control planes. The client layer it stands on is the
+//! `endpointd-kube` crate; kube-sim, the API-server simulator it is tested
+//! against, is its own crate and reaches this one only through the `demo`
+//! feature.
 //!
 //! Data flows one way:
 //!
@@ -14,30 +16,18 @@
 
 pub mod caches;
 pub mod cli;
-pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod controllers;
 pub mod daemon;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod explain;
 pub mod health;
-pub mod httpd;
-pub mod informer;
-pub mod kube;
 pub mod lease;
 pub mod logging;
-pub mod memory;
-pub mod metrics;
-pub mod model;
-pub mod names;
 pub mod sdnotify;
 pub mod shadow;
-pub mod shutdown;
 pub mod signals;
-pub mod sim;
-pub mod text;
-pub mod tokenbucket;
-pub mod workqueue;

@@ -9,7 +9,7 @@
 //! (and then a SIGHUP reload leaves it alone). Owns formatting only; it never
 //! decides what is logged, and nothing logged may contain a secret.
 
-use crate::clock::{Clock, RealClock};
+use endpointd_base::clock::{Clock, RealClock};
 use log::{Level, LevelFilter};
 use std::io::Write;
 
@@ -80,8 +80,8 @@ pub fn detect_style() -> Style {
     style_for(std::env::var("JOURNAL_STREAM").ok().as_deref(), stderr_id())
 }
 
-/// Whether a record reaches the log. endpointd's own records (targets
-/// `endpointd…`, `kube_sim…`) always pass the level filter; a dependency's
+/// Whether a record reaches the log. The workspace's own records (targets
+/// `endpointd…`, `endpointd_kube…`, `endpointd_base…`, `kube_sim…`) always pass the level filter; a dependency's
 /// only at warn and error, unless `RUST_LOG` names that crate in a
 /// directive (`RUST_LOG=ureq=trace`). A global `trace` must never turn on
 /// a dependency's debug output. The HTTP library's wire dump
@@ -91,7 +91,7 @@ pub fn detect_style() -> Style {
 /// redacted. ureq's own request lines redact credentials themselves.
 pub fn admitted(target: &str, level: Level, rust_log: Option<&str>) -> bool {
     let krate = target.split("::").next().unwrap_or(target);
-    if matches!(krate, "endpointd" | "kube_sim") || level <= Level::Warn {
+    if OWN_CRATES.contains(&krate) || level <= Level::Warn {
         return true;
     }
     if target == WIRE_DUMP {
@@ -103,6 +103,9 @@ pub fn admitted(target: &str, level: Level, rust_log: Option<&str>) -> bool {
             .any(|m| m.split("::").next() == Some(krate))
     })
 }
+
+/// The workspace's crates, by the names their log targets start with.
+const OWN_CRATES: [&str; 4] = ["endpointd", "endpointd_kube", "endpointd_base", "kube_sim"];
 
 /// The target of ureq's raw wire dump (see [`admitted`]).
 const WIRE_DUMP: &str = "ureq_proto::util";
@@ -162,6 +165,9 @@ mod tests {
         let cases: &[(&str, Level, Option<&str>, bool)] = &[
             ("endpointd::daemon", Level::Trace, None, true),
             ("kube_sim", Level::Debug, None, true),
+            ("endpointd_kube::kube::transport", Level::Info, None, true),
+            ("endpointd_base::httpd", Level::Debug, None, true),
+            ("endpointd_kubeish", Level::Info, None, false),
             ("ureq_proto::util", Level::Trace, None, false),
             ("ureq_proto::util", Level::Trace, Some("trace"), false),
             (

@@ -55,17 +55,29 @@ fn real_main() -> i32 {
                 EXIT_FAILURE
             }
         },
-        Command::Demo { keep_running } => {
-            let exe = match std::env::current_exe() {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("endpointd demo: cannot find its own binary: {e}");
-                    return EXIT_FAILURE;
-                }
-            };
-            endpointd::demo::main(&endpointd::demo::Options { keep_running, exe })
-        }
+        Command::Demo { keep_running } => demo(keep_running),
     }
+}
+
+#[cfg(feature = "demo")]
+fn demo(keep_running: bool) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("endpointd demo: cannot find its own binary: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    endpointd::demo::main(&endpointd::demo::Options { keep_running, exe })
+}
+
+#[cfg(not(feature = "demo"))]
+fn demo(_keep_running: bool) -> i32 {
+    eprintln!(
+        "endpointd demo: this build leaves the simulator out (built without the `demo` \
+         feature, as the packages are); run `cargo run --release -- demo` in a source checkout"
+    );
+    EXIT_FAILURE
 }
 
 /// Write `text` to stdout: 0, also when the reader went away first

@@ -4,7 +4,7 @@
 //! one forces exit (status 128 + signal). SIGHUP: calls the reload callback.
 //! Owns the signal thread only; it never does the reload work itself.
 
-use crate::shutdown::Shutdown;
+use endpointd_kube::shutdown::Shutdown;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 use std::io;

@@ -3,12 +3,12 @@
 use super::procs::{
     self, cluster, endpointd, http_get, kube_sim, minimum_writes, percentile, settle, Size,
 };
-use endpointd::clock::RealClock;
-use endpointd::kube::{
+use endpointd_base::clock::RealClock;
+use endpointd_kube::kube::{
     Client, ClientConfig, ListParams, WatchEvent, WatchParams, ENDPOINTS, ENDPOINTSLICES, LEASES,
     NAMESPACES, PODS,
 };
-use endpointd::model::{DynamicObject, Object};
+use endpointd_kube::model::{DynamicObject, Object};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -225,7 +225,7 @@ type Pending = Arc<Mutex<HashMap<String, (bool, Instant)>>>;
 
 pub fn watch_thread(
     c: Client,
-    r: endpointd::kube::Resource,
+    r: endpointd_kube::kube::Resource,
     rv: String,
     stop: Arc<AtomicBool>,
     f: impl Fn(&Value) + Send + 'static,

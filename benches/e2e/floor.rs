@@ -20,10 +20,10 @@
 
 use super::churn::client;
 use super::procs::{cluster, kube_sim, Size};
-use endpointd::kube::{
+use endpointd_kube::kube::{
     Client, ListParams, WatchEvent, WatchParams, ENDPOINTS, ENDPOINTSLICES, PODS,
 };
-use endpointd::model::{DynamicObject, EndpointSlice, Endpoints, ObjectMeta, Pod};
+use endpointd_kube::model::{DynamicObject, EndpointSlice, Endpoints, ObjectMeta, Pod};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -52,7 +52,7 @@ fn thread_cpu() -> (Duration, Duration) {
 /// The next ADDED/MODIFIED object on a watch (bookmarks skipped).
 fn next_object<T, I>(w: &mut I) -> Option<T>
 where
-    I: Iterator<Item = Result<WatchEvent<T>, endpointd::kube::Error>>,
+    I: Iterator<Item = Result<WatchEvent<T>, endpointd_kube::kube::Error>>,
 {
     for ev in w.by_ref() {
         match ev {

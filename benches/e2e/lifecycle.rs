@@ -11,8 +11,8 @@
 
 use super::churn::{client, ms, q, watch_thread};
 use super::procs::{self, percentile, pod, settle, Proc, Size};
-use endpointd::kube::{Client, ListParams, ENDPOINTS, ENDPOINTSLICES, PODS};
-use endpointd::model::{DynamicObject, Object};
+use endpointd_kube::kube::{Client, ListParams, ENDPOINTS, ENDPOINTSLICES, PODS};
+use endpointd_kube::model::{DynamicObject, Object};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -109,12 +109,17 @@ impl Proc {
     }
 }
 
+/// The first argument that makes the bench binary run as kube-sim.
+pub const AS_KUBE_SIM: &str = "--as-kube-sim";
+
 /// Start kube-sim with `list` loaded; its URL and kubeconfig.
 pub fn kube_sim(dir: &Path, list: &Value) -> (Proc, String, PathBuf) {
     let load = dir.join("cluster.json");
     std::fs::write(&load, list.to_string()).expect("write cluster");
     let kc = dir.join("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
+    let me = std::env::current_exe().expect("the bench's own path");
+    let mut child = Command::new(me)
+        .arg(AS_KUBE_SIM)
         .args(["--listen", "127.0.0.1:0", "--history", "1000000", "--load"])
         .arg(&load)
         .arg("--kubeconfig-out")

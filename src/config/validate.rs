@@ -164,7 +164,7 @@ impl Validator<'_> {
             );
             self.fail("kubernetes.request_timeout", &r.request_timeout, msg);
         }
-        let default_bytes = crate::kube::DEFAULT_MAX_RESPONSE_BYTES;
+        let default_bytes = endpointd_kube::kube::DEFAULT_MAX_RESPONSE_BYTES;
         let max_response_bytes = match r.max_response_bytes.as_ref().map(|s| *s.get_ref()) {
             None => default_bytes,
             Some(b) if b >= MIN_RESPONSE_BYTES => b as u64,
@@ -174,7 +174,7 @@ impl Validator<'_> {
                 default_bytes
             }
         };
-        let default_items = crate::kube::DEFAULT_MAX_LIST_ITEMS;
+        let default_items = endpointd_kube::kube::DEFAULT_MAX_LIST_ITEMS;
         let max_list_items = match r.max_list_items.as_ref().map(|s| *s.get_ref()) {
             None => default_items,
             Some(n) if n >= 1000 => usize::try_from(n).unwrap_or(usize::MAX),

@@ -14,8 +14,8 @@
 //! Pure: time comes in as arguments; never writes anything.
 
 use super::events::EventSpec;
-use crate::model::{Event, EventSeries, MicroTime, ObjectReference};
-use crate::tokenbucket::TokenBucket;
+use endpointd_kube::model::{Event, EventSeries, MicroTime, ObjectReference};
+use endpointd_kube::tokenbucket::TokenBucket;
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -104,7 +104,7 @@ impl Correlator {
             return Action::Throttled;
         }
         bucket.reserve(now);
-        let note = crate::text::prefix_within(&spec.message, MAX_NOTE).to_string();
+        let note = endpointd_kube::text::prefix_within(&spec.message, MAX_NOTE).to_string();
         let key = EventKey {
             object: obj,
             type_: spec.type_.as_str(),

@@ -13,8 +13,8 @@
 //!
 //! Owns that decision only; never talks to the API server.
 
-use crate::clock::SharedClock;
-use crate::kube::WriteGate;
+use endpointd_base::clock::SharedClock;
+use endpointd_kube::kube::WriteGate;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -126,7 +126,7 @@ impl WriteGate for Fence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{Clock, FakeClock};
+    use endpointd_base::clock::{Clock, FakeClock};
 
     #[test]
     fn open_always_allows() {

@@ -26,9 +26,9 @@
 //! Owns the count and the decision to warn; never reads a cache or writes
 //! to the API server.
 
-use crate::clock::SharedClock;
 use crate::controller::fence::Fence;
-use crate::metrics::{Counter, Family, Registry};
+use endpointd_base::clock::SharedClock;
+use endpointd_kube::metrics::{Counter, Family, Registry};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn nothing_counts_while_this_instance_may_not_write_or_in_shadow_mode() {
-        use crate::clock::{Clock, FakeClock};
+        use endpointd_base::clock::{Clock, FakeClock};
         let clock = FakeClock::new();
         let registry = Registry::new();
         let fence = Fence::leased(clock.clone(), Duration::from_secs(10));

@@ -8,9 +8,9 @@
 
 use super::membership::services_for_pod;
 use super::relevance::services_to_update_on_pod_change;
-use crate::informer::{DeletedObject, EventHandler, Store};
-use crate::model::{Object, Pod, Service};
-use crate::workqueue::RateLimitingQueue;
+use endpointd_kube::informer::{DeletedObject, EventHandler, Store};
+use endpointd_kube::model::{Object, Pod, Service};
+use endpointd_kube::workqueue::RateLimitingQueue;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,16 +107,16 @@ impl EventHandler<Pod> for PodHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::informer::{IndexKey, WatchEvent};
-    use crate::model::ReadyCondition;
+    use endpointd_kube::informer::{IndexKey, WatchEvent};
+    use endpointd_kube::model::ReadyCondition;
 
     fn queue() -> RateLimitingQueue<String> {
-        RateLimitingQueue::for_tests()
+        crate::controller::testkit::queue()
     }
 
     /// The keys ready now, sorted.
     fn drain(q: &RateLimitingQueue<String>) -> Vec<String> {
-        let mut v = q.drain_for_tests();
+        let mut v = crate::controller::testkit::drain(q);
         v.sort();
         v
     }

@@ -7,12 +7,12 @@
 //! tests only the Services filed under one of the pod's label pairs, not
 //! every Service of its namespace; without that index, the namespace
 //! index. Never scans every Service of the cluster. Selectors are equality maps already parsed into
-//! [`crate::model::Labels`] when the Service was cached, so there is no
+//! [`endpointd_kube::model::Labels`] when the Service was cached, so there is no
 //! selector cache to keep in step as upstream has. Must never write.
 
-use crate::informer::store::{empty_selector_value, label_pair_value};
-use crate::informer::{IndexKey, Store};
-use crate::model::{Object, Pod, Service};
+use endpointd_kube::informer::store::{empty_selector_value, label_pair_value};
+use endpointd_kube::informer::{IndexKey, Store};
+use endpointd_kube::model::{Object, Pod, Service};
 use std::collections::BTreeSet;
 
 /// Keys (`ns/name`) of the Services whose selector selects `pod`.
@@ -71,8 +71,8 @@ pub fn pods_for_service(pods: &Store<Pod>, svc: &Service) -> Vec<std::sync::Arc<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::informer::{IndexKey, WatchEvent};
-    use crate::model::Labels;
+    use endpointd_kube::informer::{IndexKey, WatchEvent};
+    use endpointd_kube::model::Labels;
 
     fn svc(ns: &str, name: &str, sel: Option<&[(&str, &str)]>) -> Service {
         let mut s = Service::default();

@@ -4,7 +4,7 @@
 //!
 //! Owns registration and recording; registers once per registry.
 
-use crate::metrics::{exponential_buckets, Counter, Family, Histogram, Registry};
+use endpointd_kube::metrics::{exponential_buckets, Counter, Family, Histogram, Registry};
 use std::sync::Arc;
 use std::time::Duration;
 

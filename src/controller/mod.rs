@@ -20,5 +20,7 @@ pub mod podutil;
 pub mod recorder;
 pub mod relevance;
 pub mod stuck;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod trigger;
 pub mod worker;

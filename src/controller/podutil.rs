@@ -5,7 +5,7 @@
 //!
 //! Pure functions; must never read a cache or the clock.
 
-use crate::model::{ObjectReference, Pod, Service};
+use endpointd_kube::model::{ObjectReference, Pod, Service};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The `targetRef` of a pod's endpoint: kind, namespace, name and uid,
@@ -100,7 +100,7 @@ pub fn hostname_for<'a>(pod: &'a Pod, svc: &Service) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{PodPhase, Time};
+    use endpointd_kube::model::{PodPhase, Time};
 
     fn pod(phase: PodPhase, ips: &[&str], terminating: bool) -> Pod {
         let mut p = Pod {

@@ -16,11 +16,11 @@
 use super::correlator::{Action, Correlator};
 use super::events::EventSpec;
 use super::fence::Fence;
-use crate::clock::SharedClock;
-use crate::kube::{Client, EVENTS_V1};
-use crate::metrics::{Counter, Family, Registry};
-use crate::model::ObjectReference;
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use endpointd_base::clock::SharedClock;
+use endpointd_kube::kube::{Client, EVENTS_V1};
+use endpointd_kube::metrics::{Counter, Family, Registry};
+use endpointd_kube::model::ObjectReference;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -191,7 +191,7 @@ impl EventRecorder {
         let _ = self.tx.send_timeout(Msg::Stop, within);
         let t = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(t) = t {
-            crate::shutdown::join_within(t, within);
+            endpointd_kube::shutdown::join_within(t, within);
         }
     }
 }

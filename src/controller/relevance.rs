@@ -6,7 +6,7 @@
 //! Pure functions of the old and new pod (and a membership lookup); must
 //! never read a cache themselves.
 
-use crate::model::{Object, Pod};
+use endpointd_kube::model::{Object, Pod};
 use std::collections::BTreeSet;
 
 /// What changed between two versions of a pod, as far as endpoints care.
@@ -73,7 +73,7 @@ pub fn services_to_update_on_pod_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Labels, PodPhase, ReadyCondition, Time};
+    use endpointd_kube::model::{Labels, PodPhase, ReadyCondition, Time};
 
     fn base() -> Pod {
         let mut p = Pod {

@@ -6,12 +6,12 @@
 //! another history than the server's — an API server restored from a
 //! backup whose resourceVersions had already passed ours, so our watches
 //! were accepted. It then moves the informers' shared
-//! [`History`](crate::informer::History), and every informer lists again.
+//! [`History`](endpointd_kube::informer::History), and every informer lists again.
 //!
 //! Bookkeeping only: never blocks beyond its own mutex, never writes to
 //! the API server.
 
-use crate::informer::History;
+use endpointd_kube::informer::History;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};

@@ -13,7 +13,7 @@
 //!
 //! Owns that state; never reads the clock or a cache.
 
-use crate::model::{Pod, Service, Time};
+use endpointd_kube::model::{Pod, Service, Time};
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 /// per-process random key) could at worst make one computation miss a
 /// pod's move and report an earlier or no trigger time. Pod times are
 /// whole seconds: a cached pod keeps its Ready lastTransitionTime at whole
-/// seconds ([`crate::model::OptTime`]), which is what the API server
+/// seconds ([`endpointd_kube::model::OptTime`]), which is what the API server
 /// serves.
 #[derive(Debug)]
 struct Entry(Box<[u8]>);
@@ -244,7 +244,7 @@ impl TriggerTimeTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ReadyCondition;
+    use endpointd_kube::model::ReadyCondition;
 
     fn t(secs: i64) -> Time {
         Time(jiff::Timestamp::from_second(1_767_225_600 + secs).expect("time"))

@@ -23,8 +23,8 @@
 //! Owns the threads and the retry policy; never decides what a sync does.
 
 use super::metrics::{ControllerMetrics, SyncResult};
-use crate::clock::SharedClock;
-use crate::workqueue::{RateLimitingQueue, MAX_RETRIES};
+use endpointd_base::clock::SharedClock;
+use endpointd_kube::workqueue::{RateLimitingQueue, MAX_RETRIES};
 
 /// Delay before a sync that found a stale cache (or a 409) runs again.
 pub const STALE_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
@@ -280,7 +280,7 @@ impl WorkerPool {
 
     /// Move this history (the informers') when a Service meets only
     /// conflicts and stale caches for `stuck::STUCK_AFTER`.
-    pub fn watch_history(&self, h: Arc<crate::informer::History>) {
+    pub fn watch_history(&self, h: Arc<endpointd_kube::informer::History>) {
         self.ctx.stuck.set_history(h);
     }
 
@@ -338,9 +338,9 @@ impl WorkerPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::RealClock;
-    use crate::metrics::Registry;
-    use crate::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig};
+    use endpointd_base::clock::RealClock;
+    use endpointd_kube::metrics::Registry;
+    use endpointd_kube::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig};
     use std::collections::HashMap;
 
     /// Fails `fail_times[key]` times (or panics on "panic/…"), then succeeds.

@@ -123,6 +123,7 @@ impl Child {
     }
 
     /// SIGTERM, then wait up to `limit` (SIGKILL after). The exit code.
+    #[allow(unsafe_code)] // a libc call or a checked invariant: see SAFETY inside
     pub fn stop(mut self, limit: Duration) -> Option<i32> {
         // SAFETY: kill(2) on our own child's pid with a valid signal number.
         unsafe {

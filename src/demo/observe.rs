@@ -5,8 +5,8 @@
 //! Reads only (the store and its write log); must never write.
 
 use super::cluster::{Expect, NS, SERVICES};
-use crate::sim::resources::lookup;
-use crate::sim::store::{Key, Store, WriteRecord};
+use kube_sim::resources::lookup;
+use kube_sim::store::{Key, Store, WriteRecord};
 use serde_json::Value;
 use std::time::{Duration, SystemTime};
 

@@ -6,9 +6,9 @@ use super::cluster::{self, NS, SERVICES};
 use super::observe::{self, Writes};
 use super::render;
 use super::{Options, Report};
-use crate::sim::kubelet::KubeletOptions;
-use crate::sim::server::{SimOptions, SimServer};
-use crate::sim::store::Store;
+use kube_sim::kubelet::KubeletOptions;
+use kube_sim::server::{SimOptions, SimServer};
+use kube_sim::store::Store;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::PathBuf;
@@ -254,12 +254,12 @@ impl Story<'_> {
     }
 
     fn modify_pods(&self, names: &[&str], f: impl Fn(&mut Value)) {
-        let Some(info) = crate::sim::resources::lookup("", "v1", "pods") else {
+        let Some(info) = kube_sim::resources::lookup("", "v1", "pods") else {
             return;
         };
         self.store().txn(|t| {
             for n in names {
-                let k = crate::sim::store::Key::new(info, NS, n);
+                let k = kube_sim::store::Key::new(info, NS, n);
                 if let Some(o) = t.get(&k) {
                     let mut v = o.value();
                     f(&mut v);
@@ -272,24 +272,24 @@ impl Story<'_> {
     /// DELETE as the API server does it: with the simulated kubelet, the
     /// pod turns terminating and the kubelet removes it later.
     fn graceful_delete(&self, name: &str) {
-        let Some(info) = crate::sim::resources::lookup("", "v1", "pods") else {
+        let Some(info) = kube_sim::resources::lookup("", "v1", "pods") else {
             return;
         };
-        let key = crate::sim::store::Key::new(info, NS, name);
+        let key = kube_sim::store::Key::new(info, NS, name);
         let now = self.store().clock().wall();
-        let opts = crate::sim::deletion::DeleteOptions::default();
+        let opts = kube_sim::deletion::DeleteOptions::default();
         let _ = self
             .store()
-            .txn(|t| crate::sim::deletion::delete_in(t, &key, &opts, now));
+            .txn(|t| kube_sim::deletion::delete_in(t, &key, &opts, now));
     }
 
     fn delete_pods(&self, names: &[String]) {
-        let Some(info) = crate::sim::resources::lookup("", "v1", "pods") else {
+        let Some(info) = kube_sim::resources::lookup("", "v1", "pods") else {
             return;
         };
         self.store().txn(|t| {
             for n in names {
-                t.delete(&crate::sim::store::Key::new(info, NS, n), "delete");
+                t.delete(&kube_sim::store::Key::new(info, NS, n), "delete");
             }
         });
     }
@@ -526,8 +526,8 @@ impl Story<'_> {
     }
 
     fn lease_holder(&self) -> Option<String> {
-        let info = crate::sim::resources::lookup("coordination.k8s.io", "v1", "leases")?;
-        let k = crate::sim::store::Key::new(info, "kube-system", "endpointd");
+        let info = kube_sim::resources::lookup("coordination.k8s.io", "v1", "leases")?;
+        let k = kube_sim::store::Key::new(info, "kube-system", "endpointd");
         let v = self.store().txn(|t| t.get(&k).map(|o| o.value()))?;
         v["spec"]["holderIdentity"].as_str().map(str::to_string)
     }

@@ -28,8 +28,8 @@ use crate::controller::fence::Fence;
 use crate::controller::recorder::Record;
 use crate::controller::worker::SyncError;
 use crate::endpointslice::tracker::give_up_stale;
-use crate::kube::{self, Client, ENDPOINTS};
-use crate::model::{Endpoints, Object, ObjectReference, UidText};
+use endpointd_kube::kube::{self, Client, ENDPOINTS};
+use endpointd_kube::model::{Endpoints, Object, ObjectReference, UidText};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
@@ -107,7 +107,7 @@ pub struct EndpointsWriter {
     /// response), with the UID of the object the cache showed then (`None`:
     /// it showed none). Empty between Service deletions.
     deleting: Mutex<HashMap<String, Option<UidText>>>,
-    clock: crate::clock::SharedClock,
+    clock: endpointd_base::clock::SharedClock,
 }
 
 /// What a write decides about an Endpoints: its labels, annotations and
@@ -168,12 +168,12 @@ impl EndpointsWriter {
             key_hasher: RandomState::new(),
             stale_since: Mutex::default(),
             deleting: Mutex::default(),
-            clock: crate::clock::RealClock::shared(),
+            clock: endpointd_base::clock::RealClock::shared(),
         }
     }
 
     /// The clock of the stale-cache bound.
-    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Self {
+    pub fn with_clock(mut self, clock: endpointd_base::clock::SharedClock) -> Self {
         self.clock = clock;
         self
     }
@@ -186,7 +186,7 @@ impl EndpointsWriter {
     /// go back and would otherwise keep the key stale forever. An
     /// Endpoints we created that the cache lacks is given up on only once
     /// the cache was listed again since (`lists`, the cache's
-    /// [`list_count`](crate::informer::Store::list_count)), whatever the
+    /// [`list_count`](endpointd_kube::informer::Store::list_count)), whatever the
     /// time: a stalled Endpoints watch otherwise got a POST into a 409 and
     /// a `FailedToCreateEndpoint` warning on every retry until the stream
     /// came back. (See `EndpointSliceTracker::stale_slices_at`.)
@@ -493,13 +493,13 @@ impl EndpointsWriter {
 mod tests {
     use super::*;
     use crate::controller::recorder::Discard;
-    use crate::kube::ClientConfig;
+    use endpointd_kube::kube::ClientConfig;
 
     /// A writer whose client is never used by these tests.
     fn writer() -> EndpointsWriter {
         let client = Client::new(
             ClientConfig::new("http://127.0.0.1:9"),
-            crate::clock::RealClock::shared(),
+            endpointd_base::clock::RealClock::shared(),
             None,
         )
         .expect("client");

@@ -15,9 +15,9 @@ use crate::controller::membership::pods_for_service;
 use crate::controller::podutil::service_is_managed;
 use crate::controller::trigger::TriggerTimeTracker;
 use crate::controller::worker::{SyncError, Syncer};
-use crate::informer::{DeletedObject, EventHandler, Store};
-use crate::model::{Endpoints, Object, Pod, Service};
-use crate::workqueue::RateLimitingQueue;
+use endpointd_kube::informer::{DeletedObject, EventHandler, Store};
+use endpointd_kube::model::{Endpoints, Object, Pod, Service};
+use endpointd_kube::workqueue::RateLimitingQueue;
 use std::sync::Arc;
 use std::time::Duration;
 

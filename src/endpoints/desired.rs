@@ -9,8 +9,8 @@
 use crate::controller::podutil::{
     hostname_for, is_v6_text, parse_ip_sloppy, pod_reference, should_pod_be_in_endpoints,
 };
-use crate::model::{EndpointAddress, EndpointPort, EndpointSubset, Pod, Service};
 use compact_str::CompactString;
+use endpointd_kube::model::{EndpointAddress, EndpointPort, EndpointSubset, Pod, Service};
 use std::sync::Arc;
 
 /// A11: whether the Service's endpoints are IPv6 — `ipFamilies[0]`, else

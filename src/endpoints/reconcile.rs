@@ -24,7 +24,7 @@
 use super::desired::unpack;
 use super::repack::repack;
 use super::truncate::truncate;
-use crate::model::{
+use endpointd_kube::model::{
     EndpointAddress, EndpointSubset, Endpoints, Labels, ObjectMeta, ObjectReference, Pod, Service,
     Time,
 };

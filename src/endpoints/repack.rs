@@ -18,7 +18,7 @@
 //!
 //! Pure; must never allocate more than the input's size.
 
-use crate::model::{EndpointAddress, EndpointPort, EndpointSubset, Uid};
+use endpointd_kube::model::{EndpointAddress, EndpointPort, EndpointSubset, Uid};
 use std::collections::BTreeMap;
 
 /// (IP, UID) — upstream's `addressKey`.
@@ -150,7 +150,7 @@ fn cmp_subset(a: &EndpointSubset, b: &EndpointSubset) -> std::cmp::Ordering {
 #[allow(clippy::cloned_ref_to_slice_refs)] // table rows read better with clones
 mod tests {
     use super::*;
-    use crate::model::{ObjectReference, Protocol};
+    use endpointd_kube::model::{ObjectReference, Protocol};
 
     fn a(ip: &str, uid: Option<&str>) -> EndpointAddress {
         EndpointAddress {

@@ -5,7 +5,7 @@ use super::reconcile::{
     plan, Input, Plan, HEADLESS_LABEL, MANAGED_BY, MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
     TRIGGER_TIME_ANNOTATION,
 };
-use crate::model::*;
+use endpointd_kube::model::*;
 use std::sync::Arc;
 
 fn svc(ports: &[(&str, IntOrString)]) -> Service {
@@ -438,7 +438,7 @@ fn no_op_detection_table() {
         .target_ref
         .as_mut()
         .expect("ref")
-        .set_more(crate::model::RefMore {
+        .set_more(endpointd_kube::model::RefMore {
             resource_version: "99".into(),
             ..Default::default()
         });

@@ -4,7 +4,7 @@
 //!
 //! Pure; must never reorder what it keeps.
 
-use crate::model::{EndpointAddress, EndpointSubset};
+use endpointd_kube::model::{EndpointAddress, EndpointSubset};
 
 /// Upstream `maxCapacity`.
 pub const MAX_CAPACITY: usize = 1000;

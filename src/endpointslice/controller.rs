@@ -22,10 +22,10 @@ use crate::controller::podutil::service_is_managed;
 use crate::controller::recorder::Record;
 use crate::controller::trigger::TriggerTimeTracker;
 use crate::controller::worker::{SyncError, Syncer};
-use crate::informer::{DeletedObject, EventHandler, IndexKey, Store, SERVICE_NAME_LABEL};
-use crate::kube::{self, Client, ENDPOINTSLICES};
-use crate::model::{EndpointSlice, Node, ObjectReference, Pod, Service, ZONE_LABEL};
-use crate::workqueue::RateLimitingQueue;
+use endpointd_kube::informer::{DeletedObject, EventHandler, IndexKey, Store, SERVICE_NAME_LABEL};
+use endpointd_kube::kube::{self, Client, ENDPOINTSLICES};
+use endpointd_kube::model::{EndpointSlice, Node, ObjectReference, Pod, Service, ZONE_LABEL};
+use endpointd_kube::workqueue::RateLimitingQueue;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -96,7 +96,7 @@ impl ApiSliceWriter {
 /// generation) with the address type and ports sent, and no endpoints —
 /// decoding them back from every answer cost as much as the write's own
 /// serialisation.
-fn with_metadata(sent: &EndpointSlice, written: crate::model::MetaOnly) -> EndpointSlice {
+fn with_metadata(sent: &EndpointSlice, written: endpointd_kube::model::MetaOnly) -> EndpointSlice {
     EndpointSlice {
         api_version: sent.api_version,
         kind: sent.kind,
@@ -135,7 +135,7 @@ pub struct SliceController {
     triggers: TriggerTimeTracker,
     max_endpoints_per_slice: usize,
     shadow: Option<Arc<crate::shadow::Shadow>>,
-    clock: crate::clock::SharedClock,
+    clock: endpointd_base::clock::SharedClock,
     foreign: Option<Arc<ForeignWrites>>,
 }
 
@@ -169,7 +169,7 @@ impl SliceController {
             triggers: TriggerTimeTracker::new(),
             max_endpoints_per_slice,
             shadow: None,
-            clock: crate::clock::RealClock::shared(),
+            clock: endpointd_base::clock::RealClock::shared(),
             foreign: None,
         }
     }
@@ -181,7 +181,7 @@ impl SliceController {
     }
 
     /// The clock of the stale-cache bound.
-    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Self {
+    pub fn with_clock(mut self, clock: endpointd_base::clock::SharedClock) -> Self {
         self.clock = clock;
         self
     }
@@ -600,14 +600,14 @@ impl Syncer for TopologySync {
 #[cfg(test)]
 mod topology_sync_tests {
     use super::*;
-    use crate::informer::WatchEvent;
+    use endpointd_kube::informer::WatchEvent;
 
     fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
         serde_json::from_value(v).expect("object")
     }
 
     fn queue() -> RateLimitingQueue<String> {
-        RateLimitingQueue::for_tests()
+        crate::controller::testkit::queue()
     }
 
     /// Which node events reach the topology worker, and with which keys.
@@ -681,18 +681,22 @@ mod topology_sync_tests {
         ];
         for (what, new, want) in cases {
             h.on_update(&Arc::new(base()), &Arc::new(new));
-            assert_eq!(queue.drain_for_tests(), want, "{what}");
+            assert_eq!(crate::controller::testkit::drain(&queue), want, "{what}");
         }
         h.on_add(&Arc::new(base()), true);
-        assert_eq!(queue.drain_for_tests(), topo(), "add from the initial list");
+        assert_eq!(
+            crate::controller::testkit::drain(&queue),
+            topo(),
+            "add from the initial list"
+        );
         h.on_add(&Arc::new(base()), false);
         assert_eq!(
-            queue.drain_for_tests(),
+            crate::controller::testkit::drain(&queue),
             topo_and_node(),
             "a node appearing later"
         );
         h.on_delete(&DeletedObject::Known(Arc::new(base())));
-        assert_eq!(queue.drain_for_tests(), topo(), "delete");
+        assert_eq!(crate::controller::testkit::drain(&queue), topo(), "delete");
     }
 
     /// `node/<name>` queues exactly the Services selecting a pod on it.
@@ -730,7 +734,7 @@ mod topology_sync_tests {
         let resynced = |node: &str| {
             sync.sync(&format!("{NODE_KEY_PREFIX}{node}"))
                 .expect("sync");
-            let mut got = queue.drain_for_tests();
+            let mut got = crate::controller::testkit::drain(&queue);
             got.sort();
             got
         };
@@ -836,7 +840,7 @@ mod slice_handler_tests {
 
     /// A handler (batch period 0) over a fresh tracker, and its queue.
     fn handler() -> (RateLimitingQueue<String>, Arc<Shared>, SliceHandler) {
-        let queue = RateLimitingQueue::for_tests();
+        let queue = crate::controller::testkit::queue();
         let shared = Arc::new(Shared {
             tracker: Arc::new(EndpointSliceTracker::default()),
             topology: Arc::new(Mutex::new(TopologyCache::new())),
@@ -900,7 +904,9 @@ mod slice_handler_tests {
         h.on_add(&slice("x", "", true, 1), false);
         assert!(queue.try_get().is_none(), "nothing before the delay");
         std::thread::sleep(SLICE_CHANGE_MIN_DELAY + Duration::from_millis(300));
-        let got: BTreeSet<String> = queue.drain_for_tests().into_iter().collect();
+        let got: BTreeSet<String> = crate::controller::testkit::drain(&queue)
+            .into_iter()
+            .collect();
         let want: BTreeSet<String> = [
             "ns/add-ours",
             "ns/rel-old",
@@ -932,7 +938,7 @@ mod slice_handler_tests {
         h.on_update(&unmanaged, &slice("m", "web", false, 1));
         let mut gone = (*finalized).clone();
         gone.metadata.deletion_timestamp =
-            Some(crate::model::Time(jiff::Timestamp::UNIX_EPOCH)).into();
+            Some(endpointd_kube::model::Time(jiff::Timestamp::UNIX_EPOCH)).into();
         gone.metadata.generation = Some(2);
         h.on_update(&finalized, &Arc::new(gone));
         for s in [&relabelled, &unmanaged, &finalized] {

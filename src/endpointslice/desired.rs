@@ -7,11 +7,11 @@
 //! Pure; must never read a cache.
 
 use crate::controller::podutil::{hostname_for, is_v6_text, parse_ip_sloppy, pod_reference};
-use crate::model::{
+use compact_str::CompactString;
+use endpointd_kube::model::{
     AddressType, Endpoint, EndpointConditions, EndpointSlicePort, IStr, Node, ObjectReference, Pod,
     Service, ZONE_LABEL,
 };
-use compact_str::CompactString;
 
 /// B8: the address types of a Service's slices. `ipFamilies` when set;
 /// else the clusterIP's family; else (headless or no clusterIP) both.

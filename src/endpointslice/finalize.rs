@@ -14,8 +14,8 @@
 use super::reconciler::{Plan, Writes};
 use super::tracker::EndpointSliceTracker;
 use crate::endpoints::reconcile::TRIGGER_TIME_ANNOTATION;
-use crate::kube;
-use crate::model::{EndpointSlice, Service, Time};
+use endpointd_kube::kube;
+use endpointd_kube::model::{EndpointSlice, Service, Time};
 
 /// The API writes finalize needs.
 pub trait SliceWriter {
@@ -176,7 +176,7 @@ pub fn finalize(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::AddressType;
+    use endpointd_kube::model::AddressType;
 
     #[test]
     fn a_write_conflict_stays_a_conflict_with_the_slice_named() {

@@ -7,8 +7,8 @@
 
 use super::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::endpoints::reconcile::HEADLESS_LABEL;
-use crate::informer::SERVICE_NAME_LABEL;
-use crate::model::{
+use endpointd_kube::informer::SERVICE_NAME_LABEL;
+use endpointd_kube::model::{
     AddressType, EndpointSlice, EndpointSlicePort, Labels, ObjectMeta, OwnerReference, Service,
 };
 

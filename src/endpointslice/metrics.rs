@@ -10,7 +10,7 @@
 
 use super::finalize::FinalizeOutcome;
 use super::reconciler::Plan;
-use crate::metrics::{exponential_buckets, Counter, Family, Gauge, Histogram, Registry};
+use endpointd_kube::metrics::{exponential_buckets, Counter, Family, Gauge, Histogram, Registry};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

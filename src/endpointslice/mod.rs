@@ -29,8 +29,8 @@ pub use metrics::SliceMetrics;
 pub use reconciler::{reconcile, Plan, ReconcileInput};
 pub use tracker::EndpointSliceTracker;
 
-use crate::informer::SERVICE_NAME_LABEL;
-use crate::model::EndpointSlice;
+use endpointd_kube::informer::SERVICE_NAME_LABEL;
+use endpointd_kube::model::EndpointSlice;
 
 /// The label naming the controller that manages a slice.
 pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";

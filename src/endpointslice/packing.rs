@@ -19,7 +19,7 @@
 
 use super::desired::{endpoint_key, equal_beyond_hash, EndpointKey};
 use super::meta::{new_slice, slice_labels};
-use crate::model::{AddressType, Endpoint, EndpointSlice, EndpointSlicePort, Service};
+use endpointd_kube::model::{AddressType, Endpoint, EndpointSlice, EndpointSlicePort, Service};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

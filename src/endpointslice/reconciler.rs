@@ -22,7 +22,7 @@ use super::trafficdist::{heuristic, hints_enabled, is_valid, reconcile_hints, He
 use super::{managed_by_us, TopologyMode};
 use crate::controller::events::EventSpec;
 use crate::controller::podutil::should_pod_be_in_endpoints;
-use crate::model::{AddressType, Endpoint, EndpointSlice, Node, Pod, Service, Time};
+use endpointd_kube::model::{AddressType, Endpoint, EndpointSlice, Node, Pod, Service, Time};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 

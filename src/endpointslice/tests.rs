@@ -5,8 +5,8 @@ use super::finalize::{finalize, SliceWriter};
 use super::reconciler::{reconcile, Plan, ReconcileInput};
 use super::tracker::EndpointSliceTracker;
 use super::{MANAGED_BY, MANAGED_BY_LABEL};
-use crate::kube;
-use crate::model::*;
+use endpointd_kube::kube;
+use endpointd_kube::model::*;
 use std::cell::RefCell;
 use std::sync::Arc;
 

@@ -10,8 +10,8 @@
 //! Thread-safe (handlers and workers share it); never reads a cache.
 
 use super::service_key;
-use crate::model::{EndpointSlice, Service, Uid};
 use compact_str::CompactString;
+use endpointd_kube::model::{EndpointSlice, Service, Uid};
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -634,7 +634,7 @@ impl EndpointSliceTracker {
     /// [`EndpointSliceTracker::stale_slices`] with a bound, after which the
     /// Service's tracked generations are dropped (logged) and it is synced
     /// from the cache as it is; `lists` is the slice cache's
-    /// [`list_count`](crate::informer::Store::list_count).
+    /// [`list_count`](endpointd_kube::informer::Store::list_count).
     /// - A cached slice older than ours (or one we deleted): after
     ///   [`STALE_GIVE_UP`]. Syncing from it then is safe: an update carries
     ///   the resourceVersion it read, so a truly stale one meets a 409.
@@ -705,7 +705,7 @@ impl EndpointSliceTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::AddressType;
+    use endpointd_kube::model::AddressType;
 
     fn slice(uid: &str, gen: i64) -> EndpointSlice {
         let mut s = EndpointSlice::new(AddressType::IPv4);

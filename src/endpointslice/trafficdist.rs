@@ -10,7 +10,7 @@
 //!
 //! Pure; never mutates its inputs.
 
-use crate::model::{Endpoint, EndpointHints, EndpointSlice, ForNode, ForZone, Service};
+use endpointd_kube::model::{Endpoint, EndpointHints, EndpointSlice, ForNode, ForZone, Service};
 use std::sync::Arc;
 
 /// `service.kubernetes.io/topology-mode`.
@@ -123,7 +123,7 @@ pub fn reconcile_hints(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{AddressType, EndpointConditions};
+    use endpointd_kube::model::{AddressType, EndpointConditions};
 
     fn ep(ready: bool, zone: Option<&str>, hint: Option<&str>) -> Endpoint {
         Endpoint {

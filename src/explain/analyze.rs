@@ -19,8 +19,10 @@ use crate::endpointslice::desired::address_types_for_service;
 use crate::endpointslice::reconciler::{reconcile, ReconcileInput};
 use crate::endpointslice::topology::TopologyCache;
 use crate::endpointslice::trafficdist::hints_enabled;
-use crate::model::{AddressType, EndpointSlice, Endpoints, IntOrString, Node, Pod, Service};
 use crate::shadow::{compare_endpoints, compare_service_slices};
+use endpointd_kube::model::{
+    AddressType, EndpointSlice, Endpoints, IntOrString, Node, Pod, Service,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -311,7 +313,7 @@ fn reasons(svc: &Service, pod: &Pod, nodes: &[Arc<Node>]) -> Vec<Reason> {
 fn in_endpoints(ep: Option<&Endpoints>, pod: &Pod) -> Option<String> {
     let ep = ep?;
     let uid = &pod.metadata.uid;
-    let is_pod = |a: &crate::model::EndpointAddress| {
+    let is_pod = |a: &endpointd_kube::model::EndpointAddress| {
         a.target_ref.as_ref().is_some_and(|t| {
             t.name == *pod.metadata.name && (uid.is_empty() || t.uid.is_empty() || t.uid == *uid)
         })
@@ -552,7 +554,7 @@ fn truncated_out(svc: &Service, selected: &[Arc<Pod>]) -> BTreeSet<String> {
     if !truncated {
         return BTreeSet::new();
     }
-    let names = |subsets: &[crate::model::EndpointSubset]| -> BTreeSet<String> {
+    let names = |subsets: &[endpointd_kube::model::EndpointSubset]| -> BTreeSet<String> {
         subsets
             .iter()
             .flat_map(|s| s.addresses.iter().chain(s.not_ready_addresses.iter()))

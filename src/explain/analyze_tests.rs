@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{EndpointSlice, Endpoints, Node};
+use endpointd_kube::model::{EndpointSlice, Endpoints, Node};
 use serde_json::{json, Value};
 
 fn svc(extra: Value) -> Service {

@@ -4,12 +4,12 @@
 //! write, and never start an informer.
 
 use super::analyze::{analyze, Inputs, Report};
-use crate::informer::SERVICE_NAME_LABEL;
-use crate::kube::paging::{Paging, PagingError, DEFAULT_MAX_LIST_PAGES};
-use crate::kube::{
+use endpointd_kube::informer::SERVICE_NAME_LABEL;
+use endpointd_kube::kube::paging::{Paging, PagingError, DEFAULT_MAX_LIST_PAGES};
+use endpointd_kube::kube::{
     self, Client, ListParams, Resource, ENDPOINTS, ENDPOINTSLICES, NODES, PODS, SERVICES,
 };
-use crate::model::{EndpointSlice, Endpoints, Object, Service};
+use endpointd_kube::model::{EndpointSlice, Endpoints, Object, Service};
 use std::fmt;
 use std::sync::Arc;
 

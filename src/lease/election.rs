@@ -13,7 +13,7 @@
 //!
 //! Never does I/O and never reads the clock: time comes in as arguments.
 
-use crate::model::{Lease, LeaseSpec, MicroTime, ObjectMeta};
+use endpointd_kube::model::{Lease, LeaseSpec, MicroTime, ObjectMeta};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What this instance last saw of the election Lease.

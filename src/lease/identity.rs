@@ -6,7 +6,7 @@
 //!
 //! Pure; never does I/O.
 
-use crate::model::{Lease, LeaseSpec, MicroTime, ObjectMeta};
+use endpointd_kube::model::{Lease, LeaseSpec, MicroTime, ObjectMeta};
 use std::time::{Duration, SystemTime};
 
 /// Label on every endpointd identity Lease: `kubectl get leases -n
@@ -96,7 +96,7 @@ pub fn abandoned(l: &Lease, wall: SystemTime, after: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::names;
+    use endpointd_base::names;
 
     #[test]
     fn lease_names_are_valid_and_distinct() {

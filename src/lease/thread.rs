@@ -23,12 +23,12 @@
 
 use super::election::{self, Decision, Observed};
 use super::identity;
-use crate::clock::SharedClock;
 use crate::controller::events::EventSpec;
 use crate::controller::fence::Fence;
-use crate::kube::{Client, Error, ListParams, LEASES};
-use crate::model::{Lease, Object, ObjectReference};
-use crate::shutdown::Shutdown;
+use endpointd_base::clock::SharedClock;
+use endpointd_kube::kube::{Client, Error, ListParams, LEASES};
+use endpointd_kube::model::{Lease, Object, ObjectReference};
+use endpointd_kube::shutdown::Shutdown;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -576,7 +576,7 @@ impl LeaseThread {
     pub fn stop(mut self, within: Duration) {
         self.stop.trigger();
         if let Some(t) = self.thread.take() {
-            crate::shutdown::join_within(t, within);
+            endpointd_kube::shutdown::join_within(t, within);
         }
     }
 }

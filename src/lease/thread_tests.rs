@@ -7,9 +7,9 @@
 //! ladder.
 
 use super::*;
-use crate::clock::{Clock, FakeClock};
-use crate::kube::Status;
-use crate::model::MicroTime;
+use endpointd_base::clock::{Clock, FakeClock};
+use endpointd_kube::kube::Status;
+use endpointd_kube::model::MicroTime;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU32;
 use std::sync::Condvar;

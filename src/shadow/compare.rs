@@ -30,7 +30,7 @@ use crate::endpointslice::desired::{endpoint_key, port_map_key, EndpointKey, Por
 use crate::endpointslice::managed_by_us;
 use crate::endpointslice::meta::RESERVED_LABELS;
 use crate::endpointslice::reconciler::Plan;
-use crate::model::{
+use endpointd_kube::model::{
     AddressType, Endpoint, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
     Labels,
 };

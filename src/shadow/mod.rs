@@ -19,9 +19,9 @@ pub use compare::{
     compare_endpoints, compare_service_slices, compare_slices, extra_slices, Difference,
 };
 
-use crate::clock::SharedClock;
-use crate::metrics::{Counter, Family, Registry};
-use crate::workqueue::RateLimitingQueue;
+use endpointd_base::clock::SharedClock;
+use endpointd_kube::metrics::{Counter, Family, Registry};
+use endpointd_kube::workqueue::RateLimitingQueue;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -188,7 +188,7 @@ impl Shadow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::FakeClock;
+    use endpointd_base::clock::FakeClock;
 
     fn d(kind: &str, detail: &str) -> Difference {
         Difference {

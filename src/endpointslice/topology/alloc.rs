@@ -5,7 +5,7 @@
 //! Pure and deterministic: zones are visited in name order where upstream
 //! iterates Go maps.
 
-use crate::model::{Endpoint, EndpointHints, EndpointSlice, ForZone};
+use endpointd_kube::model::{Endpoint, EndpointHints, EndpointSlice, ForZone};
 use std::collections::BTreeMap;
 
 /// Upstream `overloadThreshold`.

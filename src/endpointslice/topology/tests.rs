@@ -2,7 +2,7 @@
 //! TestAddHints, TestGetOverloadedServices), in our words.
 
 use super::*;
-use crate::model::{Endpoint, EndpointConditions, EndpointHints, ForZone};
+use endpointd_kube::model::{Endpoint, EndpointConditions, EndpointHints, ForZone};
 
 fn node(
     name: &str,

@@ -1,0 +1,665 @@
+//! Fault injection for kube-sim: failing the next N matching requests,
+//! added latency, stalled watches, closing every watch, compaction,
+//! outages (all connections dropped, new ones refused for a while, state
+//! kept) and gateway outages (a proxy in front of a server that is gone:
+//! every request answered 502/503/504 with the proxy's HTML page). Driven
+//! through the library API or as JSON through `/sim/faults`.
+//!
+//! It decides and records faults only; it never touches objects (store
+//! faults are delegated to [`Store`]) and never reads time except through
+//! the injected clock.
+
+use super::requestinfo::{RequestInfo, Verb};
+use super::status::ApiError;
+use super::store::Store;
+use endpointd_base::clock::SharedClock;
+use endpointd_base::httpd::{Body, Response, ServerControl};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+/// One "fail the next N requests" rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailRule {
+    /// Requests still to fail.
+    pub remaining: u32,
+    /// Only requests with this verb (any when `None`).
+    pub verb: Option<Verb>,
+    /// Only requests for this plural resource (any when `None`).
+    pub resource: Option<String>,
+    /// HTTP code of the failure (400..=599).
+    pub code: u16,
+    /// `Retry-After` seconds (header and `details.retryAfterSeconds`).
+    pub retry_after: Option<u64>,
+    /// Only requests whose user (certificate CN, `token-user`) or
+    /// User-Agent contains this (any when `None`): faults aimed at one
+    /// client, e.g. one endpointd instance by its identity.
+    pub client: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    rules: Vec<FailRule>,
+    latency: Duration,
+    stall: bool,
+    /// Stall only the watches of this plural resource (all when `None`).
+    stall_only: Option<String>,
+    stalled: Vec<crossbeam_channel::Sender<Vec<u8>>>,
+    outages: u64,
+    /// Fail one request in every `n` (with this code), deterministically.
+    fail_every: Option<(u32, u16)>,
+    /// Requests seen while `fail_every` is set.
+    seen: u64,
+    /// Lines the next watch requests are answered with, one each (then the
+    /// stream ends): malformed JSON, unknown event types, oversized lines.
+    bad_watch_lines: std::collections::VecDeque<Vec<u8>>,
+    /// A gateway outage: until when, and the proxy's answer code.
+    gateway: Option<(std::time::Instant, u16)>,
+}
+
+/// The fault switchboard of one kube-sim.
+#[derive(Debug)]
+pub struct Faults {
+    store: Arc<Store>,
+    clock: SharedClock,
+    server: OnceLock<ServerControl>,
+    state: Mutex<State>,
+    /// Whether a gateway outage may be on: every request asks, so the lock
+    /// is taken only then.
+    gateway_on: AtomicBool,
+}
+
+/// Every verb by its Kubernetes spelling.
+const VERBS: &[Verb] = &[
+    Verb::Get,
+    Verb::List,
+    Verb::Watch,
+    Verb::Create,
+    Verb::Update,
+    Verb::Patch,
+    Verb::Delete,
+    Verb::DeleteCollection,
+];
+
+/// A verb from its Kubernetes spelling ("list", "deletecollection").
+pub fn verb_from_str(s: &str) -> Option<Verb> {
+    VERBS.iter().copied().find(|v| v.as_str() == s)
+}
+
+/// The `Status.reason` kube-apiserver uses for an HTTP code.
+pub fn reason_for(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        409 => "Conflict",
+        410 => "Expired",
+        413 => "RequestEntityTooLarge",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
+}
+
+/// The injected error for one matched rule.
+pub fn injected_error(rule: &FailRule, info: &RequestInfo) -> Response {
+    let message = match rule.code {
+        429 => "Too many requests, please try again later.".to_string(),
+        500 => "Internal error occurred: injected by kube-sim".to_string(),
+        503 => "The server is currently unable to handle the request".to_string(),
+        c => format!(
+            "injected failure {c} for {} {}",
+            info.verb.as_str(),
+            info.resource
+        ),
+    };
+    let mut details = json!({ "kind": info.resource, "group": info.group });
+    if let Some(n) = &info.name {
+        details["name"] = json!(n);
+    }
+    if let Some(s) = rule.retry_after {
+        details["retryAfterSeconds"] = json!(s);
+    }
+    let mut resp = ApiError::new(rule.code, reason_for(rule.code), message)
+        .with_details(details)
+        .to_response();
+    if let Some(s) = rule.retry_after {
+        resp.headers.push(("Retry-After".into(), s.to_string()));
+    }
+    resp
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Faults {
+    /// Faults for `store`, timed by `clock`.
+    pub fn new(store: Arc<Store>, clock: SharedClock) -> Faults {
+        Faults {
+            store,
+            clock,
+            server: OnceLock::new(),
+            state: Mutex::new(State::default()),
+            gateway_on: AtomicBool::new(false),
+        }
+    }
+
+    /// Connect the HTTP server (needed for outages). Later calls are ignored.
+    pub fn attach(&self, control: ServerControl) {
+        let _ = self.server.set(control);
+    }
+
+    /// Fail the next `n` requests matching `verb` and `resource` with
+    /// `code` (429 `TooManyRequests`, 500 `InternalError`, 503
+    /// `ServiceUnavailable`, …), adding `Retry-After` when given.
+    pub fn fail_next(
+        &self,
+        n: u32,
+        verb: Option<Verb>,
+        resource: Option<String>,
+        code: u16,
+        retry_after: Option<u64>,
+    ) {
+        if n == 0 {
+            return;
+        }
+        lock(&self.state).rules.push(FailRule {
+            remaining: n,
+            verb,
+            resource,
+            code,
+            retry_after,
+            client: None,
+        });
+    }
+
+    /// Fail the next `n` requests of one client — the requests whose user
+    /// or User-Agent contains `client` — with `code`.
+    pub fn fail_next_for(&self, n: u32, client: &str, code: u16) {
+        if n == 0 {
+            return;
+        }
+        lock(&self.state).rules.push(FailRule {
+            remaining: n,
+            verb: None,
+            resource: None,
+            code,
+            retry_after: None,
+            client: Some(client.to_string()),
+        });
+    }
+
+    /// Delay every resource request by `d` (zero turns it off).
+    pub fn set_latency(&self, d: Duration) {
+        lock(&self.state).latency = d;
+    }
+
+    /// The current added latency.
+    pub fn latency(&self) -> Duration {
+        lock(&self.state).latency
+    }
+
+    /// While on, new watches are accepted (200, headers sent) but get no
+    /// events. Turning it off ends the stalled streams.
+    pub fn stall_watches(&self, on: bool) {
+        let mut st = lock(&self.state);
+        st.stall = on;
+        st.stall_only = None;
+        if !on {
+            st.stalled.clear();
+        }
+    }
+
+    /// [`Faults::stall_watches`] on, for the watches of one plural
+    /// `resource` only (a lossy link that stops one stream while the
+    /// others and new requests work).
+    pub fn stall_watches_of(&self, resource: &str) {
+        let mut st = lock(&self.state);
+        st.stall = true;
+        st.stall_only = Some(resource.to_string());
+    }
+
+    /// While on, watches ignore `sendInitialEvents` (an API server older
+    /// than 1.27).
+    pub fn ignore_send_initial_events(&self, on: bool) {
+        self.store.set_ignore_initial_events(on);
+    }
+
+    /// End every open watch stream now (stalled ones included).
+    pub fn close_all_watches(&self) {
+        lock(&self.state).stalled.clear();
+        self.store.close_all_watches();
+    }
+
+    /// Drop the event history: older resourceVersions get 410 on watch.
+    pub fn compact(&self) {
+        self.store.compact();
+    }
+
+    /// Drop every connection and refuse new ones for `d`; objects are kept.
+    /// Returns false when no server is attached.
+    pub fn outage(&self, d: Duration) -> bool {
+        let Some(server) = self.server.get() else {
+            return false;
+        };
+        lock(&self.state).outages += 1;
+        server.refuse_until(self.clock.now() + d);
+        server.drop_all_connections();
+        true
+    }
+
+    /// Put a proxy with no server behind it in front of kube-sim for `d`:
+    /// every connection dropped, then every request but `/sim/*` answered
+    /// `code` (502 as nginx, 503 as haproxy, 504) with an HTML page and no
+    /// `Retry-After`, as a load balancer answers while every API server
+    /// behind it is down; objects are kept. Returns false when no server is
+    /// attached or `code` is not one a gateway answers with.
+    pub fn gateway_outage(&self, d: Duration, code: u16) -> bool {
+        let Some(server) = self.server.get() else {
+            return false;
+        };
+        if !matches!(code, 502..=504) {
+            return false;
+        }
+        {
+            let mut st = lock(&self.state);
+            st.outages += 1;
+            st.gateway = Some((self.clock.now() + d, code));
+        }
+        self.gateway_on.store(true, Ordering::Release);
+        server.drop_all_connections();
+        true
+    }
+
+    /// The proxy's answer while a gateway outage lasts.
+    pub fn gateway_answer(&self) -> Option<Response> {
+        if !self.gateway_on.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut st = lock(&self.state);
+        let (until, code) = st.gateway?;
+        if self.clock.now() >= until {
+            st.gateway = None;
+            self.gateway_on.store(false, Ordering::Release);
+            return None;
+        }
+        let page = match code {
+            503 => "<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n".to_string(),
+            c => format!(
+                "<html>\r\n<head><title>{c} {r}</title></head>\r\n<body>\r\n<center><h1>{c} {r}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n",
+                r = endpointd_base::httpd::wire::reason(c)
+            ),
+        };
+        Some(Response {
+            status: code,
+            headers: vec![("Content-Type".into(), "text/html".into())],
+            body: Body::Full(page.into_bytes()),
+        })
+    }
+
+    /// Outages started so far.
+    pub fn outages(&self) -> u64 {
+        lock(&self.state).outages
+    }
+
+    /// Remove every rule, latency and stall.
+    pub fn clear(&self) {
+        let mut st = lock(&self.state);
+        st.rules.clear();
+        st.latency = Duration::ZERO;
+        st.stall = false;
+        st.stall_only = None;
+        st.stalled.clear();
+        st.bad_watch_lines.clear();
+        st.fail_every = None;
+        st.gateway = None;
+        self.gateway_on.store(false, Ordering::Release);
+    }
+
+    /// Consume one matching fail rule, if any, and return its error.
+    pub fn take_failure(&self, info: &RequestInfo) -> Option<Response> {
+        let mut st = lock(&self.state);
+        if let Some((n, code)) = st.fail_every {
+            st.seen += 1;
+            if st.seen.is_multiple_of(u64::from(n.max(1))) {
+                let rule = FailRule {
+                    remaining: 1,
+                    verb: None,
+                    resource: None,
+                    code,
+                    retry_after: None,
+                    client: None,
+                };
+                return Some(injected_error(&rule, info));
+            }
+        }
+        let (user, agent) = super::requester::current();
+        let pos = st.rules.iter().position(|r| {
+            r.verb.is_none_or(|v| v == info.verb)
+                && r.resource.as_deref().is_none_or(|res| res == info.resource)
+                && r.client
+                    .as_deref()
+                    .is_none_or(|c| user.contains(c) || agent.contains(c))
+        })?;
+        let rule = st.rules[pos].clone();
+        st.rules[pos].remaining -= 1;
+        if st.rules[pos].remaining == 0 {
+            st.rules.remove(pos);
+        }
+        Some(injected_error(&rule, info))
+    }
+
+    /// Fail one request in every `n` with `code` (`None`: stop): "10 % of
+    /// requests fail" as a deterministic fault.
+    pub fn fail_every(&self, every: Option<(u32, u16)>) {
+        let mut st = lock(&self.state);
+        st.fail_every = every;
+        st.seen = 0;
+    }
+
+    /// Answer each of the next watch requests (any resource) with one of
+    /// `lines` (a newline is added) and then end the stream: bad input a
+    /// client must survive by watching again.
+    pub fn bad_watch_lines(&self, lines: Vec<Vec<u8>>) {
+        lock(&self.state).bad_watch_lines.extend(lines);
+    }
+
+    /// Bad watch lines not yet served.
+    pub fn bad_watch_lines_left(&self) -> usize {
+        lock(&self.state).bad_watch_lines.len()
+    }
+
+    /// An injected watch response: one pending bad line then the end, or
+    /// when watches are stalled an open, silent stream.
+    pub fn stalled_watch(&self, resource: &str) -> Option<Response> {
+        let mut st = lock(&self.state);
+        if let Some(mut line) = st.bad_watch_lines.pop_front() {
+            line.push(b'\n');
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let _ = tx.send(line);
+            return Some(Response {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Body::Stream(rx),
+            });
+        }
+        if !st.stall || st.stall_only.as_deref().is_some_and(|r| r != resource) {
+            return None;
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        st.stalled.push(tx);
+        Some(Response {
+            status: 200,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: Body::Stream(rx),
+        })
+    }
+
+    /// The current fault state as JSON (the `/sim/faults` GET answer).
+    pub fn snapshot(&self) -> Value {
+        let st = lock(&self.state);
+        let rules: Vec<Value> = st
+            .rules
+            .iter()
+            .map(|r| {
+                json!({
+                    "count": r.remaining,
+                    "verb": r.verb.map(Verb::as_str),
+                    "resource": r.resource,
+                    "code": r.code,
+                    "retryAfterSeconds": r.retry_after,
+                    "client": r.client,
+                })
+            })
+            .collect();
+        let refusing = self.server.get().is_some_and(ServerControl::refusing);
+        json!({
+            "failNext": rules,
+            "latencyMs": st.latency.as_millis() as u64,
+            "stallWatches": st.stall,
+            "stalledWatches": st.stalled.len(),
+            "outages": st.outages,
+            "refusingConnections": refusing,
+            "gatewayOutage": st.gateway.is_some_and(|(until, _)| self.clock.now() < until),
+        })
+    }
+
+    /// Apply a `/sim/faults` POST body; see [`FaultRequest::parse`].
+    pub fn apply_json(&self, body: &Value) -> Result<(), String> {
+        let req = FaultRequest::parse(body)?;
+        if req.clear {
+            self.clear();
+        }
+        for r in req.fail_next {
+            self.fail_next(r.remaining, r.verb, r.resource, r.code, r.retry_after);
+        }
+        if let Some(d) = req.latency {
+            self.set_latency(d);
+        }
+        if let Some(on) = req.stall_watches {
+            self.stall_watches(on);
+        }
+        if req.close_all_watches {
+            self.close_all_watches();
+        }
+        if req.compact {
+            self.compact();
+        }
+        if let Some(on) = req.ignore_send_initial_events {
+            self.ignore_send_initial_events(on);
+        }
+        if let Some(d) = req.outage {
+            if !self.outage(d) {
+                return Err("outage needs a running server".into());
+            }
+        }
+        if let Some(d) = req.gateway_outage {
+            if !self.gateway_outage(d, req.gateway_code) {
+                return Err("gatewayOutageMs needs a running server".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A parsed `/sim/faults` POST body. Every field is optional:
+///
+/// ```json
+/// {"clear": true,
+///  "failNext": {"count": 2, "verb": "list", "resource": "pods", "code": 429, "retryAfterSeconds": 1,
+///               "client": "node-b"},
+///  "latencyMs": 50, "stallWatches": true, "closeAllWatches": true,
+///  "compact": true, "outageMs": 2000, "ignoreSendInitialEvents": true,
+///  "gatewayOutageMs": 2000, "gatewayCode": 502}
+/// ```
+/// `failNext` may also be a list of such objects.
+#[derive(Debug, Default, PartialEq)]
+pub struct FaultRequest {
+    /// Clear rules, latency and stall first.
+    pub clear: bool,
+    /// Fail rules to add.
+    pub fail_next: Vec<FailRule>,
+    /// New latency.
+    pub latency: Option<Duration>,
+    /// Stall watches on or off.
+    pub stall_watches: Option<bool>,
+    /// Close every watch now.
+    pub close_all_watches: bool,
+    /// Compact history now.
+    pub compact: bool,
+    /// Start an outage of this length.
+    pub outage: Option<Duration>,
+    /// Ignore `sendInitialEvents` on or off (an API server before 1.27).
+    pub ignore_send_initial_events: Option<bool>,
+    /// Start a gateway outage of this length.
+    pub gateway_outage: Option<Duration>,
+    /// The gateway's answer (502..=504; 502 when not given).
+    pub gateway_code: u16,
+}
+
+const KEYS: &[&str] = &[
+    "clear",
+    "failNext",
+    "latencyMs",
+    "stallWatches",
+    "closeAllWatches",
+    "compact",
+    "outageMs",
+    "ignoreSendInitialEvents",
+    "gatewayOutageMs",
+    "gatewayCode",
+];
+
+fn opt_bool(v: &Value, key: &str) -> Result<Option<bool>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(format!("{key}: want a boolean, got {other}")),
+    }
+}
+
+fn opt_u64(v: &Value, key: &str) -> Result<Option<u64>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => x
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{key}: want a non-negative integer, got {x}")),
+    }
+}
+
+fn parse_rule(v: &Value) -> Result<FailRule, String> {
+    if !v.is_object() {
+        return Err(format!("failNext: want an object, got {v}"));
+    }
+    let count = opt_u64(v, "count")?.unwrap_or(1);
+    let remaining = u32::try_from(count).map_err(|_| format!("failNext.count {count} too big"))?;
+    let code = opt_u64(v, "code")?.ok_or("failNext.code is required")?;
+    let code = u16::try_from(code)
+        .ok()
+        .filter(|c| (400..=599).contains(c))
+        .ok_or_else(|| format!("failNext.code {code} is not in 400..=599"))?;
+    let verb = match v.get("verb") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            Some(verb_from_str(s).ok_or_else(|| format!("failNext.verb {s:?} is not a verb"))?)
+        }
+        Some(other) => return Err(format!("failNext.verb: want a string, got {other}")),
+    };
+    let resource = match v.get("resource") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => return Err(format!("failNext.resource: want a string, got {other}")),
+    };
+    let client = match v.get("client") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => return Err(format!("failNext.client: want a string, got {other}")),
+    };
+    Ok(FailRule {
+        remaining,
+        verb,
+        resource,
+        code,
+        retry_after: opt_u64(v, "retryAfterSeconds")?,
+        client,
+    })
+}
+
+impl FaultRequest {
+    /// Parse and validate a POST body; unknown keys are errors.
+    pub fn parse(v: &Value) -> Result<FaultRequest, String> {
+        let obj = v.as_object().ok_or("want a JSON object")?;
+        if let Some(k) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(format!("unknown key {k:?}; known: {}", KEYS.join(", ")));
+        }
+        let fail_next = match v.get("failNext") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items.iter().map(parse_rule).collect::<Result<_, _>>()?,
+            Some(one) => vec![parse_rule(one)?],
+        };
+        Ok(FaultRequest {
+            clear: opt_bool(v, "clear")?.unwrap_or(false),
+            fail_next,
+            latency: opt_u64(v, "latencyMs")?.map(Duration::from_millis),
+            stall_watches: opt_bool(v, "stallWatches")?,
+            close_all_watches: opt_bool(v, "closeAllWatches")?.unwrap_or(false),
+            compact: opt_bool(v, "compact")?.unwrap_or(false),
+            outage: opt_u64(v, "outageMs")?.map(Duration::from_millis),
+            ignore_send_initial_events: opt_bool(v, "ignoreSendInitialEvents")?,
+            gateway_outage: opt_u64(v, "gatewayOutageMs")?.map(Duration::from_millis),
+            gateway_code: match opt_u64(v, "gatewayCode")? {
+                None => 502,
+                Some(c @ 502..=504) => c as u16,
+                Some(c) => return Err(format!("gatewayCode {c} is not in 502..=504")),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod client_rule_tests {
+    use super::*;
+    use crate::store::StoreConfig;
+    use endpointd_base::clock::RealClock;
+
+    #[test]
+    fn a_rule_for_one_client_fails_only_its_requests() {
+        let store = Store::new(StoreConfig::default(), RealClock::shared());
+        let f = Faults::new(store, RealClock::shared());
+        f.fail_next_for(2, "(node-b_", 503);
+        let info = crate::requestinfo::parse("GET", "/api/v1/pods", &[]).expect("info");
+        let from = |agent: &str| {
+            crate::requester::with("token-user", agent, || {
+                f.take_failure(&info).map(|r| r.status)
+            })
+        };
+        assert_eq!(from("endpointd/0.1.0 (node-a_1) endpoint-controller"), None);
+        assert_eq!(
+            from("endpointd/0.1.0 (node-b_2) endpoint-controller"),
+            Some(503)
+        );
+        assert_eq!(from("kubectl/v1.34"), None);
+        assert_eq!(from("endpointd/0.1.0 (node-b_2)"), Some(503));
+        assert_eq!(from("endpointd/0.1.0 (node-b_2)"), None, "two only");
+        let parsed = FaultRequest::parse(&json!({"failNext": {"code": 500, "client": "node-b"}}))
+            .expect("parse");
+        assert_eq!(parsed.fail_next[0].client.as_deref(), Some("node-b"));
+    }
+}
+
+#[cfg(test)]
+mod gateway_tests {
+    use super::*;
+
+    #[test]
+    fn gateway_outages_parse_with_a_gateway_code() {
+        let r = FaultRequest::parse(&json!({"gatewayOutageMs": 1500})).expect("parse");
+        assert_eq!(r.gateway_outage, Some(Duration::from_millis(1500)));
+        assert_eq!(r.gateway_code, 502, "nginx's answer by default");
+        let r =
+            FaultRequest::parse(&json!({"gatewayOutageMs": 1, "gatewayCode": 503})).expect("parse");
+        assert_eq!(r.gateway_code, 503);
+        let e = FaultRequest::parse(&json!({"gatewayOutageMs": 1, "gatewayCode": 500}))
+            .expect_err("500 is no gateway's answer");
+        assert!(e.contains("gatewayCode 500"), "{e}");
+    }
+
+    #[test]
+    fn no_gateway_outage_without_a_server() {
+        use crate::store::StoreConfig;
+        use endpointd_base::clock::RealClock;
+        let store = Store::new(StoreConfig::default(), RealClock::shared());
+        let f = Faults::new(store, RealClock::shared());
+        assert!(!f.gateway_outage(Duration::from_secs(1), 502));
+        assert!(f.gateway_answer().is_none());
+    }
+}
