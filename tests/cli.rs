@@ -388,7 +388,8 @@ fn run_serves_health_metrics_and_readiness() {
         "{body}"
     );
     assert!(
-        body.lines().any(|l| l.starts_with("rest_client_requests_total{code=\"200\",method=\"GET\",host=\"")
+        body.lines().any(|l| l
+            .starts_with("rest_client_requests_total{code=\"200\",method=\"GET\",host=\"")
             && l.contains("\",resource=\"pods\"} ")),
         "{body}"
     );

@@ -182,10 +182,7 @@ fn retries_503_and_429_honouring_retry_after_on_the_clock() {
     assert_eq!(srv.requests().len(), 6);
     let m = reg.render();
     // client-go's labels (code, method, host) and our resource.
-    let line = |head: &str, tail: &str| {
-        m.lines()
-            .any(|l| l.starts_with(head) && l.ends_with(tail))
-    };
+    let line = |head: &str, tail: &str| m.lines().any(|l| l.starts_with(head) && l.ends_with(tail));
     assert!(
         line(
             r#"rest_client_requests_total{code="503",method="GET",host="127.0.0.1"#,

@@ -247,7 +247,12 @@ mod tests {
         m.record(Verb::List, &NODES, None, 0.1);
         let out = other.render();
         assert!(out.contains(r#"code="500",method="GET""#), "{out}");
-        assert!(out.contains(r#"code="<error>",method="GET",host="api.example:443",resource="nodes"} 2"#), "{out}");
+        assert!(
+            out.contains(
+                r#"code="<error>",method="GET",host="api.example:443",resource="nodes"} 2"#
+            ),
+            "{out}"
+        );
         assert!(
             out.contains(
                 r#"rest_client_request_duration_seconds_count{verb="GET",host="api.example:443",resource="nodes"} 3"#
@@ -270,8 +275,14 @@ mod tests {
         ] {
             m.record(v, &PODS, Some(201), 0.01);
             let out = r.render();
-            assert!(out.contains(&format!(r#"method="{want}""#)), "{want}: {out}");
-            assert!(out.contains(&format!(r#"{{verb="{want}",host="h:1""#)), "{want}: {out}");
+            assert!(
+                out.contains(&format!(r#"method="{want}""#)),
+                "{want}: {out}"
+            );
+            assert!(
+                out.contains(&format!(r#"{{verb="{want}",host="h:1""#)),
+                "{want}: {out}"
+            );
         }
     }
 
