@@ -170,6 +170,7 @@ pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
     let clock = RealClock::shared();
     let registry = Registry::new();
     build_info(&registry);
+    watch_idle_bound(&registry, cfg.kubernetes.watch_idle_timeout);
     let link = Arc::default();
     let client =
         client(&cfg, Arc::clone(&clock), &registry, None, &link).map_err(DaemonError::Client)?;
@@ -655,6 +656,21 @@ fn build_info(registry: &endpointd_kube::metrics::Registry) {
         )
         .with(&[env!("CARGO_PKG_VERSION")])
         .set(1.0);
+}
+
+/// `endpointd_informer_watch_idle_timeout_seconds`: the configured bound
+/// (`kubernetes.watch_idle_timeout`) after which a silent watch is
+/// restarted, so that an alert can compare
+/// `endpointd_informer_watch_idle_seconds` with it.
+fn watch_idle_bound(registry: &endpointd_kube::metrics::Registry, bound: std::time::Duration) {
+    registry
+        .gauge(
+            "endpointd_informer_watch_idle_timeout_seconds",
+            "kubernetes.watch_idle_timeout: a watch silent for longer is restarted; endpointd_informer_watch_idle_seconds stays below it while watches work.",
+            &[],
+        )
+        .with(&[])
+        .set(bound.as_secs_f64());
 }
 
 /// Log a failed notification; whether it went out (or had nowhere to go).

@@ -388,7 +388,9 @@ fn run_serves_health_metrics_and_readiness() {
         "{body}"
     );
     assert!(
-        body.contains("rest_client_requests_total{verb=\"list\",resource=\"pods\",code=\"200\"}"),
+        body.lines().any(|l| l
+            .starts_with("rest_client_requests_total{code=\"200\",method=\"GET\",host=\"")
+            && l.contains("\",resource=\"pods\"} ")),
         "{body}"
     );
     kill(child.id(), "-TERM");

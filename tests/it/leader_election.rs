@@ -56,9 +56,9 @@ fn writes_of_standby(d: &Daemon) -> f64 {
     body.lines()
         .filter(|l| l.starts_with("rest_client_requests_total{"))
         .filter(|l| {
-            ["create", "update", "delete", "patch"]
+            ["POST", "PUT", "DELETE", "PATCH"]
                 .iter()
-                .any(|v| l.contains(&format!("verb=\"{v}\"")))
+                .any(|v| l.contains(&format!("method=\"{v}\"")))
         })
         .filter(|l| {
             ["\"endpoints\"", "endpointslices", "events"]

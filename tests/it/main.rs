@@ -21,6 +21,7 @@ mod faults_restart;
 mod foreign_writer;
 mod hostile_server;
 mod leader_election;
+mod observability_kit;
 mod rbac_least_privilege;
 mod restart_every_feature;
 mod shadow;

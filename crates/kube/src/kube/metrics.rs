@@ -1,6 +1,12 @@
-//! Client request metrics with client-go's names:
-//! `rest_client_requests_total{verb,resource,code}` and
-//! `rest_client_request_duration_seconds{verb,resource}`.
+//! Client request metrics with client-go's names and labels:
+//! `rest_client_requests_total{code,method,host}` and
+//! `rest_client_request_duration_seconds{verb,host}`, where `method` and
+//! `verb` are the HTTP method in upper case (`GET`, `POST`, `PUT`,
+//! `PATCH`, `DELETE`) and `host` is the server's `host[:port]`, as
+//! client-go sets them, so that kube-controller-manager dashboards and
+//! alerts (kubernetes-mixin: `code=~"2.."`, `verb="POST"`, `by (verb, le)`)
+//! work unchanged. Both carry one label more, `resource` (`plural` or
+//! `plural.group`): an extra label changes no `sum`/`sum by` query.
 //!
 //! Several clients may share one registry (KCM gives each controller its
 //! own client); the families are registered once per registry and shared,
@@ -8,9 +14,10 @@
 //! name or anything else unbounded.
 //!
 //! The children a request updates are resolved once per (verb, resource,
-//! code) and kept in a small map with a cheap hash (the keys are our own
-//! constants, not outside data): a request costs two atomic adds, not two
-//! label-vector allocations and lookups.
+//! code) by each client ([`ClientMetrics`]: one server, one host) and kept
+//! in a small map with a cheap hash (the keys are our own constants, not
+//! outside data): a request costs two atomic adds, not two label-vector
+//! allocations and lookups.
 
 use super::request::Resource;
 use super::retry::Verb;
@@ -21,14 +28,45 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 const REQUESTS: &str = "rest_client_requests_total";
 
-/// The client's metric families in one registry.
+/// The client metric families in one registry.
 #[derive(Debug)]
 pub(crate) struct Metrics {
     requests: Arc<Family<Counter>>,
     duration: Arc<Family<Histogram>>,
     body_errors: Arc<Family<Counter>>,
+}
+
+/// One client's view of the families: its server's `host` label and the
+/// children it resolved.
+#[derive(Debug)]
+pub(crate) struct ClientMetrics {
+    families: Arc<Metrics>,
+    host: String,
     /// Resolved children by (verb, resource, HTTP code; 0: `<error>`).
     handles: RwLock<HandleMap>,
+}
+
+/// The HTTP method of `verb`: client-go's `method` and `verb` label.
+fn method(verb: Verb) -> &'static str {
+    match verb {
+        Verb::Get | Verb::List | Verb::Watch => "GET",
+        Verb::Create => "POST",
+        Verb::Update => "PUT",
+        Verb::Patch => "PATCH",
+        Verb::Delete => "DELETE",
+    }
+}
+
+/// client-go's `host` label: the server URL's `host[:port]` (never its
+/// user information).
+pub(crate) fn host_label(server: &ureq::http::Uri) -> String {
+    server
+        .authority()
+        .map(|a| {
+            let a = a.as_str();
+            a.rsplit_once('@').map_or(a, |(_, h)| h).to_string()
+        })
+        .unwrap_or_default()
 }
 
 /// Children by (verb, resource, code), hashed with [`FxHasher`].
@@ -107,13 +145,13 @@ impl Metrics {
         let m = Arc::new(Metrics {
             requests: r.counter(
                 REQUESTS,
-                "API requests by verb, resource and HTTP code (<error> for transport failures).",
-                &["verb", "resource", "code"],
+                "Number of HTTP requests, partitioned by status code (<error> for transport failures), method, host and resource.",
+                &["code", "method", "host", "resource"],
             ),
             duration: r.histogram(
                 "rest_client_request_duration_seconds",
-                "API request latency until response headers, by verb and resource.",
-                &["verb", "resource"],
+                "Request latency in seconds until response headers, by verb (the HTTP method), host and resource.",
+                &["verb", "host", "resource"],
                 exponential_buckets(0.001, 2.0, 15),
             ),
             body_errors: r.counter(
@@ -121,15 +159,27 @@ impl Metrics {
                 "Response bodies rejected: kind=too_large (over kubernetes.max_response_bytes or max_list_items), cut_off, undecodable.",
                 &["verb", "resource", "kind"],
             ),
-            handles: RwLock::new(HashMap::default()),
         });
         map.insert(key, Arc::clone(&m));
         m
     }
+}
+
+impl ClientMetrics {
+    /// The families in `r` (registered on first use) for a client of the
+    /// server at `host`.
+    pub(crate) fn new(r: &Registry, host: String) -> ClientMetrics {
+        ClientMetrics {
+            families: Metrics::for_registry(r),
+            host,
+            handles: RwLock::new(HashMap::default()),
+        }
+    }
 
     /// Count one rejected response body.
     pub(crate) fn body_error(&self, verb: Verb, resource: &Resource, kind: &str) {
-        self.body_errors
+        self.families
+            .body_errors
             .with(&[verb.as_str(), &resource.label(), kind])
             .inc();
     }
@@ -151,9 +201,10 @@ impl Metrics {
             Some(c) => c.to_string(),
             None => "<error>".to_string(),
         };
+        let (m, host) = (method(verb), self.host.as_str());
         let h = Handles {
-            requests: self.requests.with(&[verb.as_str(), &label, &code]),
-            duration: self.duration.with(&[verb.as_str(), &label]),
+            requests: self.families.requests.with(&[&code, m, host, &label]),
+            duration: self.families.duration.with(&[m, host, &label]),
         };
         h.requests.inc();
         h.duration.observe(secs);
@@ -173,35 +224,73 @@ mod tests {
     #[test]
     fn families_are_registered_once_per_registry() {
         let r = Registry::new();
-        let a = Metrics::for_registry(&r);
-        let b = Metrics::for_registry(&r);
+        let a = ClientMetrics::new(&r, "10.0.0.1:6443".into());
+        let b = ClientMetrics::new(&r, "10.0.0.1:6443".into());
         a.record(Verb::Get, &PODS, Some(200), 0.01);
         b.record(Verb::Get, &PODS, Some(200), 0.02);
-        b.record(Verb::Get, &PODS, Some(200), 0.02);
+        b.record(Verb::List, &PODS, Some(200), 0.02);
         let out = r.render();
         assert_eq!(
             out.matches("# TYPE rest_client_requests_total counter")
                 .count(),
             1
         );
+        // get and list are both GET: one series.
         assert!(
-            out.contains(r#"rest_client_requests_total{verb="get",resource="pods",code="200"} 3"#),
+            out.contains(r#"rest_client_requests_total{code="200",method="GET",host="10.0.0.1:6443",resource="pods"} 3"#),
             "{out}"
         );
         let other = Registry::new();
-        let m = Metrics::for_registry(&other);
+        let m = ClientMetrics::new(&other, "api.example:443".into());
         m.record(Verb::List, &NODES, Some(500), 0.1);
         m.record(Verb::List, &NODES, None, 0.1);
         m.record(Verb::List, &NODES, None, 0.1);
         let out = other.render();
-        assert!(out.contains(r#"code="500"} 1"#), "{out}");
-        assert!(out.contains(r#"code="<error>"} 2"#), "{out}");
+        assert!(out.contains(r#"code="500",method="GET""#), "{out}");
         assert!(
             out.contains(
-                r#"rest_client_request_duration_seconds_count{verb="list",resource="nodes"} 3"#
+                r#"code="<error>",method="GET",host="api.example:443",resource="nodes"} 2"#
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                r#"rest_client_request_duration_seconds_count{verb="GET",host="api.example:443",resource="nodes"} 3"#
             ),
             "{out}"
         );
         assert!(!r.render().contains("nodes"));
+    }
+
+    #[test]
+    fn writes_are_labelled_with_their_http_method() {
+        let r = Registry::new();
+        let m = ClientMetrics::new(&r, "h:1".into());
+        for (v, want) in [
+            (Verb::Create, "POST"),
+            (Verb::Update, "PUT"),
+            (Verb::Patch, "PATCH"),
+            (Verb::Delete, "DELETE"),
+            (Verb::Watch, "GET"),
+        ] {
+            m.record(v, &PODS, Some(201), 0.01);
+            let out = r.render();
+            assert!(
+                out.contains(&format!(r#"method="{want}""#)),
+                "{want}: {out}"
+            );
+            assert!(
+                out.contains(&format!(r#"{{verb="{want}",host="h:1""#)),
+                "{want}: {out}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_host_label_is_host_and_port_without_user_information() {
+        let uri = |s: &str| s.parse::<ureq::http::Uri>().expect("uri");
+        assert_eq!(host_label(&uri("https://10.0.0.1:6443")), "10.0.0.1:6443");
+        assert_eq!(host_label(&uri("https://u:p@api.example/")), "api.example");
+        assert_eq!(host_label(&uri("https://[::1]:6443")), "[::1]:6443");
     }
 }

@@ -15,7 +15,7 @@ use super::gate::WriteGate;
 use super::keepalive::{KeepaliveConnector, Sockets};
 use super::kubeconfig;
 use super::link::Link;
-use super::metrics::Metrics;
+use super::metrics::{host_label, ClientMetrics};
 use super::ratelimit::TokenBucket;
 use super::request::Resource;
 use super::retry::{RetryPolicy, Verb};
@@ -93,7 +93,7 @@ pub(crate) struct Transport {
     limiter: TokenBucket,
     pub clock: SharedClock,
     retry: RetryPolicy,
-    metrics: Option<Arc<Metrics>>,
+    metrics: Option<ClientMetrics>,
     pub body_limits: BodyLimits,
     /// Whether the server is reachable, shared with the other clients of
     /// the daemon: told of every unreachable failure and every answer.
@@ -265,7 +265,7 @@ impl Transport {
                 max_delay: cfg.max_retry_delay,
                 ..RetryPolicy::default()
             },
-            metrics: metrics.map(Metrics::for_registry),
+            metrics: metrics.map(|r| ClientMetrics::new(r, host_label(&uri))),
             body_limits: cfg.body_limits,
             link: Arc::clone(&cfg.link),
             pools: AtomicU64::new(0),

@@ -182,11 +182,22 @@ fn retries_503_and_429_honouring_retry_after_on_the_clock() {
     stepper.join().expect("stepper");
     assert_eq!(srv.requests().len(), 6);
     let m = reg.render();
+    // client-go's labels (code, method, host) and our resource.
+    let line = |head: &str, tail: &str| m.lines().any(|l| l.starts_with(head) && l.ends_with(tail));
     assert!(
-        m.contains(r#"rest_client_requests_total{verb="get",resource="pods",code="503"} 2"#),
+        line(
+            r#"rest_client_requests_total{code="503",method="GET",host="127.0.0.1"#,
+            r#"",resource="pods"} 2"#
+        ),
         "{m}"
     );
-    assert!(m.contains(r#"rest_client_requests_total{verb="create",resource="endpointslices.discovery.k8s.io",code="429"} 1"#), "{m}");
+    assert!(
+        line(
+            r#"rest_client_requests_total{code="429",method="POST",host="127.0.0.1"#,
+            r#"",resource="endpointslices.discovery.k8s.io"} 1"#
+        ),
+        "{m}"
+    );
     assert!(
         m.contains("rest_client_request_duration_seconds_bucket"),
         "{m}"
