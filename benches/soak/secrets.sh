@@ -3,8 +3,11 @@
 # Whether any secret reaches endpointd's log at the loudest level, dependencies included
 # (RUST_LOG=trace,ureq=trace,ureq_proto=trace): kube-sim with the full-size cluster and a bearer
 # token, a kubeconfig whose server URL carries a password; then a readiness flip, every watch
-# dropped, a 3 s outage and a 3 s proxy (502) outage. Counts every 8-character piece of either
-# secret in the log; the JSON line last; exit 1 on any hit or if the outages went unnoticed.
+# dropped, a 3 s outage and a 3 s proxy (502) outage. endpointd believes it runs under systemd
+# ($JOURNAL_STREAM names its stderr), so it also writes journal records, to a stand-in for
+# journald bound at its socket (skipped where a real journald owns it). Counts every 8-character
+# piece of either secret in the log and in the journal records; the JSON line last; exit 1 on any
+# hit, if the outages went unnoticed, or if no journal record named a Service.
 set -euo pipefail
 . benches/soak/setup.sh
 TOKEN="tok-$(head -c 24 /dev/urandom | base64 | tr -dc a-zA-Z0-9)"
@@ -18,7 +21,28 @@ sed -i -E "s#server: (\"?)http://#server: \1http://alice:$PASS@#" "$d/kc"
 grep -q "alice:$PASS@" "$d/kc" || { echo "the kubeconfig's server URL was not rewritten" >&2; exit 1; }
 printf '[kubernetes]\nkubeconfig = "%s"\n[leader_election]\nidentity = "secrets"\n[server]\nlisten = ""\n' \
   "$d/kc" > "$d/ed.toml"
-RUST_LOG=trace,ureq=trace,ureq_proto=trace "$B/endpointd" run --config "$d/ed.toml" > "$d/ed.log" 2>&1 &
+J=/run/systemd/journal/socket
+journal=0
+if [ ! -e "$J" ]; then
+  mkdir -p "$(dirname "$J")"
+  python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "wb") as f:
+    while True:
+        f.write(s.recv(1 << 18) + b"\n\x1e\n")
+        f.flush()' "$J" "$d/journal.bin" &
+  pids+=($!)
+  for _ in $(seq 50); do [ -S "$J" ] && break; sleep 0.1; done
+  journal=1
+  trap 'cleanup; rm -f "$J"' EXIT
+else
+  echo "a journald owns $J here: the journal part is skipped" >&2
+fi
+: > "$d/ed.log"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$d/ed.log") RUST_LOG=trace,ureq=trace,ureq_proto=trace \
+  "$B/endpointd" run --config "$d/ed.toml" >> "$d/ed.log" 2>&1 &
 ep=$!
 pids+=($ep)
 sleep 15
@@ -40,14 +64,17 @@ sleep 8
 fault '{"gatewayOutageMs": 3000}'
 sleep 10
 kill "$ep"; wait "$ep" || true
+touch "$d/journal.bin"
 hits=0
 for s in "$TOKEN" "$PASS"; do
   for ((i = 0; i + 8 <= ${#s}; i++)); do
-    hits=$((hits + $(grep -c -F -- "${s:i:8}" "$d/ed.log" || true)))
+    hits=$((hits + $(grep -a -c -F -- "${s:i:8}" "$d/ed.log" "$d/journal.bin" | awk -F: '{n += $NF} END {print n + 0}')))
   done
 done
 lines=$(wc -l < "$d/ed.log")
-returns=$(grep -c 'answers again' "$d/ed.log" || true)
-echo "log lines: $lines; the server's returns noticed: $returns; secret pieces found: $hits"
-echo "{\"log_lines\":$lines,\"returns\":$returns,\"secret_hits\":$hits}"
-[ "$hits" -eq 0 ] && [ "$returns" -ge 2 ]
+records=$(grep -a -c '^PRIORITY=' "$d/journal.bin" || true)
+named=$(grep -a -c '^ENDPOINTD_SERVICE=' "$d/journal.bin" || true)
+returns=$(cat "$d/ed.log" "$d/journal.bin" | grep -a -c 'answers again' || true)
+echo "log lines: $lines; journal records: $records ($named naming a Service); the server's returns noticed: $returns; secret pieces found: $hits"
+echo "{\"log_lines\":$lines,\"journal_records\":$records,\"journal_service_records\":$named,\"returns\":$returns,\"secret_hits\":$hits}"
+[ "$hits" -eq 0 ] && [ "$returns" -ge 2 ] && { [ "$journal" -eq 0 ] || [ "$named" -gt 0 ]; }

@@ -139,6 +139,10 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 
 impl Ctx {
     fn run(&self, slot: usize) {
+        crate::logging::context::set_controller(match self.controller {
+            "endpoint" => "endpoints",
+            _ => "endpointslice",
+        });
         while let Some(key) = self.queue.get() {
             self.process(slot, &key);
             self.queue.done(&key);
@@ -146,6 +150,10 @@ impl Ctx {
     }
 
     fn process(&self, slot: usize, key: &str) {
+        // Every record of this sync is about this Service (journal field).
+        let _about = key
+            .contains('/')
+            .then(|| crate::logging::context::service(key));
         let start = self.clock.now();
         self.set_busy(slot, Some((start, key.to_string())));
         if self.wedge.as_deref() == Some(key) {

@@ -274,6 +274,7 @@ impl Runner {
         let mut l = self.state.leader.lock().unwrap_or_else(|p| p.into_inner());
         if *l != holder {
             log::info!(
+                holder = holder;
                 "leader election: the lease is now held by {}",
                 if holder.is_empty() { "nobody" } else { holder }
             );
@@ -301,7 +302,7 @@ impl Runner {
                     // A slow acquisition (no deadline, as client-go's) must
                     // not count against the first renewal's deadline.
                     self.state.set_busy(Some(self.clock.now()));
-                    log::info!("leader election: {me} became leader");
+                    log::info!(holder = me.as_str(); "leader election: {me} became leader");
                     let spec = EventSpec::normal("LeaderElection", format!("{me} became leader"));
                     (self.on_event)(&self.lease_ref(e), &spec);
                 }
@@ -355,7 +356,7 @@ impl Runner {
             Decision::Held { holder } => {
                 self.set_leader(&holder);
                 if self.state.leading() {
-                    log::error!("leader election: leadership lost: {holder} holds the lease");
+                    log::error!(holder = holder.as_str(); "leader election: leadership lost: {holder} holds the lease");
                     self.state.lose(&self.fence);
                 }
                 false
@@ -554,7 +555,10 @@ impl LeaseThread {
         };
         let thread = std::thread::Builder::new()
             .name("lease".into())
-            .spawn(move || runner.run())?;
+            .spawn(move || {
+                crate::logging::context::set_controller("lease");
+                runner.run()
+            })?;
         Ok(LeaseThread {
             state,
             stop,
