@@ -164,6 +164,15 @@ impl Txn<'_> {
         }
         self.index(key, &obj);
         self.record(key, verb, kind, obj.clone(), prev);
+        // An owner already gone when its dependent was written (a
+        // controller acting on a stale cache): the collector deletes the
+        // dependent, or drops that reference, as it would have had the
+        // owner gone afterwards.
+        for owner in obj.owner_uids() {
+            if !self.uid_alive(owner) {
+                self.store.gc(GcWork::OwnerGone(owner.clone()));
+            }
+        }
         obj
     }
 

@@ -207,6 +207,57 @@ fn garbage_collection_of_owned_slices() {
     );
 }
 
+/// A dependent created after its owner was deleted (a controller that read
+/// a stale cache) is collected, as kube-controller-manager's collector
+/// deletes an object whose owners are all absent; an absent owner among
+/// live ones is only dropped from the references.
+#[test]
+fn a_dependent_created_after_its_owner_is_gone_is_collected() {
+    let sim = Sim::new();
+    let gone = sim
+        .create(
+            "services",
+            NS,
+            json!({"metadata": {"name": "gone"}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .body;
+    let keep = sim
+        .create(
+            "services",
+            NS,
+            json!({"metadata": {"name": "keep"}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .body;
+    sim.create(SLICES, NS, owned_slice("early", &gone));
+    assert_eq!(sim.delete("services", NS, "gone", json!(null)).status, 200);
+    // The collector has handled the owner's deletion before the late
+    // dependents are created.
+    sim.eventually("the early dependent collected", || {
+        sim.get(SLICES, NS, "early").status == 404
+    });
+    assert_eq!(
+        sim.create(SLICES, NS, owned_slice("late", &gone)).status,
+        201
+    );
+    let mut both = owned_slice("late-both", &gone);
+    if let Some(a) = both["metadata"]["ownerReferences"].as_array_mut() {
+        a.push(
+            json!({"apiVersion": "v1", "kind": "Service", "name": "keep",
+                      "uid": keep["metadata"]["uid"]}),
+        );
+    }
+    assert_eq!(sim.create(SLICES, NS, both).status, 201);
+    sim.eventually("the orphan collected", || {
+        sim.get(SLICES, NS, "late").status == 404
+    });
+    sim.eventually("the absent owner's reference dropped", || {
+        sim.get(SLICES, NS, "late-both").body["metadata"]["ownerReferences"]
+            .as_array()
+            .map(Vec::len)
+            == Some(1)
+    });
+}
+
 #[test]
 fn delete_collection_by_selector() {
     let sim = Sim::new();
