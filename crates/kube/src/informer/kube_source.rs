@@ -65,7 +65,7 @@ impl<T: Object> KubeSource<T> {
 /// anything else (decode errors, 401/403, shutdown) → back off and relist.
 pub fn classify(e: &kube::Error) -> SourceError {
     let msg = e.to_string();
-    if matches!(e, kube::Error::TooLarge { .. }) {
+    if matches!(e.root(), kube::Error::TooLarge { .. }) {
         SourceError::other(msg).page_too_large()
     } else if e.has_cause("ResourceVersionTooLarge") {
         SourceError::expired(msg).history_behind()
@@ -83,7 +83,7 @@ pub fn classify(e: &kube::Error) -> SourceError {
 /// The watch read nothing for `watch_idle_timeout` (a watch has no other
 /// timeout on its reads).
 fn is_idle(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Transport { timeout: true, .. })
+    matches!(e.root(), kube::Error::Transport { timeout: true, .. })
 }
 
 fn convert<T>(ev: Result<kube::WatchEvent<T>, kube::Error>) -> Result<WatchEvent<T>, SourceError> {

@@ -237,12 +237,40 @@ pub enum Error {
     Refused(String),
     /// The client (or its watch agent) was shut down. Not retryable.
     Shutdown,
+    /// `source` with what the caller was doing (e.g. `failed to update
+    /// EndpointSlice web-abc for Service shop/web`). Every question asked
+    /// of an error (its code, whether to retry, whether the server is
+    /// unreachable) is answered by the source: context never changes what
+    /// an error is.
+    Context {
+        /// What was being done.
+        context: String,
+        /// The error it failed with.
+        source: Box<Error>,
+    },
 }
 
 impl Error {
+    /// This error with what the caller was doing put before it; it stays
+    /// the error it was (see [`Error::Context`]).
+    pub fn context(self, context: impl Into<String>) -> Error {
+        Error::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// The error under any [`Error::Context`] layers.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Context { source, .. } => source.root(),
+            e => e,
+        }
+    }
+
     /// The `Status`, if this is an API error.
     pub fn status(&self) -> Option<&Status> {
-        match self {
+        match self.root() {
             Error::Api(s) => Some(s),
             _ => None,
         }
@@ -295,7 +323,7 @@ impl Error {
     /// [`Error::Transport`]'s `unreachable`).
     pub fn is_unreachable(&self) -> bool {
         matches!(
-            self,
+            self.root(),
             Error::Transport {
                 unreachable: true,
                 ..
@@ -304,7 +332,7 @@ impl Error {
     }
     /// Worth retrying later: transport failures, 429 and 5xx.
     pub fn is_retryable(&self) -> bool {
-        match self {
+        match self.root() {
             Error::Transport { .. } => true,
             Error::Api(s) => s.code == 429 || s.code >= 500,
             _ => false,
@@ -312,7 +340,7 @@ impl Error {
     }
     /// The write gate refused the write; nothing was sent.
     pub fn is_refused(&self) -> bool {
-        matches!(self, Error::Refused(_))
+        matches!(self.root(), Error::Refused(_))
     }
     /// The server's requested delay, if any.
     pub fn retry_after(&self) -> Option<Duration> {
@@ -339,11 +367,19 @@ impl fmt::Display for Error {
             Error::InvalidRequest(m) => write!(f, "invalid request: {m}"),
             Error::Refused(m) => write!(f, "write not sent: {m}"),
             Error::Shutdown => f.write_str("client is shut down"),
+            Error::Context { context, source } => write!(f, "{context}: {source}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Context { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -358,6 +394,41 @@ mod tests {
 
     fn api(body: &str, code: u16) -> Error {
         Error::Api(Status::from_body(code, body.as_bytes(), None))
+    }
+
+    #[test]
+    fn context_keeps_what_an_error_is() {
+        let conflict = api(r#"{"kind":"Status","reason":"Conflict","code":409}"#, 409);
+        let transport = Error::Transport {
+            server: "https://api:6443".into(),
+            cause: "connection reset".into(),
+            timeout: false,
+            unreachable: true,
+        };
+        let too_large = Error::TooLarge {
+            what: "update endpointslices".into(),
+            limit: "4 MiB (kubernetes.max_response_bytes)".into(),
+        };
+        let c = conflict.context("failed to update EndpointSlice a for Service ns/s");
+        assert!(c.is_conflict() && !c.is_retryable(), "{c}");
+        assert_eq!(c.status().map(|s| s.code), Some(409));
+        assert!(c
+            .to_string()
+            .starts_with("failed to update EndpointSlice a for Service ns/s: API error 409"));
+        let t = transport.context("a").context("b");
+        assert!(t.is_retryable() && t.is_unreachable(), "{t}");
+        assert_eq!(
+            t.to_string(),
+            "b: a: request to https://api:6443 failed: connection reset"
+        );
+        assert!(matches!(t.root(), Error::Transport { .. }));
+        let l = too_large.context("failed to create EndpointSlice");
+        assert!(matches!(l.root(), Error::TooLarge { .. }));
+        assert!(!l.is_retryable());
+        use std::error::Error as _;
+        assert!(l
+            .source()
+            .is_some_and(|s| s.to_string().contains("exceeds the limit")));
     }
 
     #[test]
