@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo bench --bench e2e -- [--services S] [--pods P] [--nodes N]
-//!                            [--rate R] [--duration SECS] [--scenario churn|lifecycle|restart|cold|burst|all]
+//!                            [--rate R] [--duration SECS] [--scenario churn|lifecycle|restart|cold|burst|idle|all]
 //!                            [--server-latency-ms MS]
 //! ```
 //! Defaults are CI-sized (20 services, 200 pods, 5 nodes, 20 changes/s for
@@ -21,7 +21,10 @@
 //! latencies, writes per change, every Service ending exact), **restart**
 //! (writes in the 10 s after a restart on a converged cluster, time until
 //! ready), **burst** (1,000 flips of one 100-pod service within a second,
-//! batch_period 0 s and 1 s). With default sizes it asserts correctness
+//! batch_period 0 s and 1 s), **idle** (a converged cluster with nothing
+//! changing for 5 minutes, 10 s at CI size: CPU and wake-ups per second,
+//! per thread, against the bookmarks and Lease writes that cannot be
+//! avoided). With default sizes it asserts correctness
 //! and exits 1 on a violation. Human lines first, a JSON summary last.
 //!
 //! `--server-latency-ms MS` (default 0) makes every kube-sim of the run,
@@ -36,6 +39,8 @@
 mod churn;
 #[path = "e2e/floor.rs"]
 mod floor;
+#[path = "e2e/idle.rs"]
+mod idle;
 #[path = "e2e/lifecycle.rs"]
 mod lifecycle;
 #[path = "e2e/procs.rs"]
@@ -121,6 +126,18 @@ fn main() {
             summary.insert(k, v);
         }
         failures.extend(r.failures);
+    }
+    if run("idle") {
+        // CI size: a short window (correctness only); full size: 5 minutes.
+        let window = match default {
+            true => Duration::from_secs(10),
+            false => a.duration.max(Duration::from_secs(300)),
+        };
+        let (json, f) = idle::run(&dir, &a.size, window);
+        for (k, v) in json {
+            summary.insert(k, v);
+        }
+        failures.extend(f);
     }
     if run("burst") {
         let r = churn::burst(&dir);

@@ -114,6 +114,11 @@ pub const AS_KUBE_SIM: &str = "--as-kube-sim";
 
 /// Start kube-sim with `list` loaded; its URL and kubeconfig.
 pub fn kube_sim(dir: &Path, list: &Value) -> (Proc, String, PathBuf) {
+    kube_sim_with(dir, list, &[])
+}
+
+/// [`kube_sim`] with more of kube-sim's flags.
+pub fn kube_sim_with(dir: &Path, list: &Value, flags: &[&str]) -> (Proc, String, PathBuf) {
     let load = dir.join("cluster.json");
     std::fs::write(&load, list.to_string()).expect("write cluster");
     let kc = dir.join("kubeconfig");
@@ -124,6 +129,7 @@ pub fn kube_sim(dir: &Path, list: &Value) -> (Proc, String, PathBuf) {
         .arg(&load)
         .arg("--kubeconfig-out")
         .arg(&kc)
+        .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
