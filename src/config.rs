@@ -19,6 +19,7 @@ pub use duration::{format_duration, parse_duration};
 pub use endpointd_base::names::{is_dns1123_label, is_dns1123_subdomain};
 
 use effective::{flatten, Effective};
+use endpointd_kube::kube::files;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -213,7 +214,8 @@ impl Config {
     /// Read and validate a file.
     pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
         let file = path.display().to_string();
-        match std::fs::read_to_string(path) {
+        let read = files::read_bounded_string(path, files::MAX_CONFIG_BYTES, "configuration file");
+        match read {
             Ok(text) => Config::parse(&file, &text),
             Err(e) => Err(ConfigErrors(vec![ConfigError {
                 file,

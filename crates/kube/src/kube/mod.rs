@@ -9,6 +9,7 @@
 //! except through `endpointd_base::clock`, and never buffer a whole LIST body.
 //!
 //! # Layout (one concept a file)
+//! * `files` — every file read, bounded: regular files only, a cap each.
 //! * `kubeconfig` — pure parse + context resolution; `config` — loading
 //!   ([`ClientConfig`]: kubeconfig file/str, in-cluster, `infer`).
 //! * `auth` — bearer token, token file (re-read every 60 s and after a
@@ -62,6 +63,7 @@ pub mod body;
 mod client;
 mod config;
 mod error;
+pub mod files;
 mod gate;
 pub mod keepalive;
 mod kubeconfig;

@@ -1,0 +1,3 @@
+//! Regression tests, one module per defect fixed (issue 37).
+
+mod unbounded_files;
