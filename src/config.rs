@@ -99,6 +99,14 @@ pub const MIN_WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(70);
 /// fail on any busy server, and a typo such as "1ns" fails every one.
 pub const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// Longest `leader_election.identity`, in bytes. The Lease's
+/// holderIdentity has no hard API limit, but the identity is also every
+/// Event's `reportingInstance`, which kube-apiserver refuses past 128
+/// (an identity of 300 characters lost the "became leader" Event), and it
+/// goes into every request's User-Agent (at 70,000 every request failed).
+/// The default `<hostname>_<uuid>` is at most 64 + 1 + 36 = 101.
+pub const MAX_IDENTITY_BYTES: usize = 128;
+
 /// Lease-based leader election (coordination.k8s.io/v1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderElection {

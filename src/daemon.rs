@@ -365,7 +365,7 @@ fn event_recorder(
 ) -> Result<EventRecorder, DaemonError> {
     let cfg = RecorderConfig {
         component: component.to_string(),
-        instance: identity.to_string(),
+        instance: crate::lease::identity::reporting_instance(identity),
     };
     EventRecorder::start(
         client.clone(),

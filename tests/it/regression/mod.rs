@@ -1,3 +1,4 @@
 //! Regression tests, one module per defect fixed (issue 37).
 
 mod unbounded_files;
+mod unbounded_identity;
