@@ -21,6 +21,12 @@ use std::time::Duration;
 /// The in-cluster service-account directory.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
+/// Default [`ClientConfig::write_timeout`]: kube-apiserver's default
+/// admission-webhook timeout, so a write slowed by a webhook still gets its
+/// answer, while one on a dead connection is given up after a third of the
+/// default request timeout.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Client settings. Defaults follow kube-controller-manager (qps 20,
 /// burst 30) and client-go's practice of a bounded request timeout.
 #[derive(Clone, Debug)]
@@ -42,6 +48,12 @@ pub struct ClientConfig {
     pub burst: u32,
     /// Whole-request timeout for ordinary (non-watch) requests.
     pub request_timeout: Duration,
+    /// Whole-attempt timeout for a create, update, patch or delete (at
+    /// most `request_timeout`). Default [`DEFAULT_WRITE_TIMEOUT`]: a write
+    /// stuck on a connection that went silent (a server lost behind a load
+    /// balancer: neither answered nor closed) holds its worker this long,
+    /// not the whole `request_timeout`; its retry goes on a new connection.
+    pub write_timeout: Duration,
     /// `User-Agent` header.
     pub user_agent: String,
     /// Retries for 429/5xx/transport failures (see the retry policy).
@@ -92,6 +104,7 @@ impl ClientConfig {
             qps: 20.0,
             burst: 30,
             request_timeout: Duration::from_secs(30),
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
             user_agent: format!("endpointd/{}", env!("CARGO_PKG_VERSION")),
             max_retries: 3,
             max_retry_delay: Duration::from_secs(10),
