@@ -19,6 +19,7 @@ pub use duration::{format_duration, parse_duration};
 pub use endpointd_base::names::{is_dns1123_label, is_dns1123_subdomain};
 
 use effective::{flatten, Effective};
+use endpointd_kube::kube::files;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -97,6 +98,14 @@ pub const MIN_WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(70);
 /// Shortest `kubernetes.request_timeout`: below a second ordinary requests
 /// fail on any busy server, and a typo such as "1ns" fails every one.
 pub const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Longest `leader_election.identity`, in bytes. The Lease's
+/// holderIdentity has no hard API limit, but the identity is also every
+/// Event's `reportingInstance`, which kube-apiserver refuses past 128
+/// (an identity of 300 characters lost the "became leader" Event), and it
+/// goes into every request's User-Agent (at 70,000 every request failed).
+/// The default `<hostname>_<uuid>` is at most 64 + 1 + 36 = 101.
+pub const MAX_IDENTITY_BYTES: usize = 128;
 
 /// Lease-based leader election (coordination.k8s.io/v1).
 #[derive(Debug, Clone, PartialEq)]
@@ -213,7 +222,8 @@ impl Config {
     /// Read and validate a file.
     pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
         let file = path.display().to_string();
-        match std::fs::read_to_string(path) {
+        let read = files::read_bounded_string(path, files::MAX_CONFIG_BYTES, "configuration file");
+        match read {
             Ok(text) => Config::parse(&file, &text),
             Err(e) => Err(ConfigErrors(vec![ConfigError {
                 file,

@@ -140,6 +140,12 @@ fn role_known(election: bool, rounds: u64, leading: bool) -> bool {
     !election || rounds > 0 || leading
 }
 
+/// The renew deadline when this instance runs an election.
+fn le_renew_deadline(cfg: &Config) -> Option<Duration> {
+    let le = &cfg.leader_election;
+    le.enabled.then_some(le.renew_deadline)
+}
+
 /// `endpointd/<version> (<identity>)[ <acting>]`.
 pub fn user_agent(identity: &str, acting: Option<&str>) -> String {
     let base = format!("endpointd/{} ({identity})", env!("CARGO_PKG_VERSION"));
@@ -176,7 +182,15 @@ pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
         client(&cfg, Arc::clone(&clock), &registry, None, &link).map_err(DaemonError::Client)?;
     // The lease thread has its own client: at shutdown the others are
     // cancelled at once while the election Lease is still released.
-    let lease_client = self::client(&cfg, Arc::clone(&clock), &registry, None, &link)
+    // Each of its requests is bounded well within renew_deadline, so that
+    // one hung on a connection gone silent cannot cost the lease.
+    let mut lease_cfg = cfg.clone();
+    lease_cfg.kubernetes.request_timeout = crate::lease::election::request_timeout(
+        le_renew_deadline(&cfg),
+        cfg.leader_election.heartbeat_duration,
+        cfg.kubernetes.request_timeout,
+    );
+    let lease_client = self::client(&lease_cfg, Arc::clone(&clock), &registry, None, &link)
         .map_err(DaemonError::Client)?;
     let ep_client = client_for(&cfg, &clock, &registry, "endpoint-controller", &link)?;
     let es_client = client_for(&cfg, &clock, &registry, "endpointslice-controller", &link)?;
@@ -365,7 +379,7 @@ fn event_recorder(
 ) -> Result<EventRecorder, DaemonError> {
     let cfg = RecorderConfig {
         component: component.to_string(),
-        instance: identity.to_string(),
+        instance: crate::lease::identity::reporting_instance(identity),
     };
     EventRecorder::start(
         client.clone(),

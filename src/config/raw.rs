@@ -144,9 +144,20 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// Render a value as it would be written in TOML.
+/// Longest value an error quotes whole; a longer one is cut to its first
+/// [`SHOWN`] characters and its length (a 1 MiB value must not become a
+/// 1 MiB error line).
+const SHOWN: usize = 64;
+
+/// Render a value as it would be written in TOML (cut when long).
 pub fn show<T: std::fmt::Debug>(v: &T) -> String {
-    format!("{v:?}")
+    let s = format!("{v:?}");
+    let n = s.chars().count();
+    if n <= 2 * SHOWN {
+        return s;
+    }
+    let head: String = s.chars().take(SHOWN).collect();
+    format!("{head}… ({n} characters)")
 }
 
 /// Best-effort key path and value text for an error at `offset`: the nearest

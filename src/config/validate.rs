@@ -243,6 +243,17 @@ impl Validator<'_> {
                 );
                 (default_identity(), true)
             }
+            Some(s) if s.get_ref().len() > MAX_IDENTITY_BYTES => {
+                self.fail(
+                    "leader_election.identity",
+                    &r.identity,
+                    format!(
+                        "must be at most {MAX_IDENTITY_BYTES} bytes, is {} (it is the Events' reportingInstance, which the API server limits to {MAX_IDENTITY_BYTES}, and goes into every request's User-Agent)",
+                        s.get_ref().len()
+                    ),
+                );
+                (default_identity(), true)
+            }
             Some(s) => (s.get_ref().clone(), false),
             None => (default_identity(), true),
         };

@@ -163,6 +163,25 @@ pub fn decide(
     Decision::Update(next)
 }
 
+/// How long one Lease request (election or heartbeat) may take: client-go
+/// bounds each at max(1 s, renew_deadline / 2) "to keep a single hung
+/// request from forcing a leader loss" — a request stuck on a connection
+/// gone silent is abandoned and retried on a new one well within the renew
+/// deadline (5 s of the default 10 s). Without election the heartbeat,
+/// renewed every quarter of its duration, bounds it the same way (at most
+/// half a renewal interval). Never more than `request_timeout`.
+pub fn request_timeout(
+    renew_deadline: Option<Duration>,
+    heartbeat: Duration,
+    request_timeout: Duration,
+) -> Duration {
+    let half = match renew_deadline {
+        Some(d) => d / 2,
+        None => heartbeat / 8,
+    };
+    half.max(Duration::from_secs(1)).min(request_timeout)
+}
+
 /// When a leader whose lease thread has been busy in one round (election
 /// or heartbeat requests) since `busy_since` must count its leadership as
 /// lost: `renew_deadline` after the later of `busy_since` and its last
@@ -213,6 +232,25 @@ pub fn release(got: &Lease, me: &str, wall: SystemTime) -> Option<Lease> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lease_request_is_bounded_by_half_the_renew_deadline() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // (renew_deadline, heartbeat, request_timeout) → bound
+        let table = [
+            (Some(s(10)), s(40), s(30), s(5)),
+            (Some(s(2)), s(40), s(30), s(1)),
+            (Some(ms(1500)), s(40), s(30), s(1)),
+            (Some(s(4)), s(40), s(30), s(2)),
+            (Some(s(60)), s(40), s(20), s(20)),
+            (None, s(40), s(30), s(5)),
+            (None, s(4), s(30), s(1)),
+        ];
+        for (rd, hb, rt, want) in table {
+            assert_eq!(request_timeout(rd, hb, rt), want, "{rd:?} {hb:?} {rt:?}");
+        }
+    }
 
     const D: Duration = Duration::from_secs(15);
 

@@ -52,6 +52,24 @@ pub fn lease_name(identity: &str) -> String {
 /// Longest identity Lease name we generate.
 const MAX_NAME: usize = 63;
 
+/// Longest `reportingInstance` kube-apiserver accepts on an Event.
+pub const MAX_REPORTING_INSTANCE: usize = 128;
+
+/// The Events' `reportingInstance` for `identity`: the identity itself,
+/// cut at a character boundary to [`MAX_REPORTING_INSTANCE`] bytes if it
+/// is ever longer (the configuration refuses such identities; this keeps
+/// every Event acceptable whatever the identity came from).
+pub fn reporting_instance(identity: &str) -> String {
+    if identity.len() <= MAX_REPORTING_INSTANCE {
+        return identity.to_string();
+    }
+    let mut end = MAX_REPORTING_INSTANCE;
+    while !identity.is_char_boundary(end) {
+        end -= 1;
+    }
+    identity[..end].to_string()
+}
+
 /// The identity Lease to create.
 pub fn new_lease(namespace: &str, identity: &str, duration: Duration, wall: SystemTime) -> Lease {
     Lease {
@@ -97,6 +115,27 @@ pub fn abandoned(l: &Lease, wall: SystemTime, after: Duration) -> bool {
 mod tests {
     use super::*;
     use endpointd_base::names;
+
+    #[test]
+    fn the_reporting_instance_stays_within_the_api_limit() {
+        let long_ascii = "n".repeat(300);
+        let long_utf8 = "é".repeat(100); // 200 bytes
+                                         // (identity, expected reportingInstance)
+        let table = [
+            ("node-a_1234", "node-a_1234".to_string()),
+            (&long_ascii[..128], "n".repeat(128)),
+            (&long_ascii[..], "n".repeat(128)),
+            (&long_utf8[..], "é".repeat(64)),
+        ];
+        for (id, want) in table {
+            let got = reporting_instance(id);
+            assert_eq!(got, want, "{id}");
+            assert!(got.len() <= MAX_REPORTING_INSTANCE);
+        }
+        let odd = format!("a{}", "é".repeat(100)); // the cut falls inside a character
+        let got = reporting_instance(&odd);
+        assert_eq!(got.len(), 127, "{got}");
+    }
 
     #[test]
     fn lease_names_are_valid_and_distinct() {

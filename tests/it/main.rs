@@ -23,6 +23,7 @@ mod hostile_server;
 mod leader_election;
 mod observability_kit;
 mod rbac_least_privilege;
+mod regression;
 mod restart_every_feature;
 mod shadow;
 mod shutdown;

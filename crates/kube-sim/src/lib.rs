@@ -40,6 +40,7 @@ pub mod resources;
 pub mod rest;
 pub mod selector;
 pub mod server;
+pub mod silent_proxy;
 pub mod status;
 pub mod store;
 pub mod table;

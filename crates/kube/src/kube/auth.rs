@@ -6,6 +6,7 @@
 //! except through the clock it is given.
 
 use super::error::Error;
+use super::files;
 use base64::Engine as _;
 use endpointd_base::clock::SharedClock;
 use std::fmt;
@@ -96,7 +97,7 @@ impl TokenFile {
             field: "tokenFile".into(),
             message,
         };
-        let raw = std::fs::read_to_string(&self.path)
+        let raw = files::read_bounded_string(&self.path, files::MAX_TOKEN_BYTES, "token file")
             .map_err(|e| err(format!("cannot read token file: {e}")))?;
         token_text(&raw)
             .map(Arc::from)

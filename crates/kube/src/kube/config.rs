@@ -10,6 +10,7 @@
 use super::auth::{Auth, TokenFile};
 use super::body::BodyLimits;
 use super::error::Error;
+use super::files;
 use super::kubeconfig::{self, AuthSpec, PemSource};
 use super::link::Link;
 pub use super::tls::TlsMaterial;
@@ -19,6 +20,12 @@ use std::time::Duration;
 
 /// The in-cluster service-account directory.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Default [`ClientConfig::write_timeout`]: kube-apiserver's default
+/// admission-webhook timeout, so a write slowed by a webhook still gets its
+/// answer, while one on a dead connection is given up after a third of the
+/// default request timeout.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Client settings. Defaults follow kube-controller-manager (qps 20,
 /// burst 30) and client-go's practice of a bounded request timeout.
@@ -41,6 +48,12 @@ pub struct ClientConfig {
     pub burst: u32,
     /// Whole-request timeout for ordinary (non-watch) requests.
     pub request_timeout: Duration,
+    /// Whole-attempt timeout for a create, update, patch or delete (at
+    /// most `request_timeout`). Default [`DEFAULT_WRITE_TIMEOUT`]: a write
+    /// stuck on a connection that went silent (a server lost behind a load
+    /// balancer: neither answered nor closed) holds its worker this long,
+    /// not the whole `request_timeout`; its retry goes on a new connection.
+    pub write_timeout: Duration,
     /// `User-Agent` header.
     pub user_agent: String,
     /// Retries for 429/5xx/transport failures (see the retry policy).
@@ -91,6 +104,7 @@ impl ClientConfig {
             qps: 20.0,
             burst: 30,
             request_timeout: Duration::from_secs(30),
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
             user_agent: format!("endpointd/{}", env!("CARGO_PKG_VERSION")),
             max_retries: 3,
             max_retry_delay: Duration::from_secs(10),
@@ -106,11 +120,12 @@ impl ClientConfig {
 
     /// Load `path` and resolve `context` (or `current-context`).
     pub fn from_kubeconfig_file(path: &Path, context: Option<&str>) -> Result<ClientConfig, Error> {
-        let yaml = std::fs::read_to_string(path).map_err(|e| Error::Config {
-            source: path.display().to_string(),
-            field: "(file)".into(),
-            message: format!("cannot read kubeconfig: {e}"),
-        })?;
+        let yaml = files::read_bounded_string(path, files::MAX_KUBECONFIG_BYTES, "kubeconfig")
+            .map_err(|e| Error::Config {
+                source: path.display().to_string(),
+                field: "(file)".into(),
+                message: format!("cannot read kubeconfig: {e}"),
+            })?;
         super::perms::warn_if_exposed("kubeconfig", path);
         let base = path.parent().unwrap_or(Path::new("."));
         ClientConfig::from_kubeconfig_source(&yaml, &path.display().to_string(), base, context)
@@ -138,13 +153,13 @@ impl ClientConfig {
             match p {
                 None => Ok(None),
                 Some(PemSource::Data(d)) => Ok(Some(d)),
-                Some(PemSource::File(f)) => {
-                    std::fs::read(&f).map(Some).map_err(|e| Error::Config {
+                Some(PemSource::File(f)) => files::read_bounded(&f, files::MAX_PEM_BYTES, field)
+                    .map(Some)
+                    .map_err(|e| Error::Config {
                         source: source.to_string(),
                         field: field.into(),
                         message: format!("cannot read {}: {e}", f.display()),
-                    })
-                }
+                    }),
             }
         };
         if let Some(PemSource::File(f)) = &r.client_key {
@@ -220,13 +235,13 @@ impl ClientConfig {
         cfg.source = "in-cluster".into();
         let ca = sa_dir.join("ca.crt");
         cfg.tls.ca_pem = Some(
-            std::fs::read(&ca)
+            files::read_bounded(&ca, files::MAX_PEM_BYTES, "CA bundle")
                 .map_err(|e| err("ca.crt", format!("cannot read {}: {e}", ca.display())))?,
         );
         let token_path = sa_dir.join("token");
         // Fail now, as client-go does, rather than on the first request; the
         // file is still re-read periodically afterwards.
-        match std::fs::read_to_string(&token_path) {
+        match files::read_bounded_string(&token_path, files::MAX_TOKEN_BYTES, "token file") {
             Ok(t) => {
                 if let Err(why) = super::auth::token_text(&t) {
                     return Err(err("token", format!("{} {why}", token_path.display())));
@@ -241,10 +256,14 @@ impl ClientConfig {
         }
         let token = TokenFile::new(token_path);
         cfg.auth = Auth::TokenFile(Arc::new(token));
-        cfg.namespace = std::fs::read_to_string(sa_dir.join("namespace"))
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty());
+        cfg.namespace = files::read_bounded_string(
+            &sa_dir.join("namespace"),
+            files::MAX_NAMESPACE_BYTES,
+            "namespace file",
+        )
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
         Ok(cfg)
     }
 

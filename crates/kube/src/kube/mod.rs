@@ -9,6 +9,7 @@
 //! except through `endpointd_base::clock`, and never buffer a whole LIST body.
 //!
 //! # Layout (one concept a file)
+//! * `files` — every file read, bounded: regular files only, a cap each.
 //! * `kubeconfig` — pure parse + context resolution; `config` — loading
 //!   ([`ClientConfig`]: kubeconfig file/str, in-cluster, `infer`).
 //! * `auth` — bearer token, token file (re-read every 60 s and after a
@@ -29,7 +30,11 @@
 //!   One bucket per [`Client`], shared by all clones, reservation semantics
 //!   (x/time/rate) so waiters are served in order.
 //! * `request_timeout` 30 s for ordinary calls (whole request), connect
-//!   timeout 10 s. Watches run on a second agent without a global timeout;
+//!   timeout 10 s; each attempt of a write at most `write_timeout` (10 s).
+//!   An attempt that times out drops the client's idle pooled connections:
+//!   when a server is lost behind a load balancer its connections go
+//!   silent (neither answered nor closed) while new ones reach a healthy
+//!   server, so the retry must not take another silent one from the pool. Watches run on a second agent without a global timeout;
 //!   a per-read idle timeout of `timeoutSeconds` + 15 s — at most
 //!   `watch_idle_timeout` (2 min) when bookmarks are requested — detects
 //!   dead connections (load balancers that silently drop long requests).
@@ -62,6 +67,7 @@ pub mod body;
 mod client;
 mod config;
 mod error;
+pub mod files;
 mod gate;
 pub mod keepalive;
 mod kubeconfig;
@@ -80,7 +86,7 @@ pub mod watch;
 pub use auth::{Auth, TokenFile, TOKEN_FILE_REFRESH};
 pub use body::{BodyLimits, DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::{Client, ObjectList, DEFAULT_WATCH_TIMEOUT};
-pub use config::{ClientConfig, TlsMaterial, SERVICE_ACCOUNT_DIR};
+pub use config::{ClientConfig, TlsMaterial, DEFAULT_WRITE_TIMEOUT, SERVICE_ACCOUNT_DIR};
 pub use error::{Cause, Error, Status};
 pub use gate::WriteGate;
 pub use link::Link;

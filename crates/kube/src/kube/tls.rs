@@ -10,6 +10,7 @@
 
 use super::error::Error;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 use ureq::http::Uri;
 use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
@@ -182,7 +183,10 @@ fn system_roots(source: &str) -> Result<Vec<Certificate<'static>>, Error> {
         .map(String::as_str)
         .chain(SYSTEM_BUNDLES.iter().copied());
     for path in candidates {
-        if let Ok(pem) = std::fs::read(path) {
+        let bundle = Path::new(path);
+        if let Ok(pem) =
+            super::files::read_bounded(bundle, super::files::MAX_PEM_BYTES, "CA bundle")
+        {
             return parse_certs(&pem, path, "system CA bundle");
         }
     }

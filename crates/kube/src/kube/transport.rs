@@ -369,6 +369,22 @@ impl Transport {
         }
     }
 
+    /// Replace the ordinary agent with a new one: its idle pooled
+    /// connections close once the requests in flight on it end (they keep
+    /// their own handle); watches are left alone.
+    fn fresh_pool(&self) {
+        match agent(&self.agent_cfg, self.tls_cfg.clone(), false) {
+            Ok(a) => {
+                log::debug!(
+                    "a request to {} timed out: dropping the idle pooled connections",
+                    self.server
+                );
+                *self.agent.lock().unwrap_or_else(|p| p.into_inner()) = a;
+            }
+            Err(e) => log::debug!("cannot build a new connection pool: {e}"),
+        }
+    }
+
     fn transport_err(&self, e: ureq::Error) -> Error {
         Error::Transport {
             server: self.server.clone(),
@@ -407,10 +423,21 @@ impl Transport {
         rb: RequestBuilder<B>,
         auth: Option<&str>,
         limit: Limit,
+        write: bool,
     ) -> RequestBuilder<B> {
         let mut rb = rb.header("Accept", "application/json");
         if let Some(a) = auth {
             rb = rb.header("Authorization", a);
+        }
+        // A write's attempt ends within write_timeout, its answer included:
+        // on a connection gone silent it would otherwise hold its worker
+        // for the whole request_timeout.
+        if write && !matches!(limit, Limit::Idle(_)) {
+            let whole = self
+                .agent_cfg
+                .write_timeout
+                .min(self.agent_cfg.request_timeout);
+            rb = rb.config().timeout_global(Some(whole)).build();
         }
         match limit {
             Limit::Idle(d) => rb
@@ -439,16 +466,17 @@ impl Transport {
         let auth = self.auth.header(&self.clock)?;
         let auth = auth.as_deref();
         let url = format!("{}{}", self.base, req.path_and_query);
+        let write = !matches!(req.verb, Verb::Get | Verb::List | Verb::Watch);
         let send = |rb: RequestBuilder<ureq::typestate::WithBody>| match &req.payload {
             Some(p) => self
-                .prep(rb, auth, limit)
+                .prep(rb, auth, limit, write)
                 .header("Content-Type", p.content_type)
                 .send(p.bytes),
-            None => self.prep(rb, auth, limit).send_empty(),
+            None => self.prep(rb, auth, limit, write).send_empty(),
         };
         let res = match (req.method, &req.payload) {
-            ("GET", _) => self.prep(agent.get(&url), auth, limit).call(),
-            ("DELETE", None) => self.prep(agent.delete(&url), auth, limit).call(),
+            ("GET", _) => self.prep(agent.get(&url), auth, limit, write).call(),
+            ("DELETE", None) => self.prep(agent.delete(&url), auth, limit, write).call(),
             ("DELETE", Some(_)) => send(agent.delete(&url).force_send_body()),
             ("POST", _) => send(agent.post(&url)),
             ("PUT", _) => send(agent.put(&url)),
@@ -569,6 +597,13 @@ impl Transport {
                 Ok(r) => return Ok(r),
                 Err(e) => e,
             };
+            if matches!(err, Error::Transport { timeout: true, .. }) && !self.is_cancelled() {
+                // The connection went silent, and the pool's idle ones
+                // (opened the same way, through the same balancer) may
+                // have too: the retry, and every later request, opens a
+                // new connection instead of waiting out another.
+                self.fresh_pool();
+            }
             if err.is_unauthorized() && !reauthed && self.auth.refresh_after_unauthorized() {
                 reauthed = true;
                 continue;

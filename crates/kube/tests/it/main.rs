@@ -14,6 +14,7 @@ mod kube_client_memory;
 mod kube_client_sim;
 mod kube_client_tls;
 mod kube_client_watch;
+mod regression;
 mod sim_kubelet;
 mod workqueue;
 mod workqueue_delaying;

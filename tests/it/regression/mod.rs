@@ -1,0 +1,5 @@
+//! Regression tests, one module per defect fixed (issue 37).
+
+mod silent_connections;
+mod unbounded_files;
+mod unbounded_identity;
