@@ -6,8 +6,8 @@
 //! `cargo bench --bench plan [-- N]`; for a noise-free figure run the
 //! binary under `valgrind --tool=callgrind` and divide the instructions by
 //! N. The last line is JSON: `{"flips":N,"ns_per_flip":..}`.
-use endpointd::endpoints::reconcile::{plan, Input, Plan as EpPlan};
-use endpointd::endpointslice::reconciler::{reconcile, ReconcileInput};
+use endpointd::endpoints::plan::{plan, Input, Plan as EpPlan};
+use endpointd::endpointslice::plan::{reconcile, ReconcileInput};
 use endpointd_kube::model::{Node, Pod, Service};
 use serde_json::json;
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! never writes to the API server.
 
 use crate::config::Config;
-use crate::controller::handlers::{PodHandler, ServiceHandler, Target};
+use crate::runtime::handlers::{PodHandler, ServiceHandler, Target};
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::informer::{
     EventHandler, History, IndexKey, Informer, InformerMetrics, KubeSource, ReflectorConfig,

@@ -4,17 +4,17 @@
 //! leftover check at start (A5).
 //!
 //! `sync_service` only gathers inputs from the caches, asks the pure plan
-//! (`reconcile`) what to write, and hands that to the writer (`apply`).
+//! (`plan`) what to write, and hands that to the writer (`writer`).
 //! Must never write except through [`EndpointsWriter`].
 
-use super::apply::EndpointsWriter;
-use super::reconcile::{plan, Input, Plan};
-use crate::controller::foreign::ForeignWrites;
-use crate::controller::handlers::Target;
-use crate::controller::membership::pods_for_service;
-use crate::controller::podutil::service_is_managed;
-use crate::controller::trigger::TriggerTimeTracker;
-use crate::controller::worker::{SyncError, Syncer};
+use super::plan::{plan, Input, Plan};
+use super::writer::EndpointsWriter;
+use crate::runtime::foreign::ForeignWrites;
+use crate::runtime::handlers::Target;
+use crate::runtime::membership::pods_for_service;
+use crate::runtime::podutil::service_is_managed;
+use crate::runtime::trigger::TriggerTimeTracker;
+use crate::runtime::worker::{SyncError, Syncer};
 use endpointd_kube::informer::{DeletedObject, EventHandler, Store};
 use endpointd_kube::model::{Endpoints, Object, Pod, Service};
 use endpointd_kube::workqueue::RateLimitingQueue;
@@ -73,8 +73,8 @@ impl EndpointsController {
         key: &str,
         svc: Option<&Service>,
     ) -> Result<(), SyncError> {
-        use crate::endpoints::desired::unpacked_subsets;
-        use crate::endpoints::repack::repack_subsets;
+        use crate::endpoints::plan::desired::unpacked_subsets;
+        use crate::endpoints::plan::repack::repack_subsets;
         use crate::shadow::{compare_endpoints, ENDPOINTS};
         let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
             shadow.forget(key, ENDPOINTS);
@@ -83,7 +83,7 @@ impl EndpointsController {
         };
         let pods = pods_for_service(&self.listers.pods, svc);
         let full = repack_subsets(&unpacked_subsets(svc, &pods));
-        let over = crate::endpoints::reconcile::desired_subsets(svc, &pods).1;
+        let over = crate::endpoints::plan::desired_subsets(svc, &pods).1;
         let current = self.listers.endpoints.get(key);
         if let Some(cur) = current.as_deref() {
             // Compare again when the other controller rewrites it.

@@ -1,7 +1,7 @@
 //! Table tests of the Endpoints plan, carrying over the cases of upstream
 //! `endpoints_controller_test.go` (TestSyncEndpoints*) in our own words.
 
-use super::reconcile::{
+use super::plan::{
     plan, Input, Plan, HEADLESS_LABEL, MANAGED_BY, MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
     TRIGGER_TIME_ANNOTATION,
 };

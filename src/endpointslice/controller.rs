@@ -8,20 +8,20 @@
 //! reconciler for a plan and hands it to `finalize`. Must never write
 //! except through [`ApiSliceWriter`], which asks the fence first.
 
-use super::topology::TopologyCache;
+use super::plan::topology::TopologyCache;
 use super::tracker::Seen;
 use super::{
     finalize, managed_by_us, reconcile, service_key, EndpointSliceTracker, ReconcileInput,
     SliceMetrics, SliceWriter,
 };
-use crate::controller::events::EventSpec;
-use crate::controller::fence::Fence;
-use crate::controller::foreign::ForeignWrites;
-use crate::controller::membership::{pods_for_service, services_for_pod};
-use crate::controller::podutil::service_is_managed;
-use crate::controller::recorder::Record;
-use crate::controller::trigger::TriggerTimeTracker;
-use crate::controller::worker::{SyncError, Syncer};
+use crate::runtime::events::EventSpec;
+use crate::runtime::fence::Fence;
+use crate::runtime::foreign::ForeignWrites;
+use crate::runtime::membership::{pods_for_service, services_for_pod};
+use crate::runtime::podutil::service_is_managed;
+use crate::runtime::recorder::Record;
+use crate::runtime::trigger::TriggerTimeTracker;
+use crate::runtime::worker::{SyncError, Syncer};
 use endpointd_kube::informer::{DeletedObject, EventHandler, IndexKey, Store, SERVICE_NAME_LABEL};
 use endpointd_kube::kube::{self, Client, ENDPOINTSLICES};
 use endpointd_kube::model::{EndpointSlice, Node, ObjectReference, Pod, Service, ZONE_LABEL};
@@ -584,7 +584,7 @@ impl Syncer for TopologySync {
         };
         if now_sufficient {
             for svc in self.services.list() {
-                if crate::endpointslice::trafficdist::hints_enabled(&svc) {
+                if crate::endpointslice::plan::trafficdist::hints_enabled(&svc) {
                     self.service_queue
                         .add(format!("{}/{}", svc.metadata.namespace, svc.metadata.name));
                 }
@@ -607,7 +607,7 @@ mod topology_sync_tests {
     }
 
     fn queue() -> RateLimitingQueue<String> {
-        crate::controller::testkit::queue()
+        crate::runtime::testkit::queue()
     }
 
     /// Which node events reach the topology worker, and with which keys.
@@ -681,22 +681,22 @@ mod topology_sync_tests {
         ];
         for (what, new, want) in cases {
             h.on_update(&Arc::new(base()), &Arc::new(new));
-            assert_eq!(crate::controller::testkit::drain(&queue), want, "{what}");
+            assert_eq!(crate::runtime::testkit::drain(&queue), want, "{what}");
         }
         h.on_add(&Arc::new(base()), true);
         assert_eq!(
-            crate::controller::testkit::drain(&queue),
+            crate::runtime::testkit::drain(&queue),
             topo(),
             "add from the initial list"
         );
         h.on_add(&Arc::new(base()), false);
         assert_eq!(
-            crate::controller::testkit::drain(&queue),
+            crate::runtime::testkit::drain(&queue),
             topo_and_node(),
             "a node appearing later"
         );
         h.on_delete(&DeletedObject::Known(Arc::new(base())));
-        assert_eq!(crate::controller::testkit::drain(&queue), topo(), "delete");
+        assert_eq!(crate::runtime::testkit::drain(&queue), topo(), "delete");
     }
 
     /// `node/<name>` queues exactly the Services selecting a pod on it.
@@ -734,7 +734,7 @@ mod topology_sync_tests {
         let resynced = |node: &str| {
             sync.sync(&format!("{NODE_KEY_PREFIX}{node}"))
                 .expect("sync");
-            let mut got = crate::controller::testkit::drain(&queue);
+            let mut got = crate::runtime::testkit::drain(&queue);
             got.sort();
             got
         };
@@ -840,7 +840,7 @@ mod slice_handler_tests {
 
     /// A handler (batch period 0) over a fresh tracker, and its queue.
     fn handler() -> (RateLimitingQueue<String>, Arc<Shared>, SliceHandler) {
-        let queue = crate::controller::testkit::queue();
+        let queue = crate::runtime::testkit::queue();
         let shared = Arc::new(Shared {
             tracker: Arc::new(EndpointSliceTracker::default()),
             topology: Arc::new(Mutex::new(TopologyCache::new())),
@@ -904,9 +904,7 @@ mod slice_handler_tests {
         h.on_add(&slice("x", "", true, 1), false);
         assert!(queue.try_get().is_none(), "nothing before the delay");
         std::thread::sleep(SLICE_CHANGE_MIN_DELAY + Duration::from_millis(300));
-        let got: BTreeSet<String> = crate::controller::testkit::drain(&queue)
-            .into_iter()
-            .collect();
+        let got: BTreeSet<String> = crate::runtime::testkit::drain(&queue).into_iter().collect();
         let want: BTreeSet<String> = [
             "ns/add-ours",
             "ns/rel-old",

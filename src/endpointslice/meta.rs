@@ -6,7 +6,7 @@
 //! Pure; must never read a cache.
 
 use super::{MANAGED_BY, MANAGED_BY_LABEL};
-use crate::endpoints::reconcile::HEADLESS_LABEL;
+use crate::endpoints::plan::HEADLESS_LABEL;
 use endpointd_kube::informer::SERVICE_NAME_LABEL;
 use endpointd_kube::model::{
     AddressType, EndpointSlice, EndpointSlicePort, Labels, ObjectMeta, OwnerReference, Service,

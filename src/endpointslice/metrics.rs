@@ -8,8 +8,8 @@
 //!
 //! Owns registration and the cache; never decides anything.
 
-use super::finalize::FinalizeOutcome;
-use super::reconciler::Plan;
+use super::plan::Plan;
+use super::writer::FinalizeOutcome;
 use endpointd_kube::metrics::{exponential_buckets, Counter, Family, Gauge, Histogram, Registry};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -3,31 +3,27 @@
 //! `staging/src/k8s.io/endpointslice/`): keeps the discovery.k8s.io/v1
 //! EndpointSlices of every Service with a selector.
 //!
-//! - [`desired`], [`meta`], [`packing`], [`trafficdist`], [`reconciler`]:
-//!   the pure plan (creates, updates, deletes as data);
-//! - [`topology`]: the `topology-mode: Auto` hint allocations;
+//! - [`plan`]: the pure plan (creates, updates, deletes as data;
+//!   `desired`, `packing`, `trafficdist` and the `topology-mode: Auto`
+//!   hint allocations in `topology` inside); [`meta`]: slice metadata;
 //! - [`tracker`]: generations of our own writes (stale-cache guard);
-//! - [`finalize`]: the only writer; [`controller`]: handlers and sync;
+//! - [`writer`]: the only writer; [`controller`]: handlers and sync;
 //! - [`metrics`]: KCM's `endpoint_slice_controller_*` families.
 
 pub mod controller;
-pub mod desired;
-pub mod finalize;
 pub mod meta;
 pub mod metrics;
-pub mod packing;
-pub mod reconciler;
-pub mod topology;
+pub mod plan;
 pub mod tracker;
-pub mod trafficdist;
+pub mod writer;
 
 #[cfg(test)]
 mod tests;
 
-pub use finalize::{finalize, FinalizeOutcome, SliceWriter};
 pub use metrics::SliceMetrics;
-pub use reconciler::{reconcile, Plan, ReconcileInput};
+pub use plan::{reconcile, Plan, ReconcileInput};
 pub use tracker::EndpointSliceTracker;
+pub use writer::{finalize, FinalizeOutcome, SliceWriter};
 
 use endpointd_kube::informer::SERVICE_NAME_LABEL;
 use endpointd_kube::model::EndpointSlice;

@@ -1,9 +1,9 @@
 //! Table tests of the EndpointSlice plan and finalize, carrying over the
 //! cases of upstream `reconciler_test.go` and `utils_test.go` in our words.
 
-use super::finalize::{finalize, SliceWriter};
-use super::reconciler::{reconcile, Plan, ReconcileInput};
+use super::plan::{reconcile, Plan, ReconcileInput};
 use super::tracker::EndpointSliceTracker;
+use super::writer::{finalize, SliceWriter};
 use super::{MANAGED_BY, MANAGED_BY_LABEL};
 use endpointd_kube::kube;
 use endpointd_kube::model::*;

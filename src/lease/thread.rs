@@ -23,8 +23,8 @@
 
 use super::election::{self, Decision, Observed};
 use super::identity;
-use crate::controller::events::EventSpec;
-use crate::controller::fence::Fence;
+use crate::runtime::events::EventSpec;
+use crate::runtime::fence::Fence;
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::kube::{Client, Error, ListParams, LEASES};
 use endpointd_kube::model::{Lease, Object, ObjectReference};

@@ -22,14 +22,14 @@
 //!
 //! Must never read a cache, a clock, or write anything.
 
-use crate::endpoints::reconcile::{
+use crate::endpoints::plan::{
     HEADLESS_LABEL, MANAGED_BY as ENDPOINTS_MANAGED_BY,
     MANAGED_BY_LABEL as ENDPOINTS_MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
 };
-use crate::endpointslice::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
 use crate::endpointslice::managed_by_us;
 use crate::endpointslice::meta::RESERVED_LABELS;
-use crate::endpointslice::reconciler::Plan;
+use crate::endpointslice::plan::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
+use crate::endpointslice::plan::Plan;
 use endpointd_kube::model::{
     AddressType, Endpoint, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
     Labels,

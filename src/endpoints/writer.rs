@@ -23,11 +23,11 @@
 //! fence is closed.
 
 use super::StaleTracker;
-use crate::controller::events::EventSpec;
-use crate::controller::fence::Fence;
-use crate::controller::recorder::Record;
-use crate::controller::worker::SyncError;
 use crate::endpointslice::tracker::give_up_stale;
+use crate::runtime::events::EventSpec;
+use crate::runtime::fence::Fence;
+use crate::runtime::recorder::Record;
+use crate::runtime::worker::SyncError;
 use endpointd_kube::kube::{self, Client, ENDPOINTS};
 use endpointd_kube::model::{Endpoints, Object, ObjectReference, UidText};
 use std::collections::HashMap;
@@ -492,7 +492,7 @@ impl EndpointsWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::recorder::Discard;
+    use crate::runtime::recorder::Discard;
     use endpointd_kube::kube::ClientConfig;
 
     /// A writer whose client is never used by these tests.

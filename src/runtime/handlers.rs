@@ -111,12 +111,12 @@ mod tests {
     use endpointd_kube::model::ReadyCondition;
 
     fn queue() -> RateLimitingQueue<String> {
-        crate::controller::testkit::queue()
+        crate::runtime::testkit::queue()
     }
 
     /// The keys ready now, sorted.
     fn drain(q: &RateLimitingQueue<String>) -> Vec<String> {
-        let mut v = crate::controller::testkit::drain(q);
+        let mut v = crate::runtime::testkit::drain(q);
         v.sort();
         v
     }

@@ -6,7 +6,7 @@
 //!
 //! Pure; must never read a cache or the clock.
 
-use crate::controller::podutil::{
+use crate::runtime::podutil::{
     hostname_for, is_v6_text, parse_ip_sloppy, pod_reference, should_pod_be_in_endpoints,
 };
 use compact_str::CompactString;

@@ -15,7 +15,7 @@ mod tests;
 pub use alloc::{Allocation, ZoneCounts, OVERLOAD_THRESHOLD};
 use quantity::{milli_of_nanos, nano_cpu};
 
-use crate::controller::events::EventSpec;
+use crate::runtime::events::EventSpec;
 use alloc::{giving_and_receiving, hints_by_zone, ready, ready_endpoints, redistribute, zone_hint};
 use endpointd_kube::model::{AddressType, EndpointSlice, Node, ZONE_LABEL};
 use std::collections::{BTreeMap, BTreeSet};

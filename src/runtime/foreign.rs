@@ -26,7 +26,7 @@
 //! Owns the count and the decision to warn; never reads a cache or writes
 //! to the API server.
 
-use crate::controller::fence::Fence;
+use crate::runtime::fence::Fence;
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::metrics::{Counter, Family, Registry};
 use std::collections::VecDeque;

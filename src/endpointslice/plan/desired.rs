@@ -6,7 +6,7 @@
 //!
 //! Pure; must never read a cache.
 
-use crate::controller::podutil::{hostname_for, is_v6_text, parse_ip_sloppy, pod_reference};
+use crate::runtime::podutil::{hostname_for, is_v6_text, parse_ip_sloppy, pod_reference};
 use compact_str::CompactString;
 use endpointd_kube::model::{
     AddressType, Endpoint, EndpointConditions, EndpointSlicePort, IStr, Node, ObjectReference, Pod,

@@ -21,14 +21,18 @@
 //!
 //! Pure; must never read a cache, the clock or the network.
 
-use super::desired::unpack;
-use super::repack::repack;
-use super::truncate::truncate;
+pub mod desired;
+pub mod repack;
+pub mod truncate;
+
+use desired::unpack;
 use endpointd_kube::model::{
     EndpointAddress, EndpointSubset, Endpoints, Labels, ObjectMeta, ObjectReference, Pod, Service,
     Time,
 };
+use repack::repack;
 use std::sync::Arc;
+use truncate::truncate;
 
 /// `endpoints.kubernetes.io/last-change-trigger-time`.
 pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";

@@ -11,9 +11,9 @@
 //! Writes go through [`SliceWriter`] (the API client behind the write
 //! fence in the daemon, a recording fake in tests).
 
-use super::reconciler::{Plan, Writes};
+use super::plan::{Plan, Writes};
 use super::tracker::EndpointSliceTracker;
-use crate::endpoints::reconcile::TRIGGER_TIME_ANNOTATION;
+use crate::endpoints::plan::TRIGGER_TIME_ANNOTATION;
 use endpointd_kube::kube;
 use endpointd_kube::model::{EndpointSlice, Service, Time};
 

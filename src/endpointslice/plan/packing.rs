@@ -18,7 +18,7 @@
 //! Pure; never mutates its inputs.
 
 use super::desired::{endpoint_key, equal_beyond_hash, EndpointKey};
-use super::meta::{new_slice, slice_labels};
+use crate::endpointslice::meta::{new_slice, slice_labels};
 use endpointd_kube::model::{AddressType, Endpoint, EndpointSlice, EndpointSlicePort, Service};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -6,25 +6,30 @@
 //! the events to emit and the pods skipped for a missing Node.
 //!
 //! Better than upstream, which mixes the plan with its API writes: the
-//! plan is data, and [`super::finalize`] is the only writer. The topology
+//! plan is data, and [`super::writer`] is the only writer. The topology
 //! cache is the one piece of state a plan updates (hint allocations).
 //!
 //! Never mutates its inputs (B28).
 
-use super::desired::{
+pub mod desired;
+pub mod packing;
+pub mod topology;
+pub mod trafficdist;
+
+use super::meta::{new_slice, owned_by, placeholder_equal};
+use super::{managed_by_us, TopologyMode};
+use crate::runtime::events::EventSpec;
+use crate::runtime::podutil::should_pod_be_in_endpoints;
+use desired::{
     address_types_for_service, endpoint_key, endpoint_ports_into, pod_to_endpoint, port_map_key,
     EndpointKey, PortMapKey,
 };
-use super::meta::{new_slice, owned_by, placeholder_equal};
-use super::packing::reconcile_by_port_mapping;
-use super::topology::{SliceInfo, TopologyCache};
-use super::trafficdist::{heuristic, hints_enabled, is_valid, reconcile_hints, Heuristic};
-use super::{managed_by_us, TopologyMode};
-use crate::controller::events::EventSpec;
-use crate::controller::podutil::should_pod_be_in_endpoints;
 use endpointd_kube::model::{AddressType, Endpoint, EndpointSlice, Node, Pod, Service, Time};
+use packing::reconcile_by_port_mapping;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use topology::{SliceInfo, TopologyCache};
+use trafficdist::{heuristic, hints_enabled, is_valid, reconcile_hints, Heuristic};
 
 /// What a sync reads.
 pub struct ReconcileInput<'a> {

@@ -7,18 +7,18 @@
 
 use crate::caches::{Caches, Hooks};
 use crate::config::Config;
-use crate::controller::fence::Fence;
-use crate::controller::foreign::ForeignWrites;
-use crate::controller::metrics::ControllerMetrics;
-use crate::controller::recorder::Record;
-use crate::controller::worker::{Syncer, WorkerPool};
-use crate::endpoints::apply::EndpointsWriter;
 use crate::endpoints::controller::{self as ep, EndpointsController, EndpointsHandler};
+use crate::endpoints::writer::EndpointsWriter;
 use crate::endpointslice::controller::{
     self as es, ApiSliceWriter, NodeHandler, Shared, SliceController, SliceHandler, TopologySync,
 };
-use crate::endpointslice::topology::TopologyCache;
+use crate::endpointslice::plan::topology::TopologyCache;
 use crate::endpointslice::{EndpointSliceTracker, SliceMetrics};
+use crate::runtime::fence::Fence;
+use crate::runtime::foreign::ForeignWrites;
+use crate::runtime::metrics::ControllerMetrics;
+use crate::runtime::recorder::Record;
+use crate::runtime::worker::{Syncer, WorkerPool};
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::kube::Client;
 use endpointd_kube::metrics::{Family, Gauge, Registry};
