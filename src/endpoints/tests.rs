@@ -1,8 +1,9 @@
 //! Table tests of the Endpoints plan, carrying over the cases of upstream
 //! `endpoints_controller_test.go` (TestSyncEndpoints*) in our own words.
 
-use super::plan::{
-    plan, Input, Plan, HEADLESS_LABEL, MANAGED_BY, MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
+use super::plan::{plan, Input, Plan};
+use crate::runtime::labels::{
+    ENDPOINTS_MANAGED_BY, ENDPOINTS_MANAGED_BY_LABEL, HEADLESS_LABEL, OVER_CAPACITY_ANNOTATION,
     TRIGGER_TIME_ANNOTATION,
 };
 use endpointd_kube::model::*;
@@ -118,7 +119,7 @@ fn creates_with_addresses_ports_labels_and_target_refs() {
     assert_eq!(e.metadata.name, "foo");
     assert_eq!(e.metadata.labels.get("app"), Some("foo"));
     assert_eq!(
-        e.metadata.labels.get(MANAGED_BY_LABEL),
+        e.metadata.labels.get(ENDPOINTS_MANAGED_BY_LABEL),
         Some("endpoint-controller"),
         "upstream 1.33+ labels what its controller writes"
     );
@@ -481,16 +482,22 @@ fn no_op_detection_table() {
     // kube-controller-manager wrote is taken over without a write; an
     // object without the label, or labelled for another manager, gets it.
     let mut unlabelled = base.clone();
-    unlabelled.metadata.labels.remove(MANAGED_BY_LABEL);
+    unlabelled
+        .metadata
+        .labels
+        .remove(ENDPOINTS_MANAGED_BY_LABEL);
     match run(&s, &ps, Some(&unlabelled)) {
-        Plan::Update(e) => assert_eq!(e.metadata.labels.get(MANAGED_BY_LABEL), Some(MANAGED_BY)),
+        Plan::Update(e) => assert_eq!(
+            e.metadata.labels.get(ENDPOINTS_MANAGED_BY_LABEL),
+            Some(ENDPOINTS_MANAGED_BY)
+        ),
         other => panic!("no managed-by label: {other:?}"),
     }
     let mut foreign = base.clone();
     foreign
         .metadata
         .labels
-        .insert(MANAGED_BY_LABEL, "someone-else");
+        .insert(ENDPOINTS_MANAGED_BY_LABEL, "someone-else");
     assert!(
         matches!(run(&s, &ps, Some(&foreign)), Plan::Update(_)),
         "managed by someone else"
@@ -510,11 +517,14 @@ fn no_op_detection_table() {
     // A Service labelled managed-by itself: the controller's value is
     // written and then left alone (no rewrite on every sync).
     let mut claims = http();
-    claims.metadata.labels.insert(MANAGED_BY_LABEL, "helm");
+    claims
+        .metadata
+        .labels
+        .insert(ENDPOINTS_MANAGED_BY_LABEL, "helm");
     let written = stored(run(&claims, &ps, None));
     assert_eq!(
-        written.metadata.labels.get(MANAGED_BY_LABEL),
-        Some(MANAGED_BY)
+        written.metadata.labels.get(ENDPOINTS_MANAGED_BY_LABEL),
+        Some(ENDPOINTS_MANAGED_BY)
     );
     assert_eq!(run(&claims, &ps, Some(&written)), Plan::Unchanged);
 

@@ -23,10 +23,10 @@
 //! fence is closed.
 
 use super::StaleTracker;
-use crate::endpointslice::tracker::give_up_stale;
 use crate::runtime::events::EventSpec;
 use crate::runtime::fence::Fence;
 use crate::runtime::recorder::Record;
+use crate::runtime::stale::give_up_stale;
 use crate::runtime::worker::SyncError;
 use endpointd_kube::kube::{self, Client, ENDPOINTS};
 use endpointd_kube::model::{Endpoints, Object, ObjectReference, UidText};
@@ -180,7 +180,7 @@ impl EndpointsWriter {
 
     /// [`EndpointsWriter::is_stale`] with a bound: a key whose cache has
     /// looked older than our writes for
-    /// [`STALE_GIVE_UP`](crate::endpointslice::tracker::STALE_GIVE_UP) has
+    /// [`STALE_GIVE_UP`](crate::runtime::stale::STALE_GIVE_UP) has
     /// its bookkeeping dropped (logged) and is synced from the cache as it
     /// is — after an API server was restored from a backup, resourceVersions
     /// go back and would otherwise keep the key stale forever. An

@@ -816,7 +816,7 @@ mod topology_sync_tests {
 #[cfg(test)]
 mod slice_handler_tests {
     use super::*;
-    use crate::endpointslice::{MANAGED_BY, MANAGED_BY_LABEL};
+    use crate::runtime::labels::{SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL};
     use std::collections::BTreeSet;
 
     /// A slice of Service `svc` (no label when empty) in "ns", managed by
@@ -826,8 +826,12 @@ mod slice_handler_tests {
         if !svc.is_empty() {
             labels.insert(SERVICE_NAME_LABEL.into(), svc.into());
         }
-        let by = if ours { MANAGED_BY } else { "someone-else" };
-        labels.insert(MANAGED_BY_LABEL.into(), by.into());
+        let by = if ours {
+            SLICE_MANAGED_BY
+        } else {
+            "someone-else"
+        };
+        labels.insert(SLICE_MANAGED_BY_LABEL.into(), by.into());
         Arc::new(
             serde_json::from_value(serde_json::json!({
                 "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),

@@ -5,19 +5,17 @@
 //!
 //! Pure; must never read a cache.
 
-use super::{MANAGED_BY, MANAGED_BY_LABEL};
-use crate::endpoints::plan::HEADLESS_LABEL;
+use crate::runtime::labels::{
+    HEADLESS_LABEL, SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL, SLICE_RESERVED_LABELS,
+};
 use endpointd_kube::informer::SERVICE_NAME_LABEL;
 use endpointd_kube::model::{
     AddressType, EndpointSlice, EndpointSlicePort, Labels, ObjectMeta, OwnerReference, Service,
 };
 
-/// Labels a Service cannot pass on to its slices (B22).
-pub const RESERVED_LABELS: &[&str] = &[SERVICE_NAME_LABEL, MANAGED_BY_LABEL, HEADLESS_LABEL];
-
 fn unreserved(l: &Labels) -> Labels {
     l.iter()
-        .filter(|(k, _)| !RESERVED_LABELS.contains(k))
+        .filter(|(k, _)| !SLICE_RESERVED_LABELS.contains(k))
         .collect()
 }
 
@@ -32,7 +30,7 @@ pub fn slice_labels(slice_labels: &Labels, svc: &Service) -> (Labels, bool) {
         want.insert(HEADLESS_LABEL, "");
     }
     want.insert(SERVICE_NAME_LABEL, &svc.metadata.name);
-    want.insert(MANAGED_BY_LABEL, MANAGED_BY);
+    want.insert(SLICE_MANAGED_BY_LABEL, SLICE_MANAGED_BY);
     (want, changed)
 }
 

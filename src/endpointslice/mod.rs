@@ -25,18 +25,13 @@ pub use plan::{reconcile, Plan, ReconcileInput};
 pub use tracker::EndpointSliceTracker;
 pub use writer::{finalize, FinalizeOutcome, SliceWriter};
 
+use crate::runtime::labels::{SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL};
 use endpointd_kube::informer::SERVICE_NAME_LABEL;
 use endpointd_kube::model::EndpointSlice;
 
-/// The label naming the controller that manages a slice.
-pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
-/// Our value of it: kube-controller-manager's, so that endpointd adopts
-/// the slices it leaves behind without churn.
-pub const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
-
 /// Upstream `ManagedByController`.
 pub fn managed_by_us(s: &EndpointSlice) -> bool {
-    s.metadata.labels.get(MANAGED_BY_LABEL) == Some(MANAGED_BY)
+    s.metadata.labels.get(SLICE_MANAGED_BY_LABEL) == Some(SLICE_MANAGED_BY)
 }
 
 /// Upstream `ServiceControllerKey`: `ns/<service-name label>`, or `None`

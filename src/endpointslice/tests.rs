@@ -4,7 +4,7 @@
 use super::plan::{reconcile, Plan, ReconcileInput};
 use super::tracker::EndpointSliceTracker;
 use super::writer::{finalize, SliceWriter};
-use super::{MANAGED_BY, MANAGED_BY_LABEL};
+use crate::runtime::labels::{SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL};
 use endpointd_kube::kube;
 use endpointd_kube::model::*;
 use std::cell::RefCell;
@@ -194,7 +194,10 @@ fn no_pods_gives_a_placeholder_that_is_then_kept() {
     assert!(ph.endpoints.is_empty() && ph.ports.is_empty());
     assert_eq!(ph.address_type, AddressType::IPv4);
     assert_eq!(ph.metadata.generate_name, "foo-");
-    assert_eq!(ph.metadata.labels.get(MANAGED_BY_LABEL), Some(MANAGED_BY));
+    assert_eq!(
+        ph.metadata.labels.get(SLICE_MANAGED_BY_LABEL),
+        Some(SLICE_MANAGED_BY)
+    );
     assert_eq!(
         ph.metadata.labels.get("kubernetes.io/service-name"),
         Some("foo")
@@ -417,7 +420,7 @@ fn labels_ownership_and_foreign_slices() {
     relabelled.metadata.labels = [
         ("team", "b"),
         ("kubernetes.io/service-name", "evil"),
-        (MANAGED_BY_LABEL, "evil"),
+        (SLICE_MANAGED_BY_LABEL, "evil"),
     ]
     .into_iter()
     .collect();
@@ -428,16 +431,16 @@ fn labels_ownership_and_foreign_slices() {
         (
             l.get("team"),
             l.get("kubernetes.io/service-name"),
-            l.get(MANAGED_BY_LABEL)
+            l.get(SLICE_MANAGED_BY_LABEL)
         ),
-        (Some("b"), Some("foo"), Some(MANAGED_BY))
+        (Some("b"), Some("foo"), Some(SLICE_MANAGED_BY))
     );
     // Changing only a reserved label on the Service changes nothing.
     let mut reserved_only = svc();
     reserved_only
         .metadata
         .labels
-        .insert(MANAGED_BY_LABEL, "evil");
+        .insert(SLICE_MANAGED_BY_LABEL, "evil");
     assert_eq!(counts(&plan(&reserved_only, &pods(0..3), &now)), (0, 0, 0));
     // Not owned (a recreated Service): replaced, not recycled.
     let mut recreated = svc();
@@ -449,7 +452,7 @@ fn labels_ownership_and_foreign_slices() {
     foreign
         .metadata
         .labels
-        .insert(MANAGED_BY_LABEL, "someone-else");
+        .insert(SLICE_MANAGED_BY_LABEL, "someone-else");
     foreign.metadata.name = "custom".into();
     let mut dying = (*now[0]).clone();
     dying.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH)).into();
@@ -584,7 +587,7 @@ fn a_failed_write_stops_its_address_type_only() {
         .collect();
     let legacy: EndpointSlice = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "foo-legacy", "namespace": NS, "uid": "l1",
-                     "labels": {"kubernetes.io/service-name": "foo", MANAGED_BY_LABEL: MANAGED_BY},
+                     "labels": {"kubernetes.io/service-name": "foo", SLICE_MANAGED_BY_LABEL: SLICE_MANAGED_BY},
                      "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "foo", "uid": "svc-uid", "controller": true}]},
         "addressType": "IP", "endpoints": [], "ports": []}))
     .expect("an IP slice");
@@ -633,7 +636,7 @@ fn legacy_ip_and_unknown_address_types_decode_and_are_deleted() {
     let s = svc();
     let mut legacy: EndpointSlice = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "foo-legacy", "namespace": NS, "uid": "l1",
-                     "labels": {"kubernetes.io/service-name": "foo", MANAGED_BY_LABEL: MANAGED_BY},
+                     "labels": {"kubernetes.io/service-name": "foo", SLICE_MANAGED_BY_LABEL: SLICE_MANAGED_BY},
                      "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "foo", "uid": "svc-uid", "controller": true}]},
         "addressType": "IP", "endpoints": [], "ports": []}))
     .expect("an IP slice decodes");

@@ -10,6 +10,7 @@
 //! Thread-safe (handlers and workers share it); never reads a cache.
 
 use super::service_key;
+use crate::runtime::stale::give_up_stale;
 use compact_str::CompactString;
 use endpointd_kube::model::{EndpointSlice, Service, Uid};
 use std::borrow::Borrow;
@@ -199,49 +200,6 @@ impl Eq for Slot {}
 
 /// The per-Service states (a set: a state holds its key).
 type States = HashSet<Slot>;
-
-/// How long the cache may look older than our own writes before the
-/// bookkeeping is taken for wrong and dropped. Watch lag is milliseconds;
-/// what outlasts this is an API server restored from an etcd backup
-/// (generations went back) or a write the cache will never show. Upstream
-/// stays stale until the process restarts; we converge. (A slice we
-/// created that the cache lacks is given up on only after the cache was
-/// listed again, whatever the time: see
-/// [`EndpointSliceTracker::stale_slices_at`].)
-pub const STALE_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Whether a cache that has looked older than our writes since `since`
-/// (when its LIST count was `lists_then`) is given up on now (logged), for
-/// both controllers: a write the cache lacks that we *created* only once
-/// the cache was listed again (`lists` differs: a fresh, consistent read
-/// still lacking it means it is gone; before that, the watch may just be
-/// stalled, and syncing from the cache would create it twice); any other
-/// staleness after [`STALE_GIVE_UP`]. `what` names the cache in the log.
-pub fn give_up_stale(
-    what: &str,
-    key: &str,
-    created_missing: bool,
-    (since, lists_then): (std::time::Instant, u64),
-    (now, lists): (std::time::Instant, u64),
-) -> bool {
-    if created_missing {
-        if lists == lists_then {
-            return false;
-        }
-        log::warn!(
-            "{what} cache of {key} lacks what we created even after listing again (an API server restored from a backup?); forgetting what we wrote and syncing from the cache"
-        );
-    } else {
-        if now.saturating_duration_since(since) < STALE_GIVE_UP {
-            return false;
-        }
-        log::warn!(
-            "{what} cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
-            STALE_GIVE_UP.as_secs()
-        );
-    }
-    true
-}
 
 /// How a Service's cached slices compare with what we wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -636,8 +594,9 @@ impl EndpointSliceTracker {
     /// from the cache as it is; `lists` is the slice cache's
     /// [`list_count`](endpointd_kube::informer::Store::list_count).
     /// - A cached slice older than ours (or one we deleted): after
-    ///   [`STALE_GIVE_UP`]. Syncing from it then is safe: an update carries
-    ///   the resourceVersion it read, so a truly stale one meets a 409.
+    ///   [`STALE_GIVE_UP`](crate::runtime::stale::STALE_GIVE_UP). Syncing
+    ///   from it then is safe: an update carries the resourceVersion it
+    ///   read, so a truly stale one meets a 409.
     /// - A slice we created that the cache lacks: only once the cache was
     ///   listed again since this began. A watch that stalls (a lossy link
     ///   stops one TCP stream while new connections work, until the idle
@@ -705,6 +664,7 @@ impl EndpointSliceTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::stale::STALE_GIVE_UP;
     use endpointd_kube::model::AddressType;
 
     fn slice(uid: &str, gen: i64) -> EndpointSlice {

@@ -13,7 +13,7 @@
 
 use super::plan::{Plan, Writes};
 use super::tracker::EndpointSliceTracker;
-use crate::endpoints::plan::TRIGGER_TIME_ANNOTATION;
+use crate::runtime::labels::TRIGGER_TIME_ANNOTATION;
 use endpointd_kube::kube;
 use endpointd_kube::model::{EndpointSlice, Service, Time};
 

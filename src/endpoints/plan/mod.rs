@@ -25,6 +25,10 @@ pub mod desired;
 pub mod repack;
 pub mod truncate;
 
+use crate::runtime::labels::{
+    ENDPOINTS_MANAGED_BY, ENDPOINTS_MANAGED_BY_LABEL, HEADLESS_LABEL, OVER_CAPACITY_ANNOTATION,
+    TRIGGER_TIME_ANNOTATION,
+};
 use desired::unpack;
 use endpointd_kube::model::{
     EndpointAddress, EndpointSubset, Endpoints, Labels, ObjectMeta, ObjectReference, Pod, Service,
@@ -33,18 +37,6 @@ use endpointd_kube::model::{
 use repack::repack;
 use std::sync::Arc;
 use truncate::truncate;
-
-/// `endpoints.kubernetes.io/last-change-trigger-time`.
-pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
-/// `endpoints.kubernetes.io/over-capacity`.
-pub const OVER_CAPACITY_ANNOTATION: &str = "endpoints.kubernetes.io/over-capacity";
-/// `service.kubernetes.io/headless`.
-pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
-/// `endpoints.kubernetes.io/managed-by` (upstream `LabelManagedBy`).
-pub const MANAGED_BY_LABEL: &str = "endpoints.kubernetes.io/managed-by";
-/// Its value on the objects the Endpoints controller writes (upstream
-/// `ControllerName`).
-pub const MANAGED_BY: &str = "endpoint-controller";
 
 /// What a sync needs to decide.
 #[derive(Clone, Copy, Debug)]
@@ -106,9 +98,9 @@ pub fn subsets_equal_ignoring_rv(a: &[EndpointSubset], b: &[EndpointSubset]) -> 
 /// managed-by labels are set by the controller, so the Service's own
 /// values of those two keys are not compared. Allocates nothing.
 fn labels_right(stored: &Labels, svc: &Labels) -> bool {
-    let ours = |k: &str| k == HEADLESS_LABEL || k == MANAGED_BY_LABEL;
+    let ours = |k: &str| k == HEADLESS_LABEL || k == ENDPOINTS_MANAGED_BY_LABEL;
     let mut others = 0;
-    stored.get(MANAGED_BY_LABEL) == Some(MANAGED_BY)
+    stored.get(ENDPOINTS_MANAGED_BY_LABEL) == Some(ENDPOINTS_MANAGED_BY)
         && stored.iter().filter(|(k, _)| !ours(k)).all(|(k, v)| {
             others += 1;
             svc.get(k) == Some(v)
@@ -173,7 +165,9 @@ pub fn plan(input: &Input<'_>) -> Plan {
     } else {
         obj.metadata.labels.insert(HEADLESS_LABEL, "");
     }
-    obj.metadata.labels.insert(MANAGED_BY_LABEL, MANAGED_BY);
+    obj.metadata
+        .labels
+        .insert(ENDPOINTS_MANAGED_BY_LABEL, ENDPOINTS_MANAGED_BY);
     match creating {
         true => Plan::Create(obj),
         false => Plan::Update(obj),
