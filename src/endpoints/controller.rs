@@ -45,7 +45,6 @@ pub struct EndpointsController {
     listers: Listers,
     writer: Arc<EndpointsWriter>,
     triggers: TriggerTimeTracker,
-    shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 impl EndpointsController {
@@ -55,43 +54,7 @@ impl EndpointsController {
             listers,
             writer,
             triggers: TriggerTimeTracker::new(),
-            shadow: None,
         }
-    }
-
-    /// Shadow mode: compare with the stored Endpoints, never write.
-    pub fn with_shadow(mut self, shadow: Option<Arc<crate::shadow::Shadow>>) -> Self {
-        self.shadow = shadow;
-        self
-    }
-
-    /// Shadow mode's sync: the differences between what a sync would write
-    /// and what is stored, to the register; no write.
-    fn shadow_sync(
-        &self,
-        shadow: &crate::shadow::Shadow,
-        key: &str,
-        svc: Option<&Service>,
-    ) -> Result<(), SyncError> {
-        use crate::endpoints::plan::desired::unpacked_subsets;
-        use crate::endpoints::plan::repack::repack_subsets;
-        use crate::shadow::{compare_endpoints, ENDPOINTS};
-        let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
-            shadow.forget(key, ENDPOINTS);
-            self.writer.release(key);
-            return Ok(());
-        };
-        let pods = pods_for_service(&self.listers.pods, svc);
-        let full = repack_subsets(&unpacked_subsets(svc, &pods));
-        let over = crate::endpoints::plan::desired_subsets(svc, &pods).1;
-        let current = self.listers.endpoints.get(key);
-        if let Some(cur) = current.as_deref() {
-            // Compare again when the other controller rewrites it.
-            self.writer.observe(key, cur);
-        }
-        let diffs = compare_endpoints(&full, over, current.as_deref(), &svc.metadata.labels);
-        shadow.observe(key, ENDPOINTS, diffs);
-        Ok(())
     }
 
     /// Upstream `syncService`.
@@ -100,10 +63,6 @@ impl EndpointsController {
             log::warn!("{NAME}: ignoring malformed key {key:?}");
             return Ok(());
         };
-        if let Some(shadow) = &self.shadow {
-            let svc = self.listers.services.get(key);
-            return self.shadow_sync(shadow, key, svc.as_deref());
-        }
         let Some(svc) = self.listers.services.get(key) else {
             // A6: the Service is gone; its Endpoints go too.
             let cached = self.listers.endpoints.get(key);

@@ -134,7 +134,6 @@ pub struct SliceController {
     metrics: Arc<SliceMetrics>,
     triggers: TriggerTimeTracker,
     max_endpoints_per_slice: usize,
-    shadow: Option<Arc<crate::shadow::Shadow>>,
     clock: endpointd_base::clock::SharedClock,
     foreign: Option<Arc<ForeignWrites>>,
 }
@@ -168,7 +167,6 @@ impl SliceController {
             metrics,
             triggers: TriggerTimeTracker::new(),
             max_endpoints_per_slice,
-            shadow: None,
             clock: endpointd_base::clock::RealClock::shared(),
             foreign: None,
         }
@@ -183,12 +181,6 @@ impl SliceController {
     /// The clock of the stale-cache bound.
     pub fn with_clock(mut self, clock: endpointd_base::clock::SharedClock) -> Self {
         self.clock = clock;
-        self
-    }
-
-    /// Shadow mode: compare with the stored slices, never write.
-    pub fn with_shadow(mut self, shadow: Option<Arc<crate::shadow::Shadow>>) -> Self {
-        self.shadow = shadow;
         self
     }
 
@@ -207,37 +199,8 @@ impl SliceController {
         (pods, existing)
     }
 
-    /// Shadow mode's sync: the slices a sync would create from scratch,
-    /// compared per address type with the stored ones (managed by the
-    /// EndpointSlice controller, not being deleted); no write, no event.
-    fn shadow_sync(&self, shadow: &crate::shadow::Shadow, key: &str) -> Result<(), SyncError> {
-        use crate::shadow::{compare_service_slices, ENDPOINTSLICES};
-        let svc = self.listers.services.get(key);
-        let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
-            shadow.forget(key, ENDPOINTSLICES);
-            return Ok(());
-        };
-        let (pods, existing) = self.pods_and_slices(key, &svc);
-        let nodes = |n: &str| self.listers.nodes.get(n);
-        let plan = reconcile(&ReconcileInput {
-            service: &svc,
-            pods: &pods,
-            existing: &[],
-            nodes: &nodes,
-            trigger_time: None,
-            max_endpoints_per_slice: self.max_endpoints_per_slice,
-            topology: Some(&self.shared.topology),
-        });
-        let diffs = compare_service_slices(&plan, &existing, self.max_endpoints_per_slice);
-        shadow.observe(key, ENDPOINTSLICES, diffs);
-        Ok(())
-    }
-
     /// Upstream `syncService`.
     pub fn sync_service(&self, key: &str) -> Result<(), SyncError> {
-        if let Some(shadow) = &self.shadow {
-            return self.shadow_sync(shadow, key);
-        }
         let Some((ns, name)) = key.split_once('/') else {
             log::warn!("{NAME}: ignoring malformed key {key:?}");
             return Ok(());
