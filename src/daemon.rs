@@ -11,6 +11,7 @@ use crate::config::{Config, ConfigErrors};
 use crate::health::{self, Liveness, Readiness};
 use crate::lease::thread::{OnEvent, OnRepeatedFailure};
 use crate::lease::{Election, LeaseConfig, LeaseThread};
+use crate::runtime::events::EventSpec;
 use crate::runtime::fence::Fence;
 use crate::runtime::recorder::{self, EventRecorder, Record, RecorderConfig};
 use crate::sdnotify::{self, Notifier};
@@ -399,7 +400,8 @@ fn start_lease(
         heartbeat: le.heartbeat_duration,
         abandoned_after: crate::lease::identity::ABANDONED_AFTER,
     };
-    let on_event: OnEvent = Box::new(move |r, s| events.record(r, s));
+    let on_event: OnEvent =
+        Box::new(move |r, reason, msg| events.record(r, &EventSpec::normal(reason, msg)));
     LeaseThread::start(
         client.clone(),
         Arc::clone(clock),
