@@ -166,7 +166,7 @@ impl Controllers {
     pub fn start(self, caches: &Caches) -> std::io::Result<Running> {
         let mut pools = Vec::new();
         if let (Some(p), Some(epi)) = (self.endpoints, caches.endpoints.as_ref()) {
-            let listers = ep::Listers {
+            let listers = ep::EndpointsListers {
                 services: caches.services.store(),
                 pods: caches.pods.store(),
                 endpoints: epi.store(),
@@ -188,7 +188,7 @@ impl Controllers {
             pools.push(pool);
         }
         if let (Some(p), Some(esi)) = (self.slices, caches.endpointslices.as_ref()) {
-            let listers = es::Listers {
+            let listers = es::SliceListers {
                 services: caches.services.store(),
                 pods: caches.pods.store(),
                 nodes: caches.nodes.store(),

@@ -7,10 +7,10 @@
 //! (`plan`) what to write, and hands that to the writer (`writer`).
 //! Must never write except through [`EndpointsWriter`].
 
-use super::plan::{plan, Input, Plan};
+use super::plan::{plan, EndpointsInput, EndpointsPlan};
 use super::writer::EndpointsWriter;
 use crate::runtime::foreign::ForeignWrites;
-use crate::runtime::handlers::Target;
+use crate::runtime::handlers::QueueTarget;
 use crate::runtime::membership::pods_for_service;
 use crate::runtime::podutil::service_is_managed;
 use crate::runtime::trigger::TriggerTimeTracker;
@@ -31,7 +31,7 @@ pub const LEADER_ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
 
 /// The caches a sync reads.
 #[derive(Clone, Debug)]
-pub struct Listers {
+pub struct EndpointsListers {
     /// Services.
     pub services: Store<Service>,
     /// Pods.
@@ -42,14 +42,14 @@ pub struct Listers {
 
 /// The Endpoints controller: the [`Syncer`] its workers run.
 pub struct EndpointsController {
-    listers: Listers,
+    listers: EndpointsListers,
     writer: Arc<EndpointsWriter>,
     triggers: TriggerTimeTracker,
 }
 
 impl EndpointsController {
     /// A controller reading `listers` and writing through `writer`.
-    pub fn new(listers: Listers, writer: Arc<EndpointsWriter>) -> EndpointsController {
+    pub fn new(listers: EndpointsListers, writer: Arc<EndpointsWriter>) -> EndpointsController {
         EndpointsController {
             listers,
             writer,
@@ -90,20 +90,20 @@ impl EndpointsController {
                 "endpoints informer cache is out of date for {key}"
             )));
         }
-        let input = Input {
+        let input = EndpointsInput {
             service: &svc,
             pods: &pods,
             current: current.as_deref(),
             trigger_time,
         };
         match plan(&input) {
-            Plan::Unchanged => {
+            EndpointsPlan::Unchanged => {
                 if let Some(cur) = current.as_deref() {
                     self.writer.accept(key, cur);
                 }
                 Ok(())
             }
-            Plan::Create(obj) => {
+            EndpointsPlan::Create(obj) => {
                 let created = self.writer.create(key, ns, &obj);
                 // The create's echo may have reached the cache before its
                 // response did (then the handler saw nothing to forget).
@@ -111,7 +111,7 @@ impl EndpointsController {
                 self.writer.cache_reached(key, &cache_rv);
                 created
             }
-            Plan::Update(obj) => {
+            EndpointsPlan::Update(obj) => {
                 let updated = self.writer.update(key, ns, &obj);
                 // The update's echo may have reached the cache before its
                 // response did (then the handler saw nothing to forget).
@@ -219,8 +219,8 @@ impl EventHandler<Endpoints> for EndpointsHandler {
 }
 
 /// The queue target of this controller for the shared Service/Pod handlers.
-pub fn target(queue: &RateLimitingQueue<String>, batch_period: Duration) -> Target {
-    Target {
+pub fn target(queue: &RateLimitingQueue<String>, batch_period: Duration) -> QueueTarget {
+    QueueTarget {
         queue: queue.clone(),
         batch_period,
     }

@@ -9,7 +9,7 @@
 //! except through [`ApiSliceWriter`], which asks the fence first.
 
 use super::plan::topology::TopologyCache;
-use super::tracker::Seen;
+use super::tracker::WriteOrigin;
 use super::{
     finalize, managed_by_us, reconcile, service_key, EndpointSliceTracker, ReconcileInput,
     SliceMetrics, SliceWriter,
@@ -48,7 +48,7 @@ pub const SLICE_CHANGE_MIN_DELAY: Duration = Duration::from_secs(1);
 
 /// The caches a sync reads.
 #[derive(Clone, Debug)]
-pub struct Listers {
+pub struct SliceListers {
     /// Services.
     pub services: Store<Service>,
     /// Pods.
@@ -127,7 +127,7 @@ impl SliceWriter for ApiSliceWriter {
 
 /// The EndpointSlice controller: the [`Syncer`] its workers run.
 pub struct SliceController {
-    listers: Listers,
+    listers: SliceListers,
     shared: Arc<Shared>,
     writer: ApiSliceWriter,
     recorder: Arc<dyn Record>,
@@ -152,7 +152,7 @@ fn service_ref(svc: &Service) -> ObjectReference {
 impl SliceController {
     /// A controller over `listers`.
     pub fn new(
-        listers: Listers,
+        listers: SliceListers,
         shared: Arc<Shared>,
         writer: ApiSliceWriter,
         recorder: Arc<dyn Record>,
@@ -403,14 +403,14 @@ impl EventHandler<EndpointSlice> for SliceHandler {
         }
         let flipped = managed_by_us(old) != managed_by_us(new);
         let seen = managed_by_us(new).then(|| self.shared.tracker.seen(new));
-        if let (Some(Seen::Foreign), Some(f)) = (seen, &self.foreign) {
+        if let (Some(WriteOrigin::Foreign), Some(f)) = (seen, &self.foreign) {
             let m = &new.metadata;
             f.seen(
                 "endpointslices",
                 &format_args!("EndpointSlice {}/{}", m.namespace, m.name),
             );
         }
-        if flipped || seen.is_some_and(|s| s != Seen::Ours) {
+        if flipped || seen.is_some_and(|s| s != WriteOrigin::Ours) {
             self.enqueue(new);
         }
     }

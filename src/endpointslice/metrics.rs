@@ -8,7 +8,7 @@
 //!
 //! Owns registration and the cache; never decides anything.
 
-use super::plan::Plan;
+use super::plan::SlicePlan;
 use super::writer::FinalizeOutcome;
 use endpointd_kube::metrics::{exponential_buckets, Counter, Family, Gauge, Histogram, Registry};
 use std::collections::HashMap;
@@ -206,7 +206,7 @@ impl SliceMetrics {
     pub fn record_plan(
         &self,
         key: &str,
-        plan: &Plan,
+        plan: &SlicePlan,
         traffic_distribution: Option<&str>,
         done: &FinalizeOutcome,
     ) {

@@ -21,7 +21,7 @@ pub mod writer;
 mod tests;
 
 pub use metrics::SliceMetrics;
-pub use plan::{reconcile, Plan, ReconcileInput};
+pub use plan::{reconcile, ReconcileInput, SlicePlan};
 pub use tracker::EndpointSliceTracker;
 pub use writer::{finalize, FinalizeOutcome, SliceWriter};
 

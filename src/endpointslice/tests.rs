@@ -1,7 +1,7 @@
 //! Table tests of the EndpointSlice plan and finalize, carrying over the
 //! cases of upstream `reconciler_test.go` and `utils_test.go` in our words.
 
-use super::plan::{reconcile, Plan, ReconcileInput};
+use super::plan::{reconcile, ReconcileInput, SlicePlan};
 use super::tracker::EndpointSliceTracker;
 use super::writer::{finalize, SliceWriter};
 use crate::runtime::labels::{SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL};
@@ -67,7 +67,7 @@ fn node(name: &str) -> Option<Arc<Node>> {
     })
 }
 
-fn plan(s: &Service, ps: &[Arc<Pod>], existing: &[Arc<EndpointSlice>]) -> Plan {
+fn plan(s: &Service, ps: &[Arc<Pod>], existing: &[Arc<EndpointSlice>]) -> SlicePlan {
     let nodes = |n: &str| node(n);
     reconcile(&ReconcileInput {
         service: s,
@@ -144,7 +144,7 @@ impl SliceWriter for Fake {
 }
 
 /// Apply a plan as the API would and return the slices that then exist.
-fn apply(s: &Service, existing: &[Arc<EndpointSlice>], p: &Plan) -> Vec<Arc<EndpointSlice>> {
+fn apply(s: &Service, existing: &[Arc<EndpointSlice>], p: &SlicePlan) -> Vec<Arc<EndpointSlice>> {
     let fake = Fake::default();
     *fake.n.borrow_mut() = existing.len() + 100;
     let mut out: Vec<EndpointSlice> = existing.iter().map(|x| (**x).clone()).collect();
@@ -167,7 +167,7 @@ fn apply(s: &Service, existing: &[Arc<EndpointSlice>], p: &Plan) -> Vec<Arc<Endp
     out.into_iter().map(Arc::new).collect()
 }
 
-fn counts(p: &Plan) -> (usize, usize, usize) {
+fn counts(p: &SlicePlan) -> (usize, usize, usize) {
     let c = p.by_type.iter().map(|(_, w)| w.creates.len()).sum();
     let u = p.by_type.iter().map(|(_, w)| w.updates.len()).sum();
     let d = p
@@ -814,9 +814,9 @@ fn the_event_of_our_delete_before_its_answer_leaves_nothing_behind() {
     old.metadata.labels = [("kubernetes.io/service-name", s.metadata.name.to_string())]
         .into_iter()
         .collect();
-    let plan = Plan {
+    let plan = SlicePlan {
         unsupported: vec![old.clone()],
-        ..Plan::default()
+        ..SlicePlan::default()
     };
     for fail in [false, true] {
         let tracker = EndpointSliceTracker::default();

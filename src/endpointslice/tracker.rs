@@ -365,7 +365,7 @@ fn generation(s: &EndpointSlice) -> i64 {
 
 /// What [`EndpointSliceTracker::seen`] makes of an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Seen {
+pub enum WriteOrigin {
     /// Our own write, or older.
     Ours,
     /// A slice (or Service) we have not written.
@@ -511,37 +511,37 @@ impl EndpointSliceTracker {
     /// Whether an event about `s` should sync its Service: untracked
     /// Service or slice, or a generation newer than ours.
     pub fn should_sync(&self, s: &EndpointSlice) -> bool {
-        self.seen(s) != Seen::Ours
+        self.seen(s) != WriteOrigin::Ours
     }
 
     /// What an event about `s` shows: our own write (its echo, held while
     /// the write is in flight, or an older generation), a slice or Service
     /// not tracked, or someone else's write to a slice we wrote (a
     /// generation newer than ours).
-    pub fn seen(&self, s: &EndpointSlice) -> Seen {
+    pub fn seen(&self, s: &EndpointSlice) -> WriteOrigin {
         let Some(k) = service_key(s) else {
-            return Seen::Untracked;
+            return WriteOrigin::Untracked;
         };
         let uid = Uid::new(&s.metadata.uid);
         self.update_existing(&k, |x| {
             if let Some(held) = x.busy.as_mut().and_then(|b| b.in_flight.get_mut(&uid)) {
                 *held = (*held).max(generation(s));
-                return Seen::Ours;
+                return WriteOrigin::Ours;
             }
             match x.generations.get(&uid) {
                 None => match x.busy.as_mut().filter(|b| b.creating > 0) {
                     Some(b) => {
                         let held = b.held_new.entry_or(uid, 0);
                         *held = (*held).max(generation(s));
-                        Seen::Ours
+                        WriteOrigin::Ours
                     }
-                    None => Seen::Untracked,
+                    None => WriteOrigin::Untracked,
                 },
-                Some(g) if generation(s) > g => Seen::Foreign,
-                Some(_) => Seen::Ours,
+                Some(g) if generation(s) > g => WriteOrigin::Foreign,
+                Some(_) => WriteOrigin::Ours,
             }
         })
-        .unwrap_or(Seen::Untracked)
+        .unwrap_or(WriteOrigin::Untracked)
     }
 
     /// `s` was deleted: forget it; false when it was tracked and the
@@ -745,16 +745,24 @@ mod tests {
     #[test]
     fn foreign_writes_are_newer_generations_of_slices_we_wrote() {
         let t = EndpointSliceTracker::default();
-        assert_eq!(t.seen(&slice("a", 1)), Seen::Untracked, "no Service state");
+        assert_eq!(
+            t.seen(&slice("a", 1)),
+            WriteOrigin::Untracked,
+            "no Service state"
+        );
         t.update(&slice("a", 2));
-        assert_eq!(t.seen(&slice("a", 2)), Seen::Ours, "our echo");
-        assert_eq!(t.seen(&slice("a", 1)), Seen::Ours, "older");
-        assert_eq!(t.seen(&slice("a", 3)), Seen::Foreign);
-        assert_eq!(t.seen(&slice("b", 1)), Seen::Untracked, "not ours");
+        assert_eq!(t.seen(&slice("a", 2)), WriteOrigin::Ours, "our echo");
+        assert_eq!(t.seen(&slice("a", 1)), WriteOrigin::Ours, "older");
+        assert_eq!(t.seen(&slice("a", 3)), WriteOrigin::Foreign);
+        assert_eq!(t.seen(&slice("b", 1)), WriteOrigin::Untracked, "not ours");
         let w = t.begin_update(&slice("a", 2));
-        assert_eq!(t.seen(&slice("a", 3)), Seen::Ours, "held while in flight");
+        assert_eq!(
+            t.seen(&slice("a", 3)),
+            WriteOrigin::Ours,
+            "held while in flight"
+        );
         assert!(!w.finish(&slice("a", 3)));
-        assert_eq!(t.seen(&slice("a", 4)), Seen::Foreign);
+        assert_eq!(t.seen(&slice("a", 4)), WriteOrigin::Foreign);
     }
 
     /// The echo of our own update, seen before the update's response, does

@@ -12,7 +12,7 @@
 use crate::endpoints::plan::desired::unpacked_subsets;
 use crate::endpoints::plan::desired::{pod_address, wants_v6};
 use crate::endpoints::plan::repack::repack_subsets;
-use crate::endpoints::plan::{self as ep_reconcile, Plan as EpPlan};
+use crate::endpoints::plan::{self as ep_reconcile, EndpointsPlan};
 use crate::endpointslice::plan::desired::address_types_for_service;
 use crate::endpointslice::plan::topology::TopologyCache;
 use crate::endpointslice::plan::trafficdist::hints_enabled;
@@ -401,7 +401,7 @@ fn state(pod: &Pod, reasons: &[Reason]) -> &'static str {
 
 /// Which hints the plan gives endpoints, or why none (upstream: the
 /// topology-mode annotation wins over trafficDistribution).
-fn hints_text(svc: &Service, plan: &crate::endpointslice::plan::Plan) -> String {
+fn hints_text(svc: &Service, plan: &crate::endpointslice::plan::SlicePlan) -> String {
     use crate::endpointslice::plan::trafficdist::{heuristic, Heuristic};
     use crate::endpointslice::TopologyMode;
     let hinted = plan
@@ -533,14 +533,14 @@ fn endpoints_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, V
             )],
         );
     }
-    let plan = ep_reconcile::plan(&ep_reconcile::Input {
+    let plan = ep_reconcile::plan(&ep_reconcile::EndpointsInput {
         service: svc,
         pods: selected,
         current: inputs.endpoints,
         trigger_time: None,
     });
     match plan {
-        EpPlan::Update(_) => (
+        EndpointsPlan::Update(_) => (
             true,
             vec!["Endpoints: the same addresses and ports, but endpointd would still rewrite it (labels or subset order differ)".into()],
         ),

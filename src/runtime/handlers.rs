@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// One controller's queue and how long pod-triggered adds wait.
 #[derive(Clone, Debug)]
-pub struct Target {
+pub struct QueueTarget {
     /// The controller's queue of Service keys.
     pub queue: RateLimitingQueue<String>,
     /// KCM `--endpoint-updates-batch-period` /
@@ -28,12 +28,12 @@ pub struct Target {
 /// update does not compare old and new).
 #[derive(Debug)]
 pub struct ServiceHandler {
-    targets: Vec<Target>,
+    targets: Vec<QueueTarget>,
 }
 
 impl ServiceHandler {
     /// A handler feeding `targets`.
-    pub fn new(targets: Vec<Target>) -> ServiceHandler {
+    pub fn new(targets: Vec<QueueTarget>) -> ServiceHandler {
         ServiceHandler { targets }
     }
 
@@ -62,12 +62,12 @@ impl EventHandler<Service> for ServiceHandler {
 #[derive(Debug)]
 pub struct PodHandler {
     services: Store<Service>,
-    targets: Vec<Target>,
+    targets: Vec<QueueTarget>,
 }
 
 impl PodHandler {
     /// A handler reading memberships from `services`, feeding `targets`.
-    pub fn new(services: Store<Service>, targets: Vec<Target>) -> PodHandler {
+    pub fn new(services: Store<Service>, targets: Vec<QueueTarget>) -> PodHandler {
         PodHandler { services, targets }
     }
 
@@ -148,11 +148,11 @@ mod tests {
         let h = PodHandler::new(
             services,
             vec![
-                Target {
+                QueueTarget {
                     queue: q1.clone(),
                     batch_period: Duration::ZERO,
                 },
-                Target {
+                QueueTarget {
                     queue: q2.clone(),
                     batch_period: Duration::from_secs(3600),
                 },

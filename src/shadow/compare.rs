@@ -24,7 +24,7 @@
 
 use crate::endpointslice::managed_by_us;
 use crate::endpointslice::plan::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
-use crate::endpointslice::plan::Plan;
+use crate::endpointslice::plan::SlicePlan;
 use crate::runtime::labels::{
     ENDPOINTS_MANAGED_BY, ENDPOINTS_MANAGED_BY_LABEL, HEADLESS_LABEL, OVER_CAPACITY_ANNOTATION,
     SLICE_RESERVED_LABELS,
@@ -78,7 +78,7 @@ fn diff(kind: &str, detail: String) -> Difference {
 /// endpointd's plan from scratch (no existing slices): per address type the
 /// plan has, [`compare_slices`]; for one it no longer has, [`extra_slices`].
 pub fn compare_service_slices(
-    fresh: &Plan,
+    fresh: &SlicePlan,
     existing: &[Arc<EndpointSlice>],
     max: usize,
 ) -> Vec<Difference> {

@@ -8,12 +8,12 @@
 //! controllers do not know these exist.
 
 use super::{compare_endpoints, compare_service_slices, Shadow, ENDPOINTS, ENDPOINTSLICES};
-use crate::endpoints::controller::{Listers as EndpointsListers, NAME as ENDPOINTS_NAME};
+use crate::endpoints::controller::{EndpointsListers, NAME as ENDPOINTS_NAME};
 use crate::endpoints::plan::desired::unpacked_subsets;
 use crate::endpoints::plan::desired_subsets;
 use crate::endpoints::plan::repack::repack_subsets;
 use crate::endpoints::writer::EndpointsWriter;
-use crate::endpointslice::controller::Listers as SliceListers;
+use crate::endpointslice::controller::SliceListers;
 use crate::endpointslice::plan::topology::TopologyCache;
 use crate::endpointslice::{reconcile, ReconcileInput, SliceMetrics};
 use crate::runtime::membership::pods_for_service;

@@ -66,7 +66,7 @@ pub struct Unpacked {
 impl Unpacked {
     /// The (address, port, ready) triples, as [`super::repack::repack`]
     /// reads them.
-    pub fn triples(&self) -> impl Iterator<Item = super::repack::Unpacked<'_>> {
+    pub fn triples(&self) -> impl Iterator<Item = super::repack::Triple<'_>> {
         self.pairs.iter().filter_map(|(i, p)| {
             let (a, ready) = self.addresses.get(*i)?;
             Some((a, p.as_ref(), *ready))

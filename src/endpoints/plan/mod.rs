@@ -40,7 +40,7 @@ use truncate::truncate;
 
 /// What a sync needs to decide.
 #[derive(Clone, Copy, Debug)]
-pub struct Input<'a> {
+pub struct EndpointsInput<'a> {
     /// A managed Service (selector set, not ExternalName).
     pub service: &'a Service,
     /// The pods of its namespace its selector matches.
@@ -53,7 +53,7 @@ pub struct Input<'a> {
 
 /// What to write.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Plan {
+pub enum EndpointsPlan {
     /// The stored object is already right.
     Unchanged,
     /// POST this object.
@@ -121,7 +121,7 @@ fn unchanged(cur: &Endpoints, svc: &Service, subsets: &[EndpointSubset], truncat
 }
 
 /// The plan for one sync (A18, A19).
-pub fn plan(input: &Input<'_>) -> Plan {
+pub fn plan(input: &EndpointsInput<'_>) -> EndpointsPlan {
     let svc = input.service;
     let (subsets, truncated) = desired_subsets(svc, input.pods);
     let creating = input
@@ -129,7 +129,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         .is_none_or(|c| c.metadata.resource_version.is_empty());
     if let Some(cur) = input.current.filter(|_| !creating) {
         if unchanged(cur, svc, &subsets, truncated) {
-            return Plan::Unchanged;
+            return EndpointsPlan::Unchanged;
         }
     }
     let mut obj = match input.current {
@@ -169,7 +169,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         .labels
         .insert(ENDPOINTS_MANAGED_BY_LABEL, ENDPOINTS_MANAGED_BY);
     match creating {
-        true => Plan::Create(obj),
-        false => Plan::Update(obj),
+        true => EndpointsPlan::Create(obj),
+        false => EndpointsPlan::Update(obj),
     }
 }

@@ -52,7 +52,7 @@ pub struct ReconcileInput<'a> {
 
 /// The writes of one address type, in finalize's order.
 #[derive(Clone, Debug, Default)]
-pub struct Writes {
+pub struct SliceWrites {
     /// POST (generateName).
     pub creates: Vec<EndpointSlice>,
     /// PUT.
@@ -61,7 +61,7 @@ pub struct Writes {
     pub deletes: Vec<EndpointSlice>,
 }
 
-impl Writes {
+impl SliceWrites {
     /// Number of writes.
     pub fn len(&self) -> usize {
         self.creates.len() + self.updates.len() + self.deletes.len()
@@ -89,9 +89,9 @@ pub struct PlanMetrics {
 
 /// The plan of one sync.
 #[derive(Clone, Debug, Default)]
-pub struct Plan {
+pub struct SlicePlan {
     /// Per supported address type, in order.
-    pub by_type: Vec<(AddressType, Writes)>,
+    pub by_type: Vec<(AddressType, SliceWrites)>,
     /// Slices of address types the Service no longer supports (B9), deleted
     /// after the per-type writes.
     pub unsupported: Vec<EndpointSlice>,
@@ -105,7 +105,7 @@ pub struct Plan {
     pub topology: TopologyMode,
 }
 
-impl Plan {
+impl SlicePlan {
     /// Every write of the plan.
     pub fn write_count(&self) -> usize {
         self.by_type.iter().map(|(_, w)| w.len()).sum::<usize>() + self.unsupported.len()
@@ -113,11 +113,11 @@ impl Plan {
 }
 
 /// Upstream `Reconcile`.
-pub fn reconcile(input: &ReconcileInput<'_>) -> Plan {
+pub fn reconcile(input: &ReconcileInput<'_>) -> SlicePlan {
     let svc = input.service;
     let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
     let types = address_types_for_service(svc);
-    let mut plan = Plan::default();
+    let mut plan = SlicePlan::default();
     let mut by_type: BTreeMap<AddressType, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
     for s in input.existing {
         if !managed_by_us(s) || s.metadata.deletion_timestamp.is_some() {
@@ -198,11 +198,11 @@ fn reconcile_by_address_type(
     input: &ReconcileInput<'_>,
     existing: &[Arc<EndpointSlice>],
     t: AddressType,
-    plan: &mut Plan,
-) -> Writes {
+    plan: &mut SlicePlan,
+) -> SliceWrites {
     let svc = input.service;
     let max = input.max_endpoints_per_slice.max(1);
-    let mut w = Writes::default();
+    let mut w = SliceWrites::default();
     let mut by_ports: BTreeMap<PortMapKey, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
     for s in existing {
         match owned_by(s, svc) {
@@ -241,7 +241,13 @@ fn reconcile_by_address_type(
 }
 
 /// B18: a selector Service always keeps one slice per address type.
-fn placeholder(svc: &Service, existing: usize, t: AddressType, w: &mut Writes, plan: &mut Plan) {
+fn placeholder(
+    svc: &Service,
+    existing: usize,
+    t: AddressType,
+    w: &mut SliceWrites,
+    plan: &mut SlicePlan,
+) {
     if existing != w.deletes.len() || !w.creates.is_empty() {
         return;
     }
@@ -264,7 +270,7 @@ fn apply_hints(
     creates: Vec<EndpointSlice>,
     updates: Vec<EndpointSlice>,
     unchanged: Vec<Arc<EndpointSlice>>,
-    plan: &mut Plan,
+    plan: &mut SlicePlan,
 ) -> (Vec<EndpointSlice>, Vec<EndpointSlice>) {
     let svc = input.service;
     let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
@@ -305,7 +311,7 @@ fn apply_hints(
 /// B19a: while there are creates and deletes, the last create takes over
 /// the name of a deleted slice of the same address type owned by this
 /// Service (an update instead of a create plus a delete).
-fn recycle(svc: &Service, w: &mut Writes) {
+fn recycle(svc: &Service, w: &mut SliceWrites) {
     let mut i = 0;
     while i < w.deletes.len() && !w.creates.is_empty() {
         let d = &w.deletes[i];
