@@ -162,7 +162,7 @@ impl Controllers {
     }
 
     /// Start the worker pools (the caches must have synced), then the
-    /// leftover check of the Endpoints controller (A5).
+    /// leftover check of the Endpoints controller (docs/behaviour.md#up-a5).
     pub fn start(self, caches: &Caches) -> std::io::Result<Running> {
         let mut pools = Vec::new();
         if let (Some(p), Some(epi)) = (self.endpoints, caches.endpoints.as_ref()) {

@@ -1,7 +1,8 @@
 //! The Endpoints controller's wiring (upstream
 //! `pkg/controller/endpoint/endpoints_controller.go`): its queue, its
-//! Endpoints-delete handler (C1), `sync_service` (A4–A9, A17) and the
-//! leftover check at start (A5).
+//! Endpoints-delete handler (docs/behaviour.md#up-c1), `sync_service`
+//! (docs/behaviour.md#up-a4–#up-a9, #up-a17) and the
+//! leftover check at start (docs/behaviour.md#up-a5).
 //!
 //! `sync_service` only gathers inputs from the caches, asks the pure plan
 //! (`plan`) what to write, and hands that to the writer (`writer`).
@@ -26,7 +27,7 @@ use std::time::Duration;
 pub const NAME: &str = "endpoint";
 
 /// The annotation of the old Endpoints-based leader-election lock: such
-/// objects are never touched by the leftover check (A5).
+/// objects are never touched by the leftover check (docs/behaviour.md#up-a5).
 pub const LEADER_ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
 
 /// The caches a sync reads.
@@ -64,7 +65,7 @@ impl EndpointsController {
             return Ok(());
         };
         let Some(svc) = self.listers.services.get(key) else {
-            // A6: the Service is gone; its Endpoints go too.
+            // docs/behaviour.md#up-a6: the Service is gone; its Endpoints go too.
             let cached = self.listers.endpoints.get(key);
             self.writer.delete(key, ns, name, cached.as_deref())?;
             self.triggers.delete_service(key);
@@ -130,7 +131,7 @@ impl Syncer for EndpointsController {
     }
 }
 
-/// A5: queue every cached Endpoints (those whose Service is gone are then
+/// docs/behaviour.md#up-a5: queue every cached Endpoints (those whose Service is gone are then
 /// deleted), except the old leader-election locks.
 pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimitingQueue<String>) {
     for ep in endpoints.list() {
@@ -141,7 +142,7 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
     }
 }
 
-/// Endpoints deleted → sync its Service (C1), unless we deleted it
+/// Endpoints deleted → sync its Service (docs/behaviour.md#up-c1), unless we deleted it
 /// ourselves ([`EndpointsWriter::own_delete_seen`]); beyond upstream, an
 /// Endpoints of a managed Service changed by someone else → sync its
 /// Service too, so a foreign edit is corrected at once (upstream only

@@ -1,4 +1,4 @@
-//! The only writer of core/v1 Endpoints (upstream-spec A6, A21, A22): POST,
+//! The only writer of core/v1 Endpoints (docs/behaviour.md#up-a6, #up-a21, #up-a22): POST,
 //! PUT and DELETE through the API client, each behind the write fence, with
 //! the bookkeeping the stale-cache guard needs.
 //!
@@ -359,7 +359,7 @@ impl EndpointsWriter {
     }
 
     /// Whether the cached state of `key` is older than our own last write
-    /// (A17): `current` carries a resourceVersion we replaced, or is the
+    /// (docs/behaviour.md#up-a17): `current` carries a resourceVersion we replaced, or is the
     /// very object (same UID) we DELETEd and the cache has not shown gone
     /// yet (its Service deleted and re-created meanwhile: a sync from it
     /// would take the deleted object for the current one, write nothing or
@@ -393,7 +393,7 @@ impl EndpointsWriter {
         }
     }
 
-    /// POST (A21). A namespace being deleted is not an error. The fence is
+    /// POST (docs/behaviour.md#up-a21). A namespace being deleted is not an error. The fence is
     /// asked first (the client asks again before each attempt), so a
     /// fenced write costs no rate-limiter token and no bookkeeping.
     pub fn create(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
@@ -426,7 +426,7 @@ impl EndpointsWriter {
         }
     }
 
-    /// PUT with the cached resourceVersion (A21, A22).
+    /// PUT with the cached resourceVersion (docs/behaviour.md#up-a21, #up-a22).
     pub fn update(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
         self.fence
             .check()
@@ -453,7 +453,7 @@ impl EndpointsWriter {
         }
     }
 
-    /// DELETE the Endpoints of a deleted Service (A6): NotFound is success;
+    /// DELETE the Endpoints of a deleted Service (docs/behaviour.md#up-a6): NotFound is success;
     /// the stale state of the key is dropped. `cached` is what the cache
     /// shows for the key now (upstream does not look; we remember its UID
     /// until the cache shows it deleted).

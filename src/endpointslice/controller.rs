@@ -1,6 +1,7 @@
 //! The EndpointSlice controller's wiring (upstream
 //! `pkg/controller/endpointslice/endpointslice_controller.go`): its
-//! EndpointSlice and Node handlers (C5, C6), `sync_service` (B3–B7), the
+//! EndpointSlice and Node handlers (docs/behaviour.md#up-c5, #up-c6), `sync_service`
+//! (docs/behaviour.md#up-b3–#up-b7), the
 //! topology worker, and the API writer the reconciler's plan is applied
 //! through.
 //!
@@ -61,9 +62,9 @@ pub struct SliceListers {
 
 /// State shared between the handlers and the workers.
 pub struct Shared {
-    /// Generations of the slices we wrote (B29).
+    /// Generations of the slices we wrote (docs/behaviour.md#up-b29).
     pub tracker: Arc<EndpointSliceTracker>,
-    /// Zone ratios and hints (B24).
+    /// Zone ratios and hints (docs/behaviour.md#up-b24).
     pub topology: Arc<Mutex<TopologyCache>>,
 }
 
@@ -206,7 +207,7 @@ impl SliceController {
             return Ok(());
         };
         let Some(svc) = self.listers.services.get(key) else {
-            // B3: no API deletes; garbage collection removes the slices.
+            // docs/behaviour.md#up-b3: no API deletes; garbage collection removes the slices.
             self.triggers.delete_service(key);
             self.shared.tracker.delete_service(ns, name);
             self.metrics.delete_service(key);
@@ -258,7 +259,7 @@ impl SliceController {
         let regarding = service_ref(&svc);
         // Upstream emits the plan's (topology) events whatever finalize
         // did, then one warning for the sync's errors together: the pods
-        // skipped for a missing Node (B12) and the failed write.
+        // skipped for a missing Node (docs/behaviour.md#up-b12) and the failed write.
         for ev in &plan.events {
             self.recorder.record(&regarding, ev);
         }
@@ -291,7 +292,7 @@ impl SliceController {
                 );
             }
             // Someone else wrote a slice while our write was in flight:
-            // the held event would have queued the Service (C5)
+            // the held event would have queued the Service (docs/behaviour.md#up-c5)
             // with the slice-change delay; the cache is not stale.
             return Err(SyncError::Requeue(SLICE_CHANGE_MIN_DELAY));
         }
@@ -334,7 +335,7 @@ impl Syncer for SliceController {
 }
 
 /// EndpointSlice events → the Service, after max(1 s, batch period), only
-/// as C5 says (our own writes are recognised by the tracker).
+/// as docs/behaviour.md#up-c5 says (our own writes are recognised by the tracker).
 pub struct SliceHandler {
     queue: RateLimitingQueue<String>,
     shared: Arc<Shared>,
@@ -425,7 +426,7 @@ impl EventHandler<EndpointSlice> for SliceHandler {
     }
 }
 
-/// Node events → the topology worker (C6): adds and deletes always, updates
+/// Node events → the topology worker (docs/behaviour.md#up-c6): adds and deletes always, updates
 /// only when readiness, the zone label or (beyond upstream) the
 /// allocatable CPU changed. Upstream ignores a CPU change, so zone ratios
 /// went stale, and a Ready node that gets its CPU late left every
@@ -434,7 +435,7 @@ impl EventHandler<EndpointSlice> for SliceHandler {
 /// Also beyond upstream: a node whose zone label changes, or that appears
 /// after the caches synced, queues `node/<name>`, and the topology worker
 /// re-syncs every Service with a pod on it. Upstream reads an endpoint's
-/// zone only when its Service syncs for another reason (C6), so a
+/// zone only when its Service syncs for another reason (docs/behaviour.md#up-c6), so a
 /// relabelled node's endpoints kept the old zone — and their hints were
 /// computed from it — until each Service's next pod change; and the pods
 /// of a node that was missing when their Service synced (skipped with a
@@ -476,7 +477,7 @@ impl EventHandler<Node> for NodeHandler {
 }
 
 /// The topology worker's sync: recompute zone ratios from every node, then
-/// queue the Services whose hints now overload a zone (C6). Beyond
+/// queue the Services whose hints now overload a zone (docs/behaviour.md#up-c6). Beyond
 /// upstream: when the node information turns sufficient (e.g. the first
 /// topology sync after start ran after the Services' first syncs), every
 /// Service with `topology-mode: Auto` is queued too — upstream leaves such
@@ -775,7 +776,7 @@ mod topology_sync_tests {
     }
 }
 
-/// C5: which slice events queue which Service, and how late.
+/// docs/behaviour.md#up-c5: which slice events queue which Service, and how late.
 #[cfg(test)]
 mod slice_handler_tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! Slice metadata (upstream `setEndpointSliceLabels`, `newEndpointSlice`,
 //! `getEndpointSlicePrefix`, `ownedBy` and the placeholder comparison in
 //! `staging/src/k8s.io/endpointslice/utils.go` and `reconciler.go`;
-//! upstream-spec B10, B18, B21, B22).
+//! docs/behaviour.md#up-b10, #up-b18, #up-b21, #up-b22).
 //!
 //! Pure; must never read a cache.
 
@@ -34,7 +34,7 @@ pub fn slice_labels(slice_labels: &Labels, svc: &Service) -> (Labels, bool) {
     (want, changed)
 }
 
-/// Upstream `ownedBy` (B10): a `v1` `Service` ownerReference with the
+/// Upstream `ownedBy` (docs/behaviour.md#up-b10): a `v1` `Service` ownerReference with the
 /// Service's UID.
 pub fn owned_by(slice: &EndpointSlice, svc: &Service) -> bool {
     slice
@@ -54,7 +54,7 @@ pub fn generate_name(svc: &Service) -> String {
     }
 }
 
-/// Upstream `newEndpointSlice` (B21): generateName, namespace, the
+/// Upstream `newEndpointSlice` (docs/behaviour.md#up-b21): generateName, namespace, the
 /// controller ownerReference, labels, address type, ports and no endpoints.
 pub fn new_slice(
     svc: &Service,
@@ -80,7 +80,7 @@ pub fn new_slice(
     s
 }
 
-/// Upstream `placeholderSliceCompare` (B18): namespace and labels of the
+/// Upstream `placeholderSliceCompare` (docs/behaviour.md#up-b18): namespace and labels of the
 /// metadata (name, annotations, timestamps ignored), owner references,
 /// and the address type, ports and endpoints. Labels compare as upstream's
 /// map look-ups do: a label with an empty value equals no label (a Service

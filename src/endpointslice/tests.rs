@@ -213,7 +213,7 @@ fn no_pods_gives_a_placeholder_that_is_then_kept() {
     );
 }
 
-/// Upstream `placeholderSliceCompare` (B18) on a kept placeholder: label
+/// Upstream `placeholderSliceCompare` (docs/behaviour.md#up-b18) on a kept placeholder: label
 /// look-ups read a missing key as "" (an empty-valued label equals none);
 /// a changed label recycles it (one update); beyond upstream, a new owner
 /// uid replaces it (one create, one delete).
@@ -658,7 +658,7 @@ fn legacy_ip_and_unknown_address_types_decode_and_are_deleted() {
     );
 }
 
-/// B14: an endpoint is its addresses, hostname and pod namespace/name.
+/// docs/behaviour.md#up-b14: an endpoint is its addresses, hostname and pod namespace/name.
 /// Two pods sharing an IP (hostNetwork pods of one node) are two
 /// endpoints, neither dropped as a duplicate; a pod re-created under the
 /// same name (a new UID) is the same endpoint, updated in place in its
@@ -726,7 +726,7 @@ fn pods_sharing_an_ip_are_two_endpoints_and_a_recreated_pod_is_updated_in_place(
     assert_eq!(names(&u.endpoints), before, "the same position");
 }
 
-/// B19, B29: a DELETE answered 404 (someone else deleted the slice first)
+/// docs/behaviour.md#up-b19, #up-b29: a DELETE answered 404 (someone else deleted the slice first)
 /// is no error, and is not recorded as our deletion: a slice we had
 /// tracked stays tracked, so its delete event counts as someone else's and
 /// syncs the Service; one we had not leaves nothing behind. A DELETE that

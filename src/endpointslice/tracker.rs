@@ -1,6 +1,6 @@
 //! The EndpointSlice generation tracker (upstream
 //! `staging/src/k8s.io/endpointslice/util/endpointslice_tracker.go`;
-//! upstream-spec B6, B29): per Service, the generation of every slice this
+//! docs/behaviour.md#up-b6, #up-b29): per Service, the generation of every slice this
 //! controller wrote (or −1: deletion expected), so that handlers ignore our
 //! own writes and a sync knows when the cache is older than them. While an
 //! update or a create of ours is in flight, events that may be its echo are
@@ -128,7 +128,7 @@ impl Gens {
 struct ServiceState {
     /// The Service's `ns/name` (inline up to 24 bytes).
     key: CompactString,
-    /// The Service UID the generations belong to (B6's UID reset).
+    /// The Service UID the generations belong to (docs/behaviour.md#up-b6's UID reset).
     service_uid: Uid,
     generations: Gens,
     /// What only matters while writes are in flight or the cache looks
@@ -212,7 +212,7 @@ enum Staleness {
     Missing,
 }
 
-/// How `slices` compare with `st` (B6); a recreated Service (new UID)
+/// How `slices` compare with `st` (docs/behaviour.md#up-b6); a recreated Service (new UID)
 /// starts afresh. A missing slice outranks an older one: it is the case
 /// that must not be synced from the cache early.
 fn staleness<'a>(
@@ -577,7 +577,7 @@ impl EndpointSliceTracker {
         self.lock().remove(format!("{namespace}/{name}").as_str());
     }
 
-    /// B6: whether `slices` (the cached managed slices of `svc`) are older
+    /// docs/behaviour.md#up-b6: whether `slices` (the cached managed slices of `svc`) are older
     /// than what we wrote. A recreated Service (new UID) starts afresh.
     pub fn stale_slices<'a>(
         &self,

@@ -1,5 +1,5 @@
 //! Upstream `finalize` (`staging/src/k8s.io/endpointslice/reconciler.go`;
-//! upstream-spec B19 b–d, B20): the only place slices are written. Per
+//! docs/behaviour.md#up-b19 b–d, #up-b20): the only place slices are written. Per
 //! address type: creates (skipped while the Service is being deleted),
 //! then updates, then deletes; then the slices of unsupported address
 //! types. As upstream's `Reconcile`: the first error stops the writes of
@@ -44,7 +44,7 @@ pub struct FinalizeOutcome {
     pub overtaken: bool,
 }
 
-/// B20: the trigger-time annotation on a slice being written.
+/// docs/behaviour.md#up-b20: the trigger-time annotation on a slice being written.
 fn annotate(s: &mut EndpointSlice, trigger: Option<Time>) {
     match trigger {
         Some(t) => s

@@ -1,4 +1,4 @@
-//! The lease thread: one thread, two jobs (upstream-spec F3–F8).
+//! The lease thread: one thread, two jobs (docs/behaviour.md#up-f3–#up-f8).
 //!
 //! 1. Leader election over `[leader_election] lease_namespace/lease_name`:
 //!    renew every `retry_period`, or (standby) try to acquire every

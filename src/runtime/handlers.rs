@@ -1,4 +1,4 @@
-//! Event handlers shared by both controllers (upstream-spec C1–C4): they
+//! Event handlers shared by both controllers (docs/behaviour.md#up-c1–#up-c4): they
 //! turn Service and Pod changes into Service keys on each controller's
 //! queue. Membership is computed once per pod event and fanned out to every
 //! controller, each with its own batch period.
@@ -24,7 +24,7 @@ pub struct QueueTarget {
     pub batch_period: Duration,
 }
 
-/// Service add/update/delete → the key, at once, on every target (C1: an
+/// Service add/update/delete → the key, at once, on every target (docs/behaviour.md#up-c1: an
 /// update does not compare old and new).
 #[derive(Debug)]
 pub struct ServiceHandler {
@@ -58,7 +58,7 @@ impl EventHandler<Service> for ServiceHandler {
 }
 
 /// Pod add/update/delete → the keys of the Services concerned, after each
-/// target's batch period (C1–C3).
+/// target's batch period (docs/behaviour.md#up-c1–#up-c3).
 #[derive(Debug)]
 pub struct PodHandler {
     services: Store<Service>,

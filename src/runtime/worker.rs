@@ -1,6 +1,6 @@
 //! The worker pool: `workers` threads over one rate-limited work queue of
-//! Service keys, each running upstream's per-key loop (upstream-spec A2,
-//! A3, D8): get → sync → forget on success, `add_rate_limited` while the
+//! Service keys, each running upstream's per-key loop (docs/behaviour.md#up-a2,
+//! docs/behaviour.md#up-a3, #up-d8): get → sync → forget on success, `add_rate_limited` while the
 //! key has been requeued fewer than 15 times, else drop it with a warning
 //! naming the key and the last error → done.
 //!

@@ -1,5 +1,5 @@
 //! The Endpoints plan (upstream `syncService` after the pod loop;
-//! upstream-spec A16–A20): from the Service, its pods, the cached
+//! docs/behaviour.md#up-a16–#up-a20): from the Service, its pods, the cached
 //! Endpoints and the trigger time, the object to create, the object to
 //! update, or nothing.
 //!
@@ -93,7 +93,7 @@ pub fn subsets_equal_ignoring_rv(a: &[EndpointSubset], b: &[EndpointSubset]) -> 
 }
 
 /// Whether the stored labels are what a write would set, but for the
-/// headless label (A18): ours says `managed-by: endpoint-controller`, and
+/// headless label (docs/behaviour.md#up-a18): ours says `managed-by: endpoint-controller`, and
 /// every other label is the Service's, none missing. The headless and
 /// managed-by labels are set by the controller, so the Service's own
 /// values of those two keys are not compared. Allocates nothing.
@@ -108,7 +108,7 @@ fn labels_right(stored: &Labels, svc: &Labels) -> bool {
         && svc.iter().filter(|(k, _)| !ours(k)).count() == others
 }
 
-/// A18 with our over-capacity and label improvements: the stored object
+/// docs/behaviour.md#up-a18 with our over-capacity and label improvements: the stored object
 /// needs no write.
 fn unchanged(cur: &Endpoints, svc: &Service, subsets: &[EndpointSubset], truncated: bool) -> bool {
     let marked = cur
@@ -120,7 +120,7 @@ fn unchanged(cur: &Endpoints, svc: &Service, subsets: &[EndpointSubset], truncat
         && subsets_equal_ignoring_rv(&cur.subsets, subsets)
 }
 
-/// The plan for one sync (A18, A19).
+/// The plan for one sync (docs/behaviour.md#up-a18, #up-a19).
 pub fn plan(input: &EndpointsInput<'_>) -> EndpointsPlan {
     let svc = input.service;
     let (subsets, truncated) = desired_subsets(svc, input.pods);

@@ -1,5 +1,5 @@
 //! Upstream `RepackSubsets` (`pkg/api/v1/endpoints/util.go`; upstream-spec
-//! A16): the canonical form of a list of subsets.
+//! docs/behaviour.md#up-a16): the canonical form of a list of subsets.
 //!
 //! Addresses are de-duplicated by (IP, targetRef UID); for one address and
 //! port, not-ready trumps ready; addresses offering exactly the same

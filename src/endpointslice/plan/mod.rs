@@ -1,15 +1,15 @@
 //! Upstream `Reconcile` and `reconcileByAddressType`
-//! (`staging/src/k8s.io/endpointslice/reconciler.go`; upstream-spec B8–B25)
+//! (`staging/src/k8s.io/endpointslice/reconciler.go`; docs/behaviour.md#up-b8–#up-b25)
 //! as a pure plan: from the Service, its pods, the nodes and the cached
 //! slices, the creates, updates and deletes per address type, with
-//! finalize's create→update recycling already applied (B19a), the hints,
+//! finalize's create→update recycling already applied (docs/behaviour.md#up-b19a), the hints,
 //! the events to emit and the pods skipped for a missing Node.
 //!
 //! Better than upstream, which mixes the plan with its API writes: the
 //! plan is data, and [`super::writer`] is the only writer. The topology
 //! cache is the one piece of state a plan updates (hint allocations).
 //!
-//! Never mutates its inputs (B28).
+//! Never mutates its inputs (docs/behaviour.md#up-b28).
 
 pub mod desired;
 pub mod packing;
@@ -38,7 +38,7 @@ pub struct ReconcileInput<'a> {
     /// The pods of its namespace its selector matches.
     pub pods: &'a [Arc<Pod>],
     /// The cached slices labelled with its name, whatever their manager or
-    /// deletion state (the B5 filters are applied here).
+    /// deletion state (the docs/behaviour.md#up-b5 filters are applied here).
     pub existing: &'a [Arc<EndpointSlice>],
     /// Node lookup by name.
     pub nodes: &'a dyn Fn(&str) -> Option<Arc<Node>>,
@@ -92,12 +92,12 @@ pub struct PlanMetrics {
 pub struct SlicePlan {
     /// Per supported address type, in order.
     pub by_type: Vec<(AddressType, SliceWrites)>,
-    /// Slices of address types the Service no longer supports (B9), deleted
+    /// Slices of address types the Service no longer supports (docs/behaviour.md#up-b9), deleted
     /// after the per-type writes.
     pub unsupported: Vec<EndpointSlice>,
     /// Events to emit on the Service.
     pub events: Vec<EventSpec>,
-    /// B12: pods skipped because their Node is not cached.
+    /// docs/behaviour.md#up-b12: pods skipped because their Node is not cached.
     pub node_errors: Vec<String>,
     /// Metric figures.
     pub metrics: PlanMetrics,
@@ -149,8 +149,8 @@ fn lock(t: &Mutex<TopologyCache>) -> std::sync::MutexGuard<'_, TopologyCache> {
 
 type Desired = BTreeMap<PortMapKey, BTreeMap<EndpointKey, Endpoint>>;
 
-/// The desired endpoints of one address type, grouped by port map (B11,
-/// B12): pods whose Node is missing are skipped (errors) unless the Service
+/// The desired endpoints of one address type, grouped by port map (docs/behaviour.md#up-b11,
+/// docs/behaviour.md#up-b12): pods whose Node is missing are skipped (errors) unless the Service
 /// publishes not-ready addresses; their port map still counts as desired.
 fn desired_endpoints(
     input: &ReconcileInput<'_>,
@@ -228,7 +228,7 @@ fn reconcile_by_address_type(
         w.deletes.extend(pm.deletes);
         unchanged.extend(pm.unchanged);
     }
-    // Port maps no longer desired (B17).
+    // Port maps no longer desired (docs/behaviour.md#up-b17).
     for (_, old) in by_ports {
         w.deletes.extend(old.iter().map(|s| (**s).clone()));
     }
@@ -240,7 +240,7 @@ fn reconcile_by_address_type(
     w
 }
 
-/// B18: a selector Service always keeps one slice per address type.
+/// docs/behaviour.md#up-b18: a selector Service always keeps one slice per address type.
 fn placeholder(
     svc: &Service,
     existing: usize,
@@ -261,7 +261,7 @@ fn placeholder(
     }
 }
 
-/// B23–B25: topology-mode hints through the cache, or trafficDistribution
+/// docs/behaviour.md#up-b23–#up-b25: topology-mode hints through the cache, or trafficDistribution
 /// hints, or no hints (removed from every slice, unchanged ones included).
 /// Returns (creates, updates).
 fn apply_hints(
@@ -308,7 +308,7 @@ fn apply_hints(
     (c, u)
 }
 
-/// B19a: while there are creates and deletes, the last create takes over
+/// docs/behaviour.md#up-b19a: while there are creates and deletes, the last create takes over
 /// the name of a deleted slice of the same address type owned by this
 /// Service (an update instead of a create plus a delete).
 fn recycle(svc: &Service, w: &mut SliceWrites) {

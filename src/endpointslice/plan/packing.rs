@@ -1,5 +1,5 @@
 //! Upstream `reconcileByPortMapping` (`staging/src/k8s.io/endpointslice/
-//! reconciler.go`; upstream-spec B16) — the packing algorithm for the
+//! reconciler.go`; docs/behaviour.md#up-b16) — the packing algorithm for the
 //! slices of one port map:
 //!
 //! 1. Keep, in each existing slice, the endpoints still desired (in their

@@ -1,6 +1,6 @@
 //! The topology cache behind `service.kubernetes.io/topology-mode: Auto`
 //! hints (upstream `staging/src/k8s.io/endpointslice/topologycache/`;
-//! upstream-spec B24, C6): CPU ratios per zone from the nodes, the hint
+//! docs/behaviour.md#up-b24, #up-c6): CPU ratios per zone from the nodes, the hint
 //! allocations per Service, and the assignment of zone hints to the ready
 //! endpoints of the slices a sync writes.
 //!
