@@ -1,23 +1,12 @@
-//! The only writer of core/v1 Endpoints (docs/behaviour.md#up-a6, #up-a21, #up-a22): POST,
-//! PUT and DELETE through the API client, each behind the write fence, with
-//! the bookkeeping the stale-cache guard needs.
+//! The only writer of core/v1 Endpoints (docs/behaviour.md#up-a6,
+//! #up-a21, #up-a22): POST, PUT and DELETE through the API client, each
+//! behind the write fence, with the bookkeeping the stale-cache guard needs.
 //!
-//! Beyond upstream's stale tracker (which remembers the resourceVersions we
-//! replaced), it also remembers the objects we *created* until the cache
-//! has seen them, so a sync racing its own create fails as stale instead of
-//! POSTing again into a 409 and a spurious `FailedToCreateEndpoint` event.
-//! Such an entry is dropped as soon as the cache has passed the create's
-//! resourceVersion (told by [`EndpointsWriter::cache_reached`] and
-//! [`EndpointsWriter::cache_shows`]), not only at the key's next sync,
-//! which may never come; so is a replaced version the cache has passed.
-//! Likewise an object we DELETEd counts as stale while the cache still
-//! shows it (its Service deleted and re-created before the delete's
-//! echo), and only its own delete event is taken for our echo.
-//!
-//! It also remembers, per key, the content of our last write (or of what
-//! a sync found right), so the handler tells a foreign edit of an
-//! Endpoints we keep from our own echo, and ignores edits of Endpoints we
-//! do not keep.
+//! Its memory, per key: the resourceVersions we replaced, the objects we
+//! created or deleted until the cache shows them (a sync that races its
+//! own write fails as stale, it never writes twice), and the content of
+//! our last write, so the handler tells a foreign edit from our echo.
+//! Why each exists: `docs/history.md#endpoints-writer`.
 //!
 //! Must never decide what to write (the plan does) and never write when the
 //! fence is closed.
