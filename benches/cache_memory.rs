@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::{Arc, RwLock};
 
-use endpointd::controller::trigger::TriggerTimeTracker;
+use endpointd::runtime::trigger::TriggerTimeTracker;
 use endpointd_base::clock::{Clock, RealClock};
 use endpointd_kube::informer::{IndexKey, Store, WatchEvent};
 use endpointd_kube::model::{EndpointSlice, Endpoints, Pod, Service};

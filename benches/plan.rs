@@ -6,8 +6,8 @@
 //! `cargo bench --bench plan [-- N]`; for a noise-free figure run the
 //! binary under `valgrind --tool=callgrind` and divide the instructions by
 //! N. The last line is JSON: `{"flips":N,"ns_per_flip":..}`.
-use endpointd::endpoints::reconcile::{plan, Input, Plan as EpPlan};
-use endpointd::endpointslice::reconciler::{reconcile, ReconcileInput};
+use endpointd::endpoints::plan::{plan, EndpointsInput, EndpointsPlan};
+use endpointd::endpointslice::plan::{reconcile, ReconcileInput};
 use endpointd_kube::model::{Node, Pod, Service};
 use serde_json::json;
 use std::sync::Arc;
@@ -30,13 +30,13 @@ fn main() {
     let mut b = a.clone();
     b[3] = pod(3, false);
     // Converged state for `a`.
-    let cur = match plan(&Input {
+    let cur = match plan(&EndpointsInput {
         service: &svc,
         pods: &a,
         current: None,
         trigger_time: None,
     }) {
-        EpPlan::Create(mut e) => {
+        EndpointsPlan::Create(mut e) => {
             e.metadata.resource_version = "5".into();
             e
         }
@@ -60,7 +60,7 @@ fn main() {
     let mut k = 0;
     for i in 0..n {
         let pods = if i % 2 == 0 { &b } else { &a };
-        if let EpPlan::Update(e) = plan(&Input {
+        if let EndpointsPlan::Update(e) = plan(&EndpointsInput {
             service: &svc,
             pods,
             current: Some(&cur),

@@ -9,7 +9,7 @@
 //! never writes to the API server.
 
 use crate::config::Config;
-use crate::controller::handlers::{PodHandler, ServiceHandler, Target};
+use crate::runtime::handlers::{PodHandler, QueueTarget, ServiceHandler};
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::informer::{
     EventHandler, History, IndexKey, Informer, InformerMetrics, KubeSource, ReflectorConfig,
@@ -62,7 +62,7 @@ pub struct Env {
 pub struct Hooks {
     /// Queues fed by the shared Service and Pod handlers (one per
     /// controller; membership is computed once per pod event).
-    pub targets: Vec<Target>,
+    pub targets: Vec<QueueTarget>,
     /// Node handlers (the topology cache).
     pub nodes: Vec<Arc<dyn EventHandler<Node>>>,
     /// Endpoints handlers.

@@ -8,13 +8,14 @@
 
 use crate::caches::{self, Caches};
 use crate::config::{Config, ConfigErrors};
-use crate::controller::fence::Fence;
-use crate::controller::recorder::{self, EventRecorder, Record, RecorderConfig};
-use crate::controllers::{Controllers, Deps, Running};
 use crate::health::{self, Liveness, Readiness};
 use crate::lease::thread::{OnEvent, OnRepeatedFailure};
 use crate::lease::{Election, LeaseConfig, LeaseThread};
+use crate::runtime::events::EventSpec;
+use crate::runtime::fence::Fence;
+use crate::runtime::recorder::{self, EventRecorder, Record, RecorderConfig};
 use crate::sdnotify::{self, Notifier};
+use crate::wiring::{Controllers, Deps, Running};
 use crate::{logging, signals};
 use endpointd_base::clock::{RealClock, SharedClock};
 use endpointd_kube::kube::{self, Client, ClientConfig};
@@ -413,7 +414,8 @@ fn start_lease(
         heartbeat: le.heartbeat_duration,
         abandoned_after: crate::lease::identity::ABANDONED_AFTER,
     };
-    let on_event: OnEvent = Box::new(move |r, s| events.record(r, s));
+    let on_event: OnEvent =
+        Box::new(move |r, reason, msg| events.record(r, &EventSpec::normal(reason, msg)));
     LeaseThread::start(
         client.clone(),
         Arc::clone(clock),
@@ -624,7 +626,7 @@ impl Supervisor<'_> {
     fn problem(&mut self) -> Option<String> {
         let now = self.clock.now();
         if let Some(r) = &self.running {
-            let limit = crate::controller::worker::test_wedge().map_or(WEDGED_AFTER, |(_, d)| d);
+            let limit = crate::runtime::worker::test_wedge().map_or(WEDGED_AFTER, |(_, d)| d);
             if let Some((key, d)) = r.pools().iter().find_map(|p| p.wedged(limit)) {
                 return Some(format!(
                     "a worker has been syncing {key} for {}s",

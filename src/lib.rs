@@ -17,8 +17,6 @@
 pub mod caches;
 pub mod cli;
 pub mod config;
-pub mod controller;
-pub mod controllers;
 pub mod daemon;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -28,6 +26,8 @@ pub mod explain;
 pub mod health;
 pub mod lease;
 pub mod logging;
+pub mod runtime;
 pub mod sdnotify;
 pub mod shadow;
 pub mod signals;
+pub mod wiring;

@@ -37,7 +37,8 @@ fn wakeups(pid: u32) -> BTreeMap<String, u64> {
 /// the log now ends.
 fn writes_to(url: &str, resource: &str, since: u64) -> (usize, u64) {
     let addr = url.trim_start_matches("http://");
-    let body = crate::procs::http_get(addr, &format!("/sim/requests?since={since}")).unwrap_or_default();
+    let body =
+        crate::procs::http_get(addr, &format!("/sim/requests?since={since}")).unwrap_or_default();
     let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     let n = v["writes"]
         .as_array()
@@ -69,7 +70,10 @@ pub fn run(dir: &Path, size: &Size, window: Duration) -> (Map<String, Value>, Ve
         let d = n.saturating_sub(w0.get(name).copied().unwrap_or(0));
         total += d;
         if d > 0 {
-            per_thread.insert(name.clone(), json!((d as f64 / secs * 100.0).round() / 100.0));
+            per_thread.insert(
+                name.clone(),
+                json!((d as f64 / secs * 100.0).round() / 100.0),
+            );
         }
     }
     let rate = total as f64 / secs;

@@ -1,20 +1,21 @@
 //! The Endpoints controller's wiring (upstream
 //! `pkg/controller/endpoint/endpoints_controller.go`): its queue, its
-//! Endpoints-delete handler (C1), `sync_service` (A4–A9, A17) and the
-//! leftover check at start (A5).
+//! Endpoints-delete handler (docs/behaviour.md#up-c1), `sync_service`
+//! (docs/behaviour.md#up-a4–#up-a9, #up-a17) and the
+//! leftover check at start (docs/behaviour.md#up-a5).
 //!
 //! `sync_service` only gathers inputs from the caches, asks the pure plan
-//! (`reconcile`) what to write, and hands that to the writer (`apply`).
+//! (`plan`) what to write, and hands that to the writer (`writer`).
 //! Must never write except through [`EndpointsWriter`].
 
-use super::apply::EndpointsWriter;
-use super::reconcile::{plan, Input, Plan};
-use crate::controller::foreign::ForeignWrites;
-use crate::controller::handlers::Target;
-use crate::controller::membership::pods_for_service;
-use crate::controller::podutil::service_is_managed;
-use crate::controller::trigger::TriggerTimeTracker;
-use crate::controller::worker::{SyncError, Syncer};
+use super::plan::{plan, EndpointsInput, EndpointsPlan};
+use super::writer::EndpointsWriter;
+use crate::runtime::foreign::ForeignWrites;
+use crate::runtime::handlers::QueueTarget;
+use crate::runtime::membership::pods_for_service;
+use crate::runtime::podutil::service_is_managed;
+use crate::runtime::trigger::TriggerTimeTracker;
+use crate::runtime::worker::{SyncError, Syncer};
 use endpointd_kube::informer::{DeletedObject, EventHandler, Store};
 use endpointd_kube::model::{Endpoints, Object, Pod, Service};
 use endpointd_kube::workqueue::RateLimitingQueue;
@@ -26,12 +27,12 @@ use std::time::Duration;
 pub const NAME: &str = "endpoint";
 
 /// The annotation of the old Endpoints-based leader-election lock: such
-/// objects are never touched by the leftover check (A5).
+/// objects are never touched by the leftover check (docs/behaviour.md#up-a5).
 pub const LEADER_ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
 
 /// The caches a sync reads.
 #[derive(Clone, Debug)]
-pub struct Listers {
+pub struct EndpointsListers {
     /// Services.
     pub services: Store<Service>,
     /// Pods.
@@ -42,56 +43,19 @@ pub struct Listers {
 
 /// The Endpoints controller: the [`Syncer`] its workers run.
 pub struct EndpointsController {
-    listers: Listers,
+    listers: EndpointsListers,
     writer: Arc<EndpointsWriter>,
     triggers: TriggerTimeTracker,
-    shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 impl EndpointsController {
     /// A controller reading `listers` and writing through `writer`.
-    pub fn new(listers: Listers, writer: Arc<EndpointsWriter>) -> EndpointsController {
+    pub fn new(listers: EndpointsListers, writer: Arc<EndpointsWriter>) -> EndpointsController {
         EndpointsController {
             listers,
             writer,
             triggers: TriggerTimeTracker::new(),
-            shadow: None,
         }
-    }
-
-    /// Shadow mode: compare with the stored Endpoints, never write.
-    pub fn with_shadow(mut self, shadow: Option<Arc<crate::shadow::Shadow>>) -> Self {
-        self.shadow = shadow;
-        self
-    }
-
-    /// Shadow mode's sync: the differences between what a sync would write
-    /// and what is stored, to the register; no write.
-    fn shadow_sync(
-        &self,
-        shadow: &crate::shadow::Shadow,
-        key: &str,
-        svc: Option<&Service>,
-    ) -> Result<(), SyncError> {
-        use crate::endpoints::desired::unpacked_subsets;
-        use crate::endpoints::repack::repack_subsets;
-        use crate::shadow::{compare_endpoints, ENDPOINTS};
-        let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
-            shadow.forget(key, ENDPOINTS);
-            self.writer.release(key);
-            return Ok(());
-        };
-        let pods = pods_for_service(&self.listers.pods, svc);
-        let full = repack_subsets(&unpacked_subsets(svc, &pods));
-        let over = crate::endpoints::reconcile::desired_subsets(svc, &pods).1;
-        let current = self.listers.endpoints.get(key);
-        if let Some(cur) = current.as_deref() {
-            // Compare again when the other controller rewrites it.
-            self.writer.observe(key, cur);
-        }
-        let diffs = compare_endpoints(&full, over, current.as_deref(), &svc.metadata.labels);
-        shadow.observe(key, ENDPOINTS, diffs);
-        Ok(())
     }
 
     /// Upstream `syncService`.
@@ -100,12 +64,8 @@ impl EndpointsController {
             log::warn!("{NAME}: ignoring malformed key {key:?}");
             return Ok(());
         };
-        if let Some(shadow) = &self.shadow {
-            let svc = self.listers.services.get(key);
-            return self.shadow_sync(shadow, key, svc.as_deref());
-        }
         let Some(svc) = self.listers.services.get(key) else {
-            // A6: the Service is gone; its Endpoints go too.
+            // docs/behaviour.md#up-a6: the Service is gone; its Endpoints go too.
             let cached = self.listers.endpoints.get(key);
             self.writer.delete(key, ns, name, cached.as_deref())?;
             self.triggers.delete_service(key);
@@ -131,20 +91,20 @@ impl EndpointsController {
                 "endpoints informer cache is out of date for {key}"
             )));
         }
-        let input = Input {
+        let input = EndpointsInput {
             service: &svc,
             pods: &pods,
             current: current.as_deref(),
             trigger_time,
         };
         match plan(&input) {
-            Plan::Unchanged => {
+            EndpointsPlan::Unchanged => {
                 if let Some(cur) = current.as_deref() {
                     self.writer.accept(key, cur);
                 }
                 Ok(())
             }
-            Plan::Create(obj) => {
+            EndpointsPlan::Create(obj) => {
                 let created = self.writer.create(key, ns, &obj);
                 // The create's echo may have reached the cache before its
                 // response did (then the handler saw nothing to forget).
@@ -152,7 +112,7 @@ impl EndpointsController {
                 self.writer.cache_reached(key, &cache_rv);
                 created
             }
-            Plan::Update(obj) => {
+            EndpointsPlan::Update(obj) => {
                 let updated = self.writer.update(key, ns, &obj);
                 // The update's echo may have reached the cache before its
                 // response did (then the handler saw nothing to forget).
@@ -171,7 +131,7 @@ impl Syncer for EndpointsController {
     }
 }
 
-/// A5: queue every cached Endpoints (those whose Service is gone are then
+/// docs/behaviour.md#up-a5: queue every cached Endpoints (those whose Service is gone are then
 /// deleted), except the old leader-election locks.
 pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimitingQueue<String>) {
     for ep in endpoints.list() {
@@ -182,7 +142,7 @@ pub fn check_leftover_endpoints(endpoints: &Store<Endpoints>, queue: &RateLimiti
     }
 }
 
-/// Endpoints deleted → sync its Service (C1), unless we deleted it
+/// Endpoints deleted → sync its Service (docs/behaviour.md#up-c1), unless we deleted it
 /// ourselves ([`EndpointsWriter::own_delete_seen`]); beyond upstream, an
 /// Endpoints of a managed Service changed by someone else → sync its
 /// Service too, so a foreign edit is corrected at once (upstream only
@@ -260,8 +220,8 @@ impl EventHandler<Endpoints> for EndpointsHandler {
 }
 
 /// The queue target of this controller for the shared Service/Pod handlers.
-pub fn target(queue: &RateLimitingQueue<String>, batch_period: Duration) -> Target {
-    Target {
+pub fn target(queue: &RateLimitingQueue<String>, batch_period: Duration) -> QueueTarget {
+    QueueTarget {
         queue: queue.clone(),
         batch_period,
     }

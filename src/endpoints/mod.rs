@@ -2,19 +2,16 @@
 //! controller, `pkg/controller/endpoint/endpoints_controller.go`): keeps one
 //! core/v1 Endpoints object per Service with a selector.
 //!
-//! - [`desired`], [`repack`], [`truncate`], [`reconcile`]: the pure plan.
-//! - [`stale`]: the stale-cache guard's memory of replaced versions.
-//! - `apply`: the only writer; `controller`: handlers, `sync_service`.
+//! - [`plan`]: the pure plan (`desired`, `repack`, `truncate` inside);
+//! - [`tracker`]: the stale-cache guard's memory of replaced versions;
+//! - [`writer`]: the only writer; [`controller`]: handlers, `sync_service`.
 
-pub mod apply;
 pub mod controller;
-pub mod desired;
-pub mod reconcile;
-pub mod repack;
-pub mod stale;
-pub mod truncate;
+pub mod plan;
+pub mod tracker;
+pub mod writer;
 
-pub use stale::StaleTracker;
+pub use tracker::StaleTracker;
 
 #[cfg(test)]
 mod tests;

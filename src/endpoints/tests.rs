@@ -1,8 +1,9 @@
 //! Table tests of the Endpoints plan, carrying over the cases of upstream
 //! `endpoints_controller_test.go` (TestSyncEndpoints*) in our own words.
 
-use super::reconcile::{
-    plan, Input, Plan, HEADLESS_LABEL, MANAGED_BY, MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
+use super::plan::{plan, EndpointsInput, EndpointsPlan};
+use crate::runtime::labels::{
+    ENDPOINTS_MANAGED_BY, ENDPOINTS_MANAGED_BY_LABEL, HEADLESS_LABEL, OVER_CAPACITY_ANNOTATION,
     TRIGGER_TIME_ANNOTATION,
 };
 use endpointd_kube::model::*;
@@ -58,8 +59,8 @@ fn pods(v: Vec<Pod>) -> Vec<Arc<Pod>> {
     v.into_iter().map(Arc::new).collect()
 }
 
-fn run(s: &Service, ps: &[Arc<Pod>], cur: Option<&Endpoints>) -> Plan {
-    plan(&Input {
+fn run(s: &Service, ps: &[Arc<Pod>], cur: Option<&Endpoints>) -> EndpointsPlan {
+    plan(&EndpointsInput {
         service: s,
         pods: ps,
         current: cur,
@@ -67,10 +68,10 @@ fn run(s: &Service, ps: &[Arc<Pod>], cur: Option<&Endpoints>) -> Plan {
     })
 }
 
-fn obj(p: Plan) -> Endpoints {
+fn obj(p: EndpointsPlan) -> Endpoints {
     match p {
-        Plan::Create(e) | Plan::Update(e) => e,
-        Plan::Unchanged => panic!("expected a write"),
+        EndpointsPlan::Create(e) | EndpointsPlan::Update(e) => e,
+        EndpointsPlan::Unchanged => panic!("expected a write"),
     }
 }
 
@@ -96,7 +97,7 @@ fn ips(v: &[&str]) -> Vec<String> {
 }
 
 /// An existing object, as written by a previous sync.
-fn stored(p: Plan) -> Endpoints {
+fn stored(p: EndpointsPlan) -> Endpoints {
     let mut e = obj(p);
     e.metadata.resource_version = "7".into();
     e
@@ -106,19 +107,19 @@ fn stored(p: Plan) -> Endpoints {
 fn creates_with_addresses_ports_labels_and_target_refs() {
     let s = http();
     let ps = pods(vec![pod(1, true)]);
-    let e = match plan(&Input {
+    let e = match plan(&EndpointsInput {
         service: &s,
         pods: &ps,
         current: None,
         trigger_time: Some(Time(jiff::Timestamp::UNIX_EPOCH)),
     }) {
-        Plan::Create(e) => e,
+        EndpointsPlan::Create(e) => e,
         other => panic!("{other:?}"),
     };
     assert_eq!(e.metadata.name, "foo");
     assert_eq!(e.metadata.labels.get("app"), Some("foo"));
     assert_eq!(
-        e.metadata.labels.get(MANAGED_BY_LABEL),
+        e.metadata.labels.get(ENDPOINTS_MANAGED_BY_LABEL),
         Some("endpoint-controller"),
         "upstream 1.33+ labels what its controller writes"
     );
@@ -431,7 +432,11 @@ fn no_op_detection_table() {
     let s = http();
     let ps = pods(vec![pod(1, true), pod(2, false)]);
     let base = stored(run(&s, &ps, None));
-    assert_eq!(run(&s, &ps, Some(&base)), Plan::Unchanged, "same content");
+    assert_eq!(
+        run(&s, &ps, Some(&base)),
+        EndpointsPlan::Unchanged,
+        "same content"
+    );
 
     let mut with_rv = base.clone();
     with_rv.subsets[0].addresses[0]
@@ -444,7 +449,7 @@ fn no_op_detection_table() {
         });
     assert_eq!(
         run(&s, &ps, Some(&with_rv)),
-        Plan::Unchanged,
+        EndpointsPlan::Unchanged,
         "targetRef resourceVersion ignored"
     );
 
@@ -452,7 +457,7 @@ fn no_op_detection_table() {
     headless_label.metadata.labels.insert(HEADLESS_LABEL, "");
     assert_eq!(
         run(&s, &ps, Some(&headless_label)),
-        Plan::Unchanged,
+        EndpointsPlan::Unchanged,
         "the headless label alone is not compared"
     );
 
@@ -466,13 +471,16 @@ fn no_op_detection_table() {
         let written = stored(run(&labelled, &ps, None));
         assert_eq!(
             run(&labelled, &ps, Some(&written)),
-            Plan::Unchanged,
+            EndpointsPlan::Unchanged,
             "{cluster_ip}: a Service labelled headless itself"
         );
         let mut relabelled = written.clone();
         relabelled.metadata.labels.insert("app", "other");
         assert!(
-            matches!(run(&labelled, &ps, Some(&relabelled)), Plan::Update(_)),
+            matches!(
+                run(&labelled, &ps, Some(&relabelled)),
+                EndpointsPlan::Update(_)
+            ),
             "{cluster_ip}: its other labels still compared"
         );
     }
@@ -481,42 +489,51 @@ fn no_op_detection_table() {
     // kube-controller-manager wrote is taken over without a write; an
     // object without the label, or labelled for another manager, gets it.
     let mut unlabelled = base.clone();
-    unlabelled.metadata.labels.remove(MANAGED_BY_LABEL);
+    unlabelled
+        .metadata
+        .labels
+        .remove(ENDPOINTS_MANAGED_BY_LABEL);
     match run(&s, &ps, Some(&unlabelled)) {
-        Plan::Update(e) => assert_eq!(e.metadata.labels.get(MANAGED_BY_LABEL), Some(MANAGED_BY)),
+        EndpointsPlan::Update(e) => assert_eq!(
+            e.metadata.labels.get(ENDPOINTS_MANAGED_BY_LABEL),
+            Some(ENDPOINTS_MANAGED_BY)
+        ),
         other => panic!("no managed-by label: {other:?}"),
     }
     let mut foreign = base.clone();
     foreign
         .metadata
         .labels
-        .insert(MANAGED_BY_LABEL, "someone-else");
+        .insert(ENDPOINTS_MANAGED_BY_LABEL, "someone-else");
     assert!(
-        matches!(run(&s, &ps, Some(&foreign)), Plan::Update(_)),
+        matches!(run(&s, &ps, Some(&foreign)), EndpointsPlan::Update(_)),
         "managed by someone else"
     );
     let mut extra = base.clone();
     extra.metadata.labels.insert("extra", "1");
     assert!(
-        matches!(run(&s, &ps, Some(&extra)), Plan::Update(_)),
+        matches!(run(&s, &ps, Some(&extra)), EndpointsPlan::Update(_)),
         "a label the Service lacks"
     );
     let mut missing = base.clone();
     missing.metadata.labels.remove("app");
     assert!(
-        matches!(run(&s, &ps, Some(&missing)), Plan::Update(_)),
+        matches!(run(&s, &ps, Some(&missing)), EndpointsPlan::Update(_)),
         "a label of the Service missing"
     );
     // A Service labelled managed-by itself: the controller's value is
     // written and then left alone (no rewrite on every sync).
     let mut claims = http();
-    claims.metadata.labels.insert(MANAGED_BY_LABEL, "helm");
+    claims
+        .metadata
+        .labels
+        .insert(ENDPOINTS_MANAGED_BY_LABEL, "helm");
     let written = stored(run(&claims, &ps, None));
     assert_eq!(
-        written.metadata.labels.get(MANAGED_BY_LABEL),
-        Some(MANAGED_BY)
+        written.metadata.labels.get(ENDPOINTS_MANAGED_BY_LABEL),
+        Some(ENDPOINTS_MANAGED_BY)
     );
-    assert_eq!(run(&claims, &ps, Some(&written)), Plan::Unchanged);
+    assert_eq!(run(&claims, &ps, Some(&written)), EndpointsPlan::Unchanged);
 
     let mut other_annotation = base.clone();
     other_annotation
@@ -525,7 +542,7 @@ fn no_op_detection_table() {
         .insert(TRIGGER_TIME_ANNOTATION, "2020-01-01T00:00:00Z");
     assert_eq!(
         run(&s, &ps, Some(&other_annotation)),
-        Plan::Unchanged,
+        EndpointsPlan::Unchanged,
         "annotations are not compared"
     );
 
@@ -549,13 +566,13 @@ fn no_op_detection_table() {
     let mut relabelled = s.clone();
     relabelled.metadata.labels.insert("tier", "fe");
     assert!(
-        matches!(run(&relabelled, &ps, Some(&base)), Plan::Update(_)),
+        matches!(run(&relabelled, &ps, Some(&base)), EndpointsPlan::Update(_)),
         "service labels changed"
     );
 
     let flipped = pods(vec![pod(1, true), pod(2, true)]);
     assert!(
-        matches!(run(&s, &flipped, Some(&base)), Plan::Update(_)),
+        matches!(run(&s, &flipped, Some(&base)), EndpointsPlan::Update(_)),
         "readiness changed"
     );
 }
@@ -596,7 +613,7 @@ fn over_capacity_is_truncated_and_then_left_alone() {
     cur.metadata.resource_version = "7".into();
     assert_eq!(
         run(&s, &ps, Some(&cur)),
-        Plan::Unchanged,
+        EndpointsPlan::Unchanged,
         "better than upstream: no rewrite of an unchanged truncation"
     );
 }

@@ -1,6 +1,7 @@
 //! The EndpointSlice controller's wiring (upstream
 //! `pkg/controller/endpointslice/endpointslice_controller.go`): its
-//! EndpointSlice and Node handlers (C5, C6), `sync_service` (B3–B7), the
+//! EndpointSlice and Node handlers (docs/behaviour.md#up-c5, #up-c6), `sync_service`
+//! (docs/behaviour.md#up-b3–#up-b7), the
 //! topology worker, and the API writer the reconciler's plan is applied
 //! through.
 //!
@@ -8,20 +9,20 @@
 //! reconciler for a plan and hands it to `finalize`. Must never write
 //! except through [`ApiSliceWriter`], which asks the fence first.
 
-use super::topology::TopologyCache;
-use super::tracker::Seen;
+use super::plan::topology::TopologyCache;
+use super::tracker::WriteOrigin;
 use super::{
     finalize, managed_by_us, reconcile, service_key, EndpointSliceTracker, ReconcileInput,
     SliceMetrics, SliceWriter,
 };
-use crate::controller::events::EventSpec;
-use crate::controller::fence::Fence;
-use crate::controller::foreign::ForeignWrites;
-use crate::controller::membership::{pods_for_service, services_for_pod};
-use crate::controller::podutil::service_is_managed;
-use crate::controller::recorder::Record;
-use crate::controller::trigger::TriggerTimeTracker;
-use crate::controller::worker::{SyncError, Syncer};
+use crate::runtime::events::EventSpec;
+use crate::runtime::fence::Fence;
+use crate::runtime::foreign::ForeignWrites;
+use crate::runtime::membership::{pods_for_service, services_for_pod};
+use crate::runtime::podutil::service_is_managed;
+use crate::runtime::recorder::Record;
+use crate::runtime::trigger::TriggerTimeTracker;
+use crate::runtime::worker::{SyncError, Syncer};
 use endpointd_kube::informer::{DeletedObject, EventHandler, IndexKey, Store, SERVICE_NAME_LABEL};
 use endpointd_kube::kube::{self, Client, ENDPOINTSLICES};
 use endpointd_kube::model::{EndpointSlice, Node, ObjectReference, Pod, Service, ZONE_LABEL};
@@ -48,7 +49,7 @@ pub const SLICE_CHANGE_MIN_DELAY: Duration = Duration::from_secs(1);
 
 /// The caches a sync reads.
 #[derive(Clone, Debug)]
-pub struct Listers {
+pub struct SliceListers {
     /// Services.
     pub services: Store<Service>,
     /// Pods.
@@ -61,9 +62,9 @@ pub struct Listers {
 
 /// State shared between the handlers and the workers.
 pub struct Shared {
-    /// Generations of the slices we wrote (B29).
+    /// Generations of the slices we wrote (docs/behaviour.md#up-b29).
     pub tracker: Arc<EndpointSliceTracker>,
-    /// Zone ratios and hints (B24).
+    /// Zone ratios and hints (docs/behaviour.md#up-b24).
     pub topology: Arc<Mutex<TopologyCache>>,
 }
 
@@ -127,14 +128,13 @@ impl SliceWriter for ApiSliceWriter {
 
 /// The EndpointSlice controller: the [`Syncer`] its workers run.
 pub struct SliceController {
-    listers: Listers,
+    listers: SliceListers,
     shared: Arc<Shared>,
     writer: ApiSliceWriter,
     recorder: Arc<dyn Record>,
     metrics: Arc<SliceMetrics>,
     triggers: TriggerTimeTracker,
     max_endpoints_per_slice: usize,
-    shadow: Option<Arc<crate::shadow::Shadow>>,
     clock: endpointd_base::clock::SharedClock,
     foreign: Option<Arc<ForeignWrites>>,
 }
@@ -153,7 +153,7 @@ fn service_ref(svc: &Service) -> ObjectReference {
 impl SliceController {
     /// A controller over `listers`.
     pub fn new(
-        listers: Listers,
+        listers: SliceListers,
         shared: Arc<Shared>,
         writer: ApiSliceWriter,
         recorder: Arc<dyn Record>,
@@ -168,7 +168,6 @@ impl SliceController {
             metrics,
             triggers: TriggerTimeTracker::new(),
             max_endpoints_per_slice,
-            shadow: None,
             clock: endpointd_base::clock::RealClock::shared(),
             foreign: None,
         }
@@ -183,12 +182,6 @@ impl SliceController {
     /// The clock of the stale-cache bound.
     pub fn with_clock(mut self, clock: endpointd_base::clock::SharedClock) -> Self {
         self.clock = clock;
-        self
-    }
-
-    /// Shadow mode: compare with the stored slices, never write.
-    pub fn with_shadow(mut self, shadow: Option<Arc<crate::shadow::Shadow>>) -> Self {
-        self.shadow = shadow;
         self
     }
 
@@ -207,43 +200,14 @@ impl SliceController {
         (pods, existing)
     }
 
-    /// Shadow mode's sync: the slices a sync would create from scratch,
-    /// compared per address type with the stored ones (managed by the
-    /// EndpointSlice controller, not being deleted); no write, no event.
-    fn shadow_sync(&self, shadow: &crate::shadow::Shadow, key: &str) -> Result<(), SyncError> {
-        use crate::shadow::{compare_service_slices, ENDPOINTSLICES};
-        let svc = self.listers.services.get(key);
-        let Some(svc) = svc.filter(|s| service_is_managed(s)) else {
-            shadow.forget(key, ENDPOINTSLICES);
-            return Ok(());
-        };
-        let (pods, existing) = self.pods_and_slices(key, &svc);
-        let nodes = |n: &str| self.listers.nodes.get(n);
-        let plan = reconcile(&ReconcileInput {
-            service: &svc,
-            pods: &pods,
-            existing: &[],
-            nodes: &nodes,
-            trigger_time: None,
-            max_endpoints_per_slice: self.max_endpoints_per_slice,
-            topology: Some(&self.shared.topology),
-        });
-        let diffs = compare_service_slices(&plan, &existing, self.max_endpoints_per_slice);
-        shadow.observe(key, ENDPOINTSLICES, diffs);
-        Ok(())
-    }
-
     /// Upstream `syncService`.
     pub fn sync_service(&self, key: &str) -> Result<(), SyncError> {
-        if let Some(shadow) = &self.shadow {
-            return self.shadow_sync(shadow, key);
-        }
         let Some((ns, name)) = key.split_once('/') else {
             log::warn!("{NAME}: ignoring malformed key {key:?}");
             return Ok(());
         };
         let Some(svc) = self.listers.services.get(key) else {
-            // B3: no API deletes; garbage collection removes the slices.
+            // docs/behaviour.md#up-b3: no API deletes; garbage collection removes the slices.
             self.triggers.delete_service(key);
             self.shared.tracker.delete_service(ns, name);
             self.metrics.delete_service(key);
@@ -295,7 +259,7 @@ impl SliceController {
         let regarding = service_ref(&svc);
         // Upstream emits the plan's (topology) events whatever finalize
         // did, then one warning for the sync's errors together: the pods
-        // skipped for a missing Node (B12) and the failed write.
+        // skipped for a missing Node (docs/behaviour.md#up-b12) and the failed write.
         for ev in &plan.events {
             self.recorder.record(&regarding, ev);
         }
@@ -328,7 +292,7 @@ impl SliceController {
                 );
             }
             // Someone else wrote a slice while our write was in flight:
-            // the held event would have queued the Service (C5)
+            // the held event would have queued the Service (docs/behaviour.md#up-c5)
             // with the slice-change delay; the cache is not stale.
             return Err(SyncError::Requeue(SLICE_CHANGE_MIN_DELAY));
         }
@@ -371,7 +335,7 @@ impl Syncer for SliceController {
 }
 
 /// EndpointSlice events → the Service, after max(1 s, batch period), only
-/// as C5 says (our own writes are recognised by the tracker).
+/// as docs/behaviour.md#up-c5 says (our own writes are recognised by the tracker).
 pub struct SliceHandler {
     queue: RateLimitingQueue<String>,
     shared: Arc<Shared>,
@@ -440,14 +404,14 @@ impl EventHandler<EndpointSlice> for SliceHandler {
         }
         let flipped = managed_by_us(old) != managed_by_us(new);
         let seen = managed_by_us(new).then(|| self.shared.tracker.seen(new));
-        if let (Some(Seen::Foreign), Some(f)) = (seen, &self.foreign) {
+        if let (Some(WriteOrigin::Foreign), Some(f)) = (seen, &self.foreign) {
             let m = &new.metadata;
             f.seen(
                 "endpointslices",
                 &format_args!("EndpointSlice {}/{}", m.namespace, m.name),
             );
         }
-        if flipped || seen.is_some_and(|s| s != Seen::Ours) {
+        if flipped || seen.is_some_and(|s| s != WriteOrigin::Ours) {
             self.enqueue(new);
         }
     }
@@ -462,7 +426,7 @@ impl EventHandler<EndpointSlice> for SliceHandler {
     }
 }
 
-/// Node events → the topology worker (C6): adds and deletes always, updates
+/// Node events → the topology worker (docs/behaviour.md#up-c6): adds and deletes always, updates
 /// only when readiness, the zone label or (beyond upstream) the
 /// allocatable CPU changed. Upstream ignores a CPU change, so zone ratios
 /// went stale, and a Ready node that gets its CPU late left every
@@ -471,7 +435,7 @@ impl EventHandler<EndpointSlice> for SliceHandler {
 /// Also beyond upstream: a node whose zone label changes, or that appears
 /// after the caches synced, queues `node/<name>`, and the topology worker
 /// re-syncs every Service with a pod on it. Upstream reads an endpoint's
-/// zone only when its Service syncs for another reason (C6), so a
+/// zone only when its Service syncs for another reason (docs/behaviour.md#up-c6), so a
 /// relabelled node's endpoints kept the old zone — and their hints were
 /// computed from it — until each Service's next pod change; and the pods
 /// of a node that was missing when their Service synced (skipped with a
@@ -513,7 +477,7 @@ impl EventHandler<Node> for NodeHandler {
 }
 
 /// The topology worker's sync: recompute zone ratios from every node, then
-/// queue the Services whose hints now overload a zone (C6). Beyond
+/// queue the Services whose hints now overload a zone (docs/behaviour.md#up-c6). Beyond
 /// upstream: when the node information turns sufficient (e.g. the first
 /// topology sync after start ran after the Services' first syncs), every
 /// Service with `topology-mode: Auto` is queued too — upstream leaves such
@@ -584,7 +548,7 @@ impl Syncer for TopologySync {
         };
         if now_sufficient {
             for svc in self.services.list() {
-                if crate::endpointslice::trafficdist::hints_enabled(&svc) {
+                if crate::endpointslice::plan::trafficdist::hints_enabled(&svc) {
                     self.service_queue
                         .add(format!("{}/{}", svc.metadata.namespace, svc.metadata.name));
                 }
@@ -607,7 +571,7 @@ mod topology_sync_tests {
     }
 
     fn queue() -> RateLimitingQueue<String> {
-        crate::controller::testkit::queue()
+        crate::runtime::testkit::queue()
     }
 
     /// Which node events reach the topology worker, and with which keys.
@@ -681,22 +645,22 @@ mod topology_sync_tests {
         ];
         for (what, new, want) in cases {
             h.on_update(&Arc::new(base()), &Arc::new(new));
-            assert_eq!(crate::controller::testkit::drain(&queue), want, "{what}");
+            assert_eq!(crate::runtime::testkit::drain(&queue), want, "{what}");
         }
         h.on_add(&Arc::new(base()), true);
         assert_eq!(
-            crate::controller::testkit::drain(&queue),
+            crate::runtime::testkit::drain(&queue),
             topo(),
             "add from the initial list"
         );
         h.on_add(&Arc::new(base()), false);
         assert_eq!(
-            crate::controller::testkit::drain(&queue),
+            crate::runtime::testkit::drain(&queue),
             topo_and_node(),
             "a node appearing later"
         );
         h.on_delete(&DeletedObject::Known(Arc::new(base())));
-        assert_eq!(crate::controller::testkit::drain(&queue), topo(), "delete");
+        assert_eq!(crate::runtime::testkit::drain(&queue), topo(), "delete");
     }
 
     /// `node/<name>` queues exactly the Services selecting a pod on it.
@@ -734,7 +698,7 @@ mod topology_sync_tests {
         let resynced = |node: &str| {
             sync.sync(&format!("{NODE_KEY_PREFIX}{node}"))
                 .expect("sync");
-            let mut got = crate::controller::testkit::drain(&queue);
+            let mut got = crate::runtime::testkit::drain(&queue);
             got.sort();
             got
         };
@@ -812,11 +776,11 @@ mod topology_sync_tests {
     }
 }
 
-/// C5: which slice events queue which Service, and how late.
+/// docs/behaviour.md#up-c5: which slice events queue which Service, and how late.
 #[cfg(test)]
 mod slice_handler_tests {
     use super::*;
-    use crate::endpointslice::{MANAGED_BY, MANAGED_BY_LABEL};
+    use crate::runtime::labels::{SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL};
     use std::collections::BTreeSet;
 
     /// A slice of Service `svc` (no label when empty) in "ns", managed by
@@ -826,8 +790,12 @@ mod slice_handler_tests {
         if !svc.is_empty() {
             labels.insert(SERVICE_NAME_LABEL.into(), svc.into());
         }
-        let by = if ours { MANAGED_BY } else { "someone-else" };
-        labels.insert(MANAGED_BY_LABEL.into(), by.into());
+        let by = if ours {
+            SLICE_MANAGED_BY
+        } else {
+            "someone-else"
+        };
+        labels.insert(SLICE_MANAGED_BY_LABEL.into(), by.into());
         Arc::new(
             serde_json::from_value(serde_json::json!({
                 "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
@@ -840,7 +808,7 @@ mod slice_handler_tests {
 
     /// A handler (batch period 0) over a fresh tracker, and its queue.
     fn handler() -> (RateLimitingQueue<String>, Arc<Shared>, SliceHandler) {
-        let queue = crate::controller::testkit::queue();
+        let queue = crate::runtime::testkit::queue();
         let shared = Arc::new(Shared {
             tracker: Arc::new(EndpointSliceTracker::default()),
             topology: Arc::new(Mutex::new(TopologyCache::new())),
@@ -904,9 +872,7 @@ mod slice_handler_tests {
         h.on_add(&slice("x", "", true, 1), false);
         assert!(queue.try_get().is_none(), "nothing before the delay");
         std::thread::sleep(SLICE_CHANGE_MIN_DELAY + Duration::from_millis(300));
-        let got: BTreeSet<String> = crate::controller::testkit::drain(&queue)
-            .into_iter()
-            .collect();
+        let got: BTreeSet<String> = crate::runtime::testkit::drain(&queue).into_iter().collect();
         let want: BTreeSet<String> = [
             "ns/add-ours",
             "ns/rel-old",

@@ -1,23 +1,21 @@
 //! Slice metadata (upstream `setEndpointSliceLabels`, `newEndpointSlice`,
 //! `getEndpointSlicePrefix`, `ownedBy` and the placeholder comparison in
 //! `staging/src/k8s.io/endpointslice/utils.go` and `reconciler.go`;
-//! upstream-spec B10, B18, B21, B22).
+//! docs/behaviour.md#up-b10, #up-b18, #up-b21, #up-b22).
 //!
 //! Pure; must never read a cache.
 
-use super::{MANAGED_BY, MANAGED_BY_LABEL};
-use crate::endpoints::reconcile::HEADLESS_LABEL;
+use crate::runtime::labels::{
+    HEADLESS_LABEL, SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL, SLICE_RESERVED_LABELS,
+};
 use endpointd_kube::informer::SERVICE_NAME_LABEL;
 use endpointd_kube::model::{
     AddressType, EndpointSlice, EndpointSlicePort, Labels, ObjectMeta, OwnerReference, Service,
 };
 
-/// Labels a Service cannot pass on to its slices (B22).
-pub const RESERVED_LABELS: &[&str] = &[SERVICE_NAME_LABEL, MANAGED_BY_LABEL, HEADLESS_LABEL];
-
 fn unreserved(l: &Labels) -> Labels {
     l.iter()
-        .filter(|(k, _)| !RESERVED_LABELS.contains(k))
+        .filter(|(k, _)| !SLICE_RESERVED_LABELS.contains(k))
         .collect()
 }
 
@@ -32,11 +30,11 @@ pub fn slice_labels(slice_labels: &Labels, svc: &Service) -> (Labels, bool) {
         want.insert(HEADLESS_LABEL, "");
     }
     want.insert(SERVICE_NAME_LABEL, &svc.metadata.name);
-    want.insert(MANAGED_BY_LABEL, MANAGED_BY);
+    want.insert(SLICE_MANAGED_BY_LABEL, SLICE_MANAGED_BY);
     (want, changed)
 }
 
-/// Upstream `ownedBy` (B10): a `v1` `Service` ownerReference with the
+/// Upstream `ownedBy` (docs/behaviour.md#up-b10): a `v1` `Service` ownerReference with the
 /// Service's UID.
 pub fn owned_by(slice: &EndpointSlice, svc: &Service) -> bool {
     slice
@@ -56,7 +54,7 @@ pub fn generate_name(svc: &Service) -> String {
     }
 }
 
-/// Upstream `newEndpointSlice` (B21): generateName, namespace, the
+/// Upstream `newEndpointSlice` (docs/behaviour.md#up-b21): generateName, namespace, the
 /// controller ownerReference, labels, address type, ports and no endpoints.
 pub fn new_slice(
     svc: &Service,
@@ -82,7 +80,7 @@ pub fn new_slice(
     s
 }
 
-/// Upstream `placeholderSliceCompare` (B18): namespace and labels of the
+/// Upstream `placeholderSliceCompare` (docs/behaviour.md#up-b18): namespace and labels of the
 /// metadata (name, annotations, timestamps ignored), owner references,
 /// and the address type, ports and endpoints. Labels compare as upstream's
 /// map look-ups do: a label with an empty value equals no label (a Service

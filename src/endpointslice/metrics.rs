@@ -8,8 +8,8 @@
 //!
 //! Owns registration and the cache; never decides anything.
 
-use super::finalize::FinalizeOutcome;
-use super::reconciler::Plan;
+use super::plan::SlicePlan;
+use super::writer::FinalizeOutcome;
 use endpointd_kube::metrics::{exponential_buckets, Counter, Family, Gauge, Histogram, Registry};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -206,7 +206,7 @@ impl SliceMetrics {
     pub fn record_plan(
         &self,
         key: &str,
-        plan: &Plan,
+        plan: &SlicePlan,
         traffic_distribution: Option<&str>,
         done: &FinalizeOutcome,
     ) {

@@ -3,44 +3,35 @@
 //! `staging/src/k8s.io/endpointslice/`): keeps the discovery.k8s.io/v1
 //! EndpointSlices of every Service with a selector.
 //!
-//! - [`desired`], [`meta`], [`packing`], [`trafficdist`], [`reconciler`]:
-//!   the pure plan (creates, updates, deletes as data);
-//! - [`topology`]: the `topology-mode: Auto` hint allocations;
+//! - [`plan`]: the pure plan (creates, updates, deletes as data;
+//!   `desired`, `packing`, `trafficdist` and the `topology-mode: Auto`
+//!   hint allocations in `topology` inside); [`meta`]: slice metadata;
 //! - [`tracker`]: generations of our own writes (stale-cache guard);
-//! - [`finalize`]: the only writer; [`controller`]: handlers and sync;
+//! - [`writer`]: the only writer; [`controller`]: handlers and sync;
 //! - [`metrics`]: KCM's `endpoint_slice_controller_*` families.
 
 pub mod controller;
-pub mod desired;
-pub mod finalize;
 pub mod meta;
 pub mod metrics;
-pub mod packing;
-pub mod reconciler;
-pub mod topology;
+pub mod plan;
 pub mod tracker;
-pub mod trafficdist;
+pub mod writer;
 
 #[cfg(test)]
 mod tests;
 
-pub use finalize::{finalize, FinalizeOutcome, SliceWriter};
 pub use metrics::SliceMetrics;
-pub use reconciler::{reconcile, Plan, ReconcileInput};
+pub use plan::{reconcile, ReconcileInput, SlicePlan};
 pub use tracker::EndpointSliceTracker;
+pub use writer::{finalize, FinalizeOutcome, SliceWriter};
 
+use crate::runtime::labels::{SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL};
 use endpointd_kube::informer::SERVICE_NAME_LABEL;
 use endpointd_kube::model::EndpointSlice;
 
-/// The label naming the controller that manages a slice.
-pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
-/// Our value of it: kube-controller-manager's, so that endpointd adopts
-/// the slices it leaves behind without churn.
-pub const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
-
 /// Upstream `ManagedByController`.
 pub fn managed_by_us(s: &EndpointSlice) -> bool {
-    s.metadata.labels.get(MANAGED_BY_LABEL) == Some(MANAGED_BY)
+    s.metadata.labels.get(SLICE_MANAGED_BY_LABEL) == Some(SLICE_MANAGED_BY)
 }
 
 /// Upstream `ServiceControllerKey`: `ns/<service-name label>`, or `None`

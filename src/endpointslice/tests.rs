@@ -1,10 +1,10 @@
 //! Table tests of the EndpointSlice plan and finalize, carrying over the
 //! cases of upstream `reconciler_test.go` and `utils_test.go` in our words.
 
-use super::finalize::{finalize, SliceWriter};
-use super::reconciler::{reconcile, Plan, ReconcileInput};
+use super::plan::{reconcile, ReconcileInput, SlicePlan};
 use super::tracker::EndpointSliceTracker;
-use super::{MANAGED_BY, MANAGED_BY_LABEL};
+use super::writer::{finalize, SliceWriter};
+use crate::runtime::labels::{SLICE_MANAGED_BY, SLICE_MANAGED_BY_LABEL};
 use endpointd_kube::kube;
 use endpointd_kube::model::*;
 use std::cell::RefCell;
@@ -67,7 +67,7 @@ fn node(name: &str) -> Option<Arc<Node>> {
     })
 }
 
-fn plan(s: &Service, ps: &[Arc<Pod>], existing: &[Arc<EndpointSlice>]) -> Plan {
+fn plan(s: &Service, ps: &[Arc<Pod>], existing: &[Arc<EndpointSlice>]) -> SlicePlan {
     let nodes = |n: &str| node(n);
     reconcile(&ReconcileInput {
         service: s,
@@ -144,7 +144,7 @@ impl SliceWriter for Fake {
 }
 
 /// Apply a plan as the API would and return the slices that then exist.
-fn apply(s: &Service, existing: &[Arc<EndpointSlice>], p: &Plan) -> Vec<Arc<EndpointSlice>> {
+fn apply(s: &Service, existing: &[Arc<EndpointSlice>], p: &SlicePlan) -> Vec<Arc<EndpointSlice>> {
     let fake = Fake::default();
     *fake.n.borrow_mut() = existing.len() + 100;
     let mut out: Vec<EndpointSlice> = existing.iter().map(|x| (**x).clone()).collect();
@@ -167,7 +167,7 @@ fn apply(s: &Service, existing: &[Arc<EndpointSlice>], p: &Plan) -> Vec<Arc<Endp
     out.into_iter().map(Arc::new).collect()
 }
 
-fn counts(p: &Plan) -> (usize, usize, usize) {
+fn counts(p: &SlicePlan) -> (usize, usize, usize) {
     let c = p.by_type.iter().map(|(_, w)| w.creates.len()).sum();
     let u = p.by_type.iter().map(|(_, w)| w.updates.len()).sum();
     let d = p
@@ -194,7 +194,10 @@ fn no_pods_gives_a_placeholder_that_is_then_kept() {
     assert!(ph.endpoints.is_empty() && ph.ports.is_empty());
     assert_eq!(ph.address_type, AddressType::IPv4);
     assert_eq!(ph.metadata.generate_name, "foo-");
-    assert_eq!(ph.metadata.labels.get(MANAGED_BY_LABEL), Some(MANAGED_BY));
+    assert_eq!(
+        ph.metadata.labels.get(SLICE_MANAGED_BY_LABEL),
+        Some(SLICE_MANAGED_BY)
+    );
     assert_eq!(
         ph.metadata.labels.get("kubernetes.io/service-name"),
         Some("foo")
@@ -210,7 +213,7 @@ fn no_pods_gives_a_placeholder_that_is_then_kept() {
     );
 }
 
-/// Upstream `placeholderSliceCompare` (B18) on a kept placeholder: label
+/// Upstream `placeholderSliceCompare` (docs/behaviour.md#up-b18) on a kept placeholder: label
 /// look-ups read a missing key as "" (an empty-valued label equals none);
 /// a changed label recycles it (one update); beyond upstream, a new owner
 /// uid replaces it (one create, one delete).
@@ -417,7 +420,7 @@ fn labels_ownership_and_foreign_slices() {
     relabelled.metadata.labels = [
         ("team", "b"),
         ("kubernetes.io/service-name", "evil"),
-        (MANAGED_BY_LABEL, "evil"),
+        (SLICE_MANAGED_BY_LABEL, "evil"),
     ]
     .into_iter()
     .collect();
@@ -428,16 +431,16 @@ fn labels_ownership_and_foreign_slices() {
         (
             l.get("team"),
             l.get("kubernetes.io/service-name"),
-            l.get(MANAGED_BY_LABEL)
+            l.get(SLICE_MANAGED_BY_LABEL)
         ),
-        (Some("b"), Some("foo"), Some(MANAGED_BY))
+        (Some("b"), Some("foo"), Some(SLICE_MANAGED_BY))
     );
     // Changing only a reserved label on the Service changes nothing.
     let mut reserved_only = svc();
     reserved_only
         .metadata
         .labels
-        .insert(MANAGED_BY_LABEL, "evil");
+        .insert(SLICE_MANAGED_BY_LABEL, "evil");
     assert_eq!(counts(&plan(&reserved_only, &pods(0..3), &now)), (0, 0, 0));
     // Not owned (a recreated Service): replaced, not recycled.
     let mut recreated = svc();
@@ -449,7 +452,7 @@ fn labels_ownership_and_foreign_slices() {
     foreign
         .metadata
         .labels
-        .insert(MANAGED_BY_LABEL, "someone-else");
+        .insert(SLICE_MANAGED_BY_LABEL, "someone-else");
     foreign.metadata.name = "custom".into();
     let mut dying = (*now[0]).clone();
     dying.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH)).into();
@@ -584,7 +587,7 @@ fn a_failed_write_stops_its_address_type_only() {
         .collect();
     let legacy: EndpointSlice = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "foo-legacy", "namespace": NS, "uid": "l1",
-                     "labels": {"kubernetes.io/service-name": "foo", MANAGED_BY_LABEL: MANAGED_BY},
+                     "labels": {"kubernetes.io/service-name": "foo", SLICE_MANAGED_BY_LABEL: SLICE_MANAGED_BY},
                      "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "foo", "uid": "svc-uid", "controller": true}]},
         "addressType": "IP", "endpoints": [], "ports": []}))
     .expect("an IP slice");
@@ -633,7 +636,7 @@ fn legacy_ip_and_unknown_address_types_decode_and_are_deleted() {
     let s = svc();
     let mut legacy: EndpointSlice = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "foo-legacy", "namespace": NS, "uid": "l1",
-                     "labels": {"kubernetes.io/service-name": "foo", MANAGED_BY_LABEL: MANAGED_BY},
+                     "labels": {"kubernetes.io/service-name": "foo", SLICE_MANAGED_BY_LABEL: SLICE_MANAGED_BY},
                      "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "foo", "uid": "svc-uid", "controller": true}]},
         "addressType": "IP", "endpoints": [], "ports": []}))
     .expect("an IP slice decodes");
@@ -655,7 +658,7 @@ fn legacy_ip_and_unknown_address_types_decode_and_are_deleted() {
     );
 }
 
-/// B14: an endpoint is its addresses, hostname and pod namespace/name.
+/// docs/behaviour.md#up-b14: an endpoint is its addresses, hostname and pod namespace/name.
 /// Two pods sharing an IP (hostNetwork pods of one node) are two
 /// endpoints, neither dropped as a duplicate; a pod re-created under the
 /// same name (a new UID) is the same endpoint, updated in place in its
@@ -723,7 +726,7 @@ fn pods_sharing_an_ip_are_two_endpoints_and_a_recreated_pod_is_updated_in_place(
     assert_eq!(names(&u.endpoints), before, "the same position");
 }
 
-/// B19, B29: a DELETE answered 404 (someone else deleted the slice first)
+/// docs/behaviour.md#up-b19, #up-b29: a DELETE answered 404 (someone else deleted the slice first)
 /// is no error, and is not recorded as our deletion: a slice we had
 /// tracked stays tracked, so its delete event counts as someone else's and
 /// syncs the Service; one we had not leaves nothing behind. A DELETE that
@@ -811,9 +814,9 @@ fn the_event_of_our_delete_before_its_answer_leaves_nothing_behind() {
     old.metadata.labels = [("kubernetes.io/service-name", s.metadata.name.to_string())]
         .into_iter()
         .collect();
-    let plan = Plan {
+    let plan = SlicePlan {
         unsupported: vec![old.clone()],
-        ..Plan::default()
+        ..SlicePlan::default()
     };
     for fail in [false, true] {
         let tracker = EndpointSliceTracker::default();

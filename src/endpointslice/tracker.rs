@@ -1,6 +1,6 @@
 //! The EndpointSlice generation tracker (upstream
 //! `staging/src/k8s.io/endpointslice/util/endpointslice_tracker.go`;
-//! upstream-spec B6, B29): per Service, the generation of every slice this
+//! docs/behaviour.md#up-b6, #up-b29): per Service, the generation of every slice this
 //! controller wrote (or −1: deletion expected), so that handlers ignore our
 //! own writes and a sync knows when the cache is older than them. While an
 //! update or a create of ours is in flight, events that may be its echo are
@@ -10,6 +10,7 @@
 //! Thread-safe (handlers and workers share it); never reads a cache.
 
 use super::service_key;
+use crate::runtime::stale::give_up_stale;
 use compact_str::CompactString;
 use endpointd_kube::model::{EndpointSlice, Service, Uid};
 use std::borrow::Borrow;
@@ -127,7 +128,7 @@ impl Gens {
 struct ServiceState {
     /// The Service's `ns/name` (inline up to 24 bytes).
     key: CompactString,
-    /// The Service UID the generations belong to (B6's UID reset).
+    /// The Service UID the generations belong to (docs/behaviour.md#up-b6's UID reset).
     service_uid: Uid,
     generations: Gens,
     /// What only matters while writes are in flight or the cache looks
@@ -200,49 +201,6 @@ impl Eq for Slot {}
 /// The per-Service states (a set: a state holds its key).
 type States = HashSet<Slot>;
 
-/// How long the cache may look older than our own writes before the
-/// bookkeeping is taken for wrong and dropped. Watch lag is milliseconds;
-/// what outlasts this is an API server restored from an etcd backup
-/// (generations went back) or a write the cache will never show. Upstream
-/// stays stale until the process restarts; we converge. (A slice we
-/// created that the cache lacks is given up on only after the cache was
-/// listed again, whatever the time: see
-/// [`EndpointSliceTracker::stale_slices_at`].)
-pub const STALE_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Whether a cache that has looked older than our writes since `since`
-/// (when its LIST count was `lists_then`) is given up on now (logged), for
-/// both controllers: a write the cache lacks that we *created* only once
-/// the cache was listed again (`lists` differs: a fresh, consistent read
-/// still lacking it means it is gone; before that, the watch may just be
-/// stalled, and syncing from the cache would create it twice); any other
-/// staleness after [`STALE_GIVE_UP`]. `what` names the cache in the log.
-pub fn give_up_stale(
-    what: &str,
-    key: &str,
-    created_missing: bool,
-    (since, lists_then): (std::time::Instant, u64),
-    (now, lists): (std::time::Instant, u64),
-) -> bool {
-    if created_missing {
-        if lists == lists_then {
-            return false;
-        }
-        log::warn!(
-            "{what} cache of {key} lacks what we created even after listing again (an API server restored from a backup?); forgetting what we wrote and syncing from the cache"
-        );
-    } else {
-        if now.saturating_duration_since(since) < STALE_GIVE_UP {
-            return false;
-        }
-        log::warn!(
-            "{what} cache of {key} still older than our writes after {}s (an API server restored from a backup?); forgetting what we wrote and syncing from the cache",
-            STALE_GIVE_UP.as_secs()
-        );
-    }
-    true
-}
-
 /// How a Service's cached slices compare with what we wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Staleness {
@@ -254,7 +212,7 @@ enum Staleness {
     Missing,
 }
 
-/// How `slices` compare with `st` (B6); a recreated Service (new UID)
+/// How `slices` compare with `st` (docs/behaviour.md#up-b6); a recreated Service (new UID)
 /// starts afresh. A missing slice outranks an older one: it is the case
 /// that must not be synced from the cache early.
 fn staleness<'a>(
@@ -407,7 +365,7 @@ fn generation(s: &EndpointSlice) -> i64 {
 
 /// What [`EndpointSliceTracker::seen`] makes of an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Seen {
+pub enum WriteOrigin {
     /// Our own write, or older.
     Ours,
     /// A slice (or Service) we have not written.
@@ -553,37 +511,37 @@ impl EndpointSliceTracker {
     /// Whether an event about `s` should sync its Service: untracked
     /// Service or slice, or a generation newer than ours.
     pub fn should_sync(&self, s: &EndpointSlice) -> bool {
-        self.seen(s) != Seen::Ours
+        self.seen(s) != WriteOrigin::Ours
     }
 
     /// What an event about `s` shows: our own write (its echo, held while
     /// the write is in flight, or an older generation), a slice or Service
     /// not tracked, or someone else's write to a slice we wrote (a
     /// generation newer than ours).
-    pub fn seen(&self, s: &EndpointSlice) -> Seen {
+    pub fn seen(&self, s: &EndpointSlice) -> WriteOrigin {
         let Some(k) = service_key(s) else {
-            return Seen::Untracked;
+            return WriteOrigin::Untracked;
         };
         let uid = Uid::new(&s.metadata.uid);
         self.update_existing(&k, |x| {
             if let Some(held) = x.busy.as_mut().and_then(|b| b.in_flight.get_mut(&uid)) {
                 *held = (*held).max(generation(s));
-                return Seen::Ours;
+                return WriteOrigin::Ours;
             }
             match x.generations.get(&uid) {
                 None => match x.busy.as_mut().filter(|b| b.creating > 0) {
                     Some(b) => {
                         let held = b.held_new.entry_or(uid, 0);
                         *held = (*held).max(generation(s));
-                        Seen::Ours
+                        WriteOrigin::Ours
                     }
-                    None => Seen::Untracked,
+                    None => WriteOrigin::Untracked,
                 },
-                Some(g) if generation(s) > g => Seen::Foreign,
-                Some(_) => Seen::Ours,
+                Some(g) if generation(s) > g => WriteOrigin::Foreign,
+                Some(_) => WriteOrigin::Ours,
             }
         })
-        .unwrap_or(Seen::Untracked)
+        .unwrap_or(WriteOrigin::Untracked)
     }
 
     /// `s` was deleted: forget it; false when it was tracked and the
@@ -619,7 +577,7 @@ impl EndpointSliceTracker {
         self.lock().remove(format!("{namespace}/{name}").as_str());
     }
 
-    /// B6: whether `slices` (the cached managed slices of `svc`) are older
+    /// docs/behaviour.md#up-b6: whether `slices` (the cached managed slices of `svc`) are older
     /// than what we wrote. A recreated Service (new UID) starts afresh.
     pub fn stale_slices<'a>(
         &self,
@@ -636,8 +594,9 @@ impl EndpointSliceTracker {
     /// from the cache as it is; `lists` is the slice cache's
     /// [`list_count`](endpointd_kube::informer::Store::list_count).
     /// - A cached slice older than ours (or one we deleted): after
-    ///   [`STALE_GIVE_UP`]. Syncing from it then is safe: an update carries
-    ///   the resourceVersion it read, so a truly stale one meets a 409.
+    ///   [`STALE_GIVE_UP`](crate::runtime::stale::STALE_GIVE_UP). Syncing
+    ///   from it then is safe: an update carries the resourceVersion it
+    ///   read, so a truly stale one meets a 409.
     /// - A slice we created that the cache lacks: only once the cache was
     ///   listed again since this began. A watch that stalls (a lossy link
     ///   stops one TCP stream while new connections work, until the idle
@@ -705,6 +664,7 @@ impl EndpointSliceTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::stale::STALE_GIVE_UP;
     use endpointd_kube::model::AddressType;
 
     fn slice(uid: &str, gen: i64) -> EndpointSlice {
@@ -785,16 +745,24 @@ mod tests {
     #[test]
     fn foreign_writes_are_newer_generations_of_slices_we_wrote() {
         let t = EndpointSliceTracker::default();
-        assert_eq!(t.seen(&slice("a", 1)), Seen::Untracked, "no Service state");
+        assert_eq!(
+            t.seen(&slice("a", 1)),
+            WriteOrigin::Untracked,
+            "no Service state"
+        );
         t.update(&slice("a", 2));
-        assert_eq!(t.seen(&slice("a", 2)), Seen::Ours, "our echo");
-        assert_eq!(t.seen(&slice("a", 1)), Seen::Ours, "older");
-        assert_eq!(t.seen(&slice("a", 3)), Seen::Foreign);
-        assert_eq!(t.seen(&slice("b", 1)), Seen::Untracked, "not ours");
+        assert_eq!(t.seen(&slice("a", 2)), WriteOrigin::Ours, "our echo");
+        assert_eq!(t.seen(&slice("a", 1)), WriteOrigin::Ours, "older");
+        assert_eq!(t.seen(&slice("a", 3)), WriteOrigin::Foreign);
+        assert_eq!(t.seen(&slice("b", 1)), WriteOrigin::Untracked, "not ours");
         let w = t.begin_update(&slice("a", 2));
-        assert_eq!(t.seen(&slice("a", 3)), Seen::Ours, "held while in flight");
+        assert_eq!(
+            t.seen(&slice("a", 3)),
+            WriteOrigin::Ours,
+            "held while in flight"
+        );
         assert!(!w.finish(&slice("a", 3)));
-        assert_eq!(t.seen(&slice("a", 4)), Seen::Foreign);
+        assert_eq!(t.seen(&slice("a", 4)), WriteOrigin::Foreign);
     }
 
     /// The echo of our own update, seen before the update's response, does

@@ -9,16 +9,16 @@
 //! shadow mode's comparisons by meaning — never a second copy of the
 //! rules. Pure: no client, no clock, no logging.
 
-use crate::controller::membership::selects;
-use crate::controller::podutil::{parse_ip_sloppy, service_is_managed, should_pod_be_in_endpoints};
-use crate::endpoints::desired::unpacked_subsets;
-use crate::endpoints::desired::{pod_address, wants_v6};
-use crate::endpoints::reconcile::{self as ep_reconcile, Plan as EpPlan};
-use crate::endpoints::repack::repack_subsets;
-use crate::endpointslice::desired::address_types_for_service;
-use crate::endpointslice::reconciler::{reconcile, ReconcileInput};
-use crate::endpointslice::topology::TopologyCache;
-use crate::endpointslice::trafficdist::hints_enabled;
+use crate::endpoints::plan::desired::unpacked_subsets;
+use crate::endpoints::plan::desired::{pod_address, wants_v6};
+use crate::endpoints::plan::repack::repack_subsets;
+use crate::endpoints::plan::{self as ep_reconcile, EndpointsPlan};
+use crate::endpointslice::plan::desired::address_types_for_service;
+use crate::endpointslice::plan::topology::TopologyCache;
+use crate::endpointslice::plan::trafficdist::hints_enabled;
+use crate::endpointslice::plan::{reconcile, ReconcileInput};
+use crate::runtime::membership::selects;
+use crate::runtime::podutil::{parse_ip_sloppy, service_is_managed, should_pod_be_in_endpoints};
 use crate::shadow::{compare_endpoints, compare_service_slices};
 use endpointd_kube::model::{
     AddressType, EndpointSlice, Endpoints, IntOrString, Node, Pod, Service,
@@ -401,8 +401,8 @@ fn state(pod: &Pod, reasons: &[Reason]) -> &'static str {
 
 /// Which hints the plan gives endpoints, or why none (upstream: the
 /// topology-mode annotation wins over trafficDistribution).
-fn hints_text(svc: &Service, plan: &crate::endpointslice::reconciler::Plan) -> String {
-    use crate::endpointslice::trafficdist::{heuristic, Heuristic};
+fn hints_text(svc: &Service, plan: &crate::endpointslice::plan::SlicePlan) -> String {
+    use crate::endpointslice::plan::trafficdist::{heuristic, Heuristic};
     use crate::endpointslice::TopologyMode;
     let hinted = plan
         .by_type
@@ -533,14 +533,14 @@ fn endpoints_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, V
             )],
         );
     }
-    let plan = ep_reconcile::plan(&ep_reconcile::Input {
+    let plan = ep_reconcile::plan(&ep_reconcile::EndpointsInput {
         service: svc,
         pods: selected,
         current: inputs.endpoints,
         trigger_time: None,
     });
     match plan {
-        EpPlan::Update(_) => (
+        EndpointsPlan::Update(_) => (
             true,
             vec!["Endpoints: the same addresses and ports, but endpointd would still rewrite it (labels or subset order differ)".into()],
         ),

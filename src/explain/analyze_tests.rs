@@ -243,8 +243,8 @@ fn in_sync_compares_with_what_the_controllers_compute() {
     );
     // Stored as endpointd would write them: in sync, and the pod is found
     // in both.
-    let crate::endpoints::reconcile::Plan::Create(ep) =
-        crate::endpoints::reconcile::plan(&crate::endpoints::reconcile::Input {
+    let crate::endpoints::plan::EndpointsPlan::Create(ep) =
+        crate::endpoints::plan::plan(&crate::endpoints::plan::EndpointsInput {
             service: &svc,
             pods: &pods,
             current: None,

@@ -3,6 +3,8 @@
 
 pub mod election;
 pub mod identity;
+pub mod sink;
 pub mod thread;
 
+pub use sink::{LeadershipSink, OnEvent};
 pub use thread::{Election, LeaseConfig, LeaseState, LeaseThread};

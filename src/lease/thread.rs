@@ -1,4 +1,4 @@
-//! The lease thread: one thread, two jobs (upstream-spec F3–F8).
+//! The lease thread: one thread, two jobs (docs/behaviour.md#up-f3–#up-f8).
 //!
 //! 1. Leader election over `[leader_election] lease_namespace/lease_name`:
 //!    renew every `retry_period`, or (standby) try to acquire every
@@ -23,8 +23,8 @@
 
 use super::election::{self, Decision, Observed};
 use super::identity;
-use crate::controller::events::EventSpec;
-use crate::controller::fence::Fence;
+use super::sink::LeadershipSink;
+pub use super::sink::OnEvent;
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::kube::{Client, Error, ListParams, LEASES};
 use endpointd_kube::model::{Lease, Object, ObjectReference};
@@ -130,16 +130,16 @@ impl LeaseState {
     /// Leadership is lost for good: not leading, `lost`, every write
     /// refused. Whether this instance was leading. A renewal answered later
     /// changes nothing ([`LeaseState::renewed`]).
-    pub fn lose(&self, fence: &Fence) -> bool {
+    pub fn lose(&self, fence: &dyn LeadershipSink) -> bool {
         let _serial = self.last_renewal.lock().unwrap_or_else(|p| p.into_inner());
         self.lost.store(true, Ordering::SeqCst);
-        fence.revoke();
+        fence.stopped_leading();
         self.leading.swap(false, Ordering::SeqCst)
     }
     /// A successful acquisition or renewal sent at `sent`: the fence opens
     /// and this instance leads — unless leadership was lost meanwhile
     /// (`None`: nothing changes). `Some(true)` when it just became leader.
-    fn renewed(&self, fence: &Fence, sent: Instant) -> Option<bool> {
+    fn renewed(&self, fence: &dyn LeadershipSink, sent: Instant) -> Option<bool> {
         let mut last = self.last_renewal.lock().unwrap_or_else(|p| p.into_inner());
         if self.lost() {
             return None;
@@ -152,9 +152,6 @@ impl LeaseState {
         *self.busy_since.lock().unwrap_or_else(|p| p.into_inner()) = since;
     }
 }
-
-/// Emits an event about the election Lease.
-pub type OnEvent = Box<dyn Fn(&ObjectReference, &EventSpec) + Send>;
 
 /// Called when renewing the identity Lease failed twice in one round for a
 /// reason other than a conflict: the daemon drops the API clients' pooled
@@ -197,7 +194,7 @@ impl LeaseApi for Client {
 struct Runner {
     api: Box<dyn LeaseApi>,
     clock: SharedClock,
-    fence: Fence,
+    fence: Box<dyn LeadershipSink>,
     cfg: LeaseConfig,
     state: Arc<LeaseState>,
     stop: Shutdown,
@@ -293,7 +290,7 @@ impl Runner {
         let sent = self.clock.now();
         let ok = self.try_acquire_or_renew(e, &me, sent);
         if ok {
-            match self.state.renewed(&self.fence, sent) {
+            match self.state.renewed(&*self.fence, sent) {
                 None => {
                     log::warn!("leader election: a renewal answered after leadership was given up is ignored");
                     return;
@@ -303,8 +300,8 @@ impl Runner {
                     // not count against the first renewal's deadline.
                     self.state.set_busy(Some(self.clock.now()));
                     log::info!(holder = me.as_str(); "leader election: {me} became leader");
-                    let spec = EventSpec::normal("LeaderElection", format!("{me} became leader"));
-                    (self.on_event)(&self.lease_ref(e), &spec);
+                    let message = format!("{me} became leader");
+                    (self.on_event)(&self.lease_ref(e), "LeaderElection", &message);
                 }
                 Some(false) => {}
             }
@@ -318,7 +315,7 @@ impl Runner {
                     "leader election: leadership lost (no renewal within {:?})",
                     e.renew_deadline
                 );
-                self.state.lose(&self.fence);
+                self.state.lose(&*self.fence);
             }
         }
     }
@@ -357,7 +354,7 @@ impl Runner {
                 self.set_leader(&holder);
                 if self.state.leading() {
                     log::error!(holder = holder.as_str(); "leader election: leadership lost: {holder} holds the lease");
-                    self.state.lose(&self.fence);
+                    self.state.lose(&*self.fence);
                 }
                 false
             }
@@ -500,7 +497,7 @@ impl Runner {
     fn release(&mut self) {
         let ns = self.cfg.namespace.clone();
         if let (Some(e), true) = (self.cfg.election.clone(), self.state.leading()) {
-            self.fence.revoke();
+            self.fence.stopped_leading();
             self.state.leading.store(false, Ordering::SeqCst);
             for _ in 0..3 {
                 let Ok(got) = self.api.get(&ns, &e.name) else {
@@ -533,7 +530,7 @@ impl LeaseThread {
     pub fn start(
         api: impl LeaseApi + 'static,
         clock: SharedClock,
-        fence: Fence,
+        fence: impl LeadershipSink + 'static,
         cfg: LeaseConfig,
         on_event: OnEvent,
         on_repeated_failure: OnRepeatedFailure,
@@ -543,7 +540,7 @@ impl LeaseThread {
         let runner = Runner {
             api: Box::new(api),
             clock,
-            fence,
+            fence: Box::new(fence),
             cfg,
             state: Arc::clone(&state),
             stop: stop.clone(),

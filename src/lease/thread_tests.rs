@@ -7,6 +7,7 @@
 //! ladder.
 
 use super::*;
+use crate::runtime::fence::Fence;
 use endpointd_base::clock::{Clock, FakeClock};
 use endpointd_kube::kube::Status;
 use endpointd_kube::model::MicroTime;
@@ -155,7 +156,7 @@ fn runner(
     let r = Runner {
         api: Box::new(api.clone()),
         clock: clock.clone(),
-        fence: fence.clone(),
+        fence: Box::new(fence.clone()),
         cfg: LeaseConfig {
             namespace: "kube-system".into(),
             identity: me.into(),
@@ -165,7 +166,7 @@ fn runner(
         },
         state: Arc::new(LeaseState::default()),
         stop: Shutdown::new(),
-        on_event: Box::new(|_, _| {}),
+        on_event: Box::new(|_, _, _| {}),
         on_repeated_failure: Box::new(move || {
             resets.fetch_add(1, Ordering::SeqCst);
         }),

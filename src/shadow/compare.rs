@@ -22,14 +22,13 @@
 //!
 //! Must never read a cache, a clock, or write anything.
 
-use crate::endpoints::reconcile::{
-    HEADLESS_LABEL, MANAGED_BY as ENDPOINTS_MANAGED_BY,
-    MANAGED_BY_LABEL as ENDPOINTS_MANAGED_BY_LABEL, OVER_CAPACITY_ANNOTATION,
-};
-use crate::endpointslice::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
 use crate::endpointslice::managed_by_us;
-use crate::endpointslice::meta::RESERVED_LABELS;
-use crate::endpointslice::reconciler::Plan;
+use crate::endpointslice::plan::desired::{endpoint_key, port_map_key, EndpointKey, PortMapKey};
+use crate::endpointslice::plan::SlicePlan;
+use crate::runtime::labels::{
+    ENDPOINTS_MANAGED_BY, ENDPOINTS_MANAGED_BY_LABEL, HEADLESS_LABEL, OVER_CAPACITY_ANNOTATION,
+    SLICE_RESERVED_LABELS,
+};
 use endpointd_kube::model::{
     AddressType, Endpoint, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
     Labels,
@@ -79,7 +78,7 @@ fn diff(kind: &str, detail: String) -> Difference {
 /// endpointd's plan from scratch (no existing slices): per address type the
 /// plan has, [`compare_slices`]; for one it no longer has, [`extra_slices`].
 pub fn compare_service_slices(
-    fresh: &Plan,
+    fresh: &SlicePlan,
     existing: &[Arc<EndpointSlice>],
     max: usize,
 ) -> Vec<Difference> {
@@ -526,9 +525,11 @@ pub fn compare_slices(
     let mut labels = Vec::new();
     if let Some(w) = desired.first() {
         for s in existing {
-            if let Some(d) =
-                label_difference(&w.metadata.labels, &s.metadata.labels, RESERVED_LABELS)
-            {
+            if let Some(d) = label_difference(
+                &w.metadata.labels,
+                &s.metadata.labels,
+                SLICE_RESERVED_LABELS,
+            ) {
                 labels.push(format!("{}: {d}", s.metadata.name));
             }
         }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::endpoints::reconcile::OVER_CAPACITY_ANNOTATION;
+use crate::runtime::labels::OVER_CAPACITY_ANNOTATION;
 use serde_json::json;
 
 /// The Endpoints comparison for a Service without labels.

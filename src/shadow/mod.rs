@@ -14,6 +14,7 @@
 //! never write to the API server.
 
 pub mod compare;
+pub mod syncer;
 
 pub use compare::{
     compare_endpoints, compare_service_slices, compare_slices, extra_slices, Difference,

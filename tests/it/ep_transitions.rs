@@ -1249,10 +1249,12 @@ fn foreign_endpoints_created_before_its_service() {
 /// echo back.
 #[test]
 fn recreated_before_the_delete_echo_gets_its_endpoints() {
-    use endpointd::controller::fence::Fence;
-    use endpointd::controller::recorder::Discard;
-    use endpointd::endpoints::apply::EndpointsWriter;
-    use endpointd::endpoints::controller::{EndpointsController, EndpointsHandler, Listers};
+    use endpointd::endpoints::controller::{
+        EndpointsController, EndpointsHandler, EndpointsListers,
+    };
+    use endpointd::endpoints::writer::EndpointsWriter;
+    use endpointd::runtime::fence::Fence;
+    use endpointd::runtime::recorder::Discard;
     use endpointd_base::clock::RealClock;
     use endpointd_kube::informer::{DeletedObject, EventHandler, IndexKey, Store, WatchEvent};
     use endpointd_kube::kube::{Client, ClientConfig};
@@ -1282,7 +1284,7 @@ fn recreated_before_the_delete_echo_gets_its_endpoints() {
         Fence::open(),
         Arc::new(Discard),
     ));
-    let listers = Listers {
+    let listers = EndpointsListers {
         services: services.clone(),
         pods: pods.clone(),
         endpoints: endpoints.clone(),

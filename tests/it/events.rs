@@ -5,9 +5,9 @@
 use crate::harness::controller as controller_support;
 
 use controller_support::*;
-use endpointd::controller::events::EventSpec;
-use endpointd::controller::fence::Fence;
-use endpointd::controller::recorder::{self, EventRecorder, Record, RecorderConfig};
+use endpointd::runtime::events::EventSpec;
+use endpointd::runtime::fence::Fence;
+use endpointd::runtime::recorder::{self, EventRecorder, Record, RecorderConfig};
 use endpointd_base::clock::RealClock;
 use endpointd_kube::kube::{Client, ClientConfig};
 use endpointd_kube::metrics::Registry;

@@ -50,7 +50,7 @@ fn object_key(r: &ObjectReference) -> (String, String, String, String) {
 
 /// What the writer must do.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Action {
+pub enum EventAction {
     /// POST this new Event.
     Create(Box<Event>),
     /// PUT this Event (the stored one with its series advanced).
@@ -93,7 +93,7 @@ impl Correlator {
         wall: SystemTime,
         regarding: &ObjectReference,
         spec: &EventSpec,
-    ) -> Action {
+    ) -> EventAction {
         let obj = object_key(regarding);
         let (bucket, last) = self
             .buckets
@@ -101,7 +101,7 @@ impl Correlator {
             .or_insert_with(|| (TokenBucket::new(SPAM_QPS, SPAM_BURST), now));
         *last = now;
         if bucket.tokens_at(now) < 1.0 {
-            return Action::Throttled;
+            return EventAction::Throttled;
         }
         bucket.reserve(now);
         let note = endpointd_kube::text::prefix_within(&spec.message, MAX_NOTE).to_string();
@@ -120,7 +120,7 @@ impl Correlator {
                     count,
                     last_observed_time: at,
                 });
-                return Action::Update(Box::new(s.event.clone()));
+                return EventAction::Update(Box::new(s.event.clone()));
             }
         }
         let event = self.new_event(regarding, spec, note, at, wall);
@@ -132,7 +132,7 @@ impl Correlator {
             },
         );
         self.evict();
-        Action::Create(Box::new(event))
+        EventAction::Create(Box::new(event))
     }
 
     fn new_event(
@@ -233,7 +233,7 @@ mod tests {
         let t0 = Instant::now();
         let w0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let spec = EventSpec::warning("FailedToUpdateEndpoint", "boom");
-        let Action::Create(e) = c.observe(t0, w0, &obj("a"), &spec) else {
+        let EventAction::Create(e) = c.observe(t0, w0, &obj("a"), &spec) else {
             panic!("create")
         };
         assert_eq!(
@@ -244,7 +244,8 @@ mod tests {
         assert!(e.metadata.name.starts_with("a."));
         assert_eq!(e.reporting_controller, "endpoint-controller");
         for n in 2..=3 {
-            let Action::Update(u) = c.observe(t0 + Duration::from_secs(n), w0, &obj("a"), &spec)
+            let EventAction::Update(u) =
+                c.observe(t0 + Duration::from_secs(n), w0, &obj("a"), &spec)
             else {
                 panic!("update")
             };
@@ -252,17 +253,20 @@ mod tests {
             assert_eq!(u.metadata.name, e.metadata.name);
         }
         assert!(
-            matches!(c.observe(t0, w0, &obj("b"), &spec), Action::Create(_)),
+            matches!(c.observe(t0, w0, &obj("b"), &spec), EventAction::Create(_)),
             "another object"
         );
         let other = EventSpec::warning("FailedToUpdateEndpoint", "other");
         assert!(
-            matches!(c.observe(t0, w0, &obj("a"), &other), Action::Create(_)),
+            matches!(c.observe(t0, w0, &obj("a"), &other), EventAction::Create(_)),
             "another note"
         );
         let late = t0 + Duration::from_secs(3) + SERIES_WINDOW + Duration::from_secs(1);
         assert!(
-            matches!(c.observe(late, w0, &obj("a"), &spec), Action::Create(_)),
+            matches!(
+                c.observe(late, w0, &obj("a"), &spec),
+                EventAction::Create(_)
+            ),
             "after the window: a new Event"
         );
     }
@@ -275,23 +279,23 @@ mod tests {
         for i in 0..25 {
             let spec = EventSpec::normal("R", format!("note {i}"));
             assert!(
-                !matches!(c.observe(t0, w, &obj("a"), &spec), Action::Throttled),
+                !matches!(c.observe(t0, w, &obj("a"), &spec), EventAction::Throttled),
                 "event {i}"
             );
         }
         let spec = EventSpec::normal("R", "one too many");
-        assert_eq!(c.observe(t0, w, &obj("a"), &spec), Action::Throttled);
+        assert_eq!(c.observe(t0, w, &obj("a"), &spec), EventAction::Throttled);
         assert!(
-            !matches!(c.observe(t0, w, &obj("b"), &spec), Action::Throttled),
+            !matches!(c.observe(t0, w, &obj("b"), &spec), EventAction::Throttled),
             "per object"
         );
         assert_eq!(
             c.observe(t0 + Duration::from_secs(299), w, &obj("a"), &spec),
-            Action::Throttled
+            EventAction::Throttled
         );
         assert!(!matches!(
             c.observe(t0 + Duration::from_secs(300), w, &obj("a"), &spec),
-            Action::Throttled
+            EventAction::Throttled
         ));
     }
 
@@ -300,7 +304,7 @@ mod tests {
         let mut c = Correlator::new("x", "y");
         let t0 = Instant::now();
         let long = "é".repeat(2000);
-        let Action::Create(e) = c.observe(
+        let EventAction::Create(e) = c.observe(
             t0,
             SystemTime::UNIX_EPOCH,
             &obj("a"),

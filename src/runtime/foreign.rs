@@ -1,32 +1,15 @@
 //! Writes by someone else to the objects endpointd manages, and the warning
-//! an operator needs when they keep coming: **another controller is
-//! writing the same objects** — most likely kube-controller-manager with
-//! its `endpoint`/`endpointslice` controllers still enabled (the hand-over
-//! step that is easy to forget), or a second endpointd under another lease
-//! name. Two writers of the same objects fight: each write of one is a
-//! foreign edit to the other, and where they disagree (a kube-controller-
-//! manager older than 1.33 removes the Endpoints' managed-by label
-//! endpointd sets) they rewrite each other's objects for as long as both
-//! run. Upstream has no such check (its controllers never share their
-//! objects with another manager).
-//!
-//! The controllers report each foreign update they recognise: an
-//! EndpointSlice of ours at a generation we did not write (its event, or
-//! one held while our own write of it was in flight, which then finds
-//! itself overtaken); an Endpoints whose content is neither our last write
-//! nor the one before it (the late echo of a write whose answer was lost).
-//! Each is counted (`endpointd_foreign_writes_total{resource}`) and synced
-//! at once, as always.
-//! When [`THRESHOLD`] of them fall within [`WINDOW`], one warning says so
-//! and what to do, at most once per [`QUIET`]. A single `kubectl edit` is
-//! corrected without a warning. Nothing is recorded while this instance
-//! may not write (a standby's leader writes everything) or in shadow mode
-//! (kube-controller-manager's writes are what shadow mode watches).
+//! when they keep coming (another controller writing the same objects).
+//! The controllers report each foreign update they recognise; each is
+//! counted (`endpointd_foreign_writes_total{resource}`) and synced at once.
+//! When [`THRESHOLD`] of them fall within [`WINDOW`], one warning says so,
+//! at most once per [`QUIET`]. Nothing is recorded while this instance may
+//! not write, or in shadow mode. Why: `docs/history.md#foreign-writes`.
 //!
 //! Owns the count and the decision to warn; never reads a cache or writes
 //! to the API server.
 
-use crate::controller::fence::Fence;
+use crate::runtime::fence::Fence;
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::metrics::{Counter, Family, Registry};
 use std::collections::VecDeque;

@@ -1,24 +1,29 @@
 //! The enabled controllers as one unit for the daemon: their queues and
 //! handlers (handed to the caches before the informers start), their
 //! worker pools (started only once every cache they read has synced), and
-//! their orderly stop.
+//! their orderly stop. The mode is chosen here: each pool runs its
+//! controller, or in shadow mode that controller's shadow syncer
+//! (`crate::shadow::syncer`).
 //!
 //! Owns construction and life cycle only; never syncs anything itself.
+//! The only module that knows every controller.
 
 use crate::caches::{Caches, Hooks};
 use crate::config::Config;
-use crate::controller::fence::Fence;
-use crate::controller::foreign::ForeignWrites;
-use crate::controller::metrics::ControllerMetrics;
-use crate::controller::recorder::Record;
-use crate::controller::worker::{Syncer, WorkerPool};
-use crate::endpoints::apply::EndpointsWriter;
 use crate::endpoints::controller::{self as ep, EndpointsController, EndpointsHandler};
+use crate::endpoints::writer::EndpointsWriter;
 use crate::endpointslice::controller::{
     self as es, ApiSliceWriter, NodeHandler, Shared, SliceController, SliceHandler, TopologySync,
 };
-use crate::endpointslice::topology::TopologyCache;
+use crate::endpointslice::plan::topology::TopologyCache;
 use crate::endpointslice::{EndpointSliceTracker, SliceMetrics};
+use crate::runtime::fence::Fence;
+use crate::runtime::foreign::ForeignWrites;
+use crate::runtime::metrics::ControllerMetrics;
+use crate::runtime::recorder::Record;
+use crate::runtime::worker::{Syncer, WorkerPool};
+use crate::shadow::syncer::{EndpointsShadow, SliceShadow};
+use crate::shadow::Shadow;
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::kube::Client;
 use endpointd_kube::metrics::{Family, Gauge, Registry};
@@ -47,7 +52,7 @@ pub struct Deps {
     /// Events of the EndpointSlice controller (`endpoint-slice-controller`).
     pub slice_events: Arc<dyn Record>,
     /// Shadow mode: compare instead of writing.
-    pub shadow: Option<Arc<crate::shadow::Shadow>>,
+    pub shadow: Option<Arc<Shadow>>,
 }
 
 struct EndpointsParts {
@@ -76,7 +81,7 @@ pub struct Controllers {
     metrics: Arc<ControllerMetrics>,
     endpoints: Option<EndpointsParts>,
     slices: Option<SliceParts>,
-    shadow: Option<Arc<crate::shadow::Shadow>>,
+    shadow: Option<Arc<Shadow>>,
     foreign: Arc<ForeignWrites>,
 }
 
@@ -157,18 +162,19 @@ impl Controllers {
     }
 
     /// Start the worker pools (the caches must have synced), then the
-    /// leftover check of the Endpoints controller (A5).
+    /// leftover check of the Endpoints controller (docs/behaviour.md#up-a5).
     pub fn start(self, caches: &Caches) -> std::io::Result<Running> {
         let mut pools = Vec::new();
         if let (Some(p), Some(epi)) = (self.endpoints, caches.endpoints.as_ref()) {
-            let listers = ep::Listers {
+            let listers = ep::EndpointsListers {
                 services: caches.services.store(),
                 pods: caches.pods.store(),
                 endpoints: epi.store(),
             };
-            let ctrl = Arc::new(
-                EndpointsController::new(listers, p.writer).with_shadow(self.shadow.clone()),
-            );
+            let ctrl: Arc<dyn Syncer> = match &self.shadow {
+                Some(s) => Arc::new(EndpointsShadow::new(listers, p.writer, Arc::clone(s))),
+                None => Arc::new(EndpointsController::new(listers, p.writer)),
+            };
             let pool = WorkerPool::start(
                 ep::NAME,
                 p.workers,
@@ -182,25 +188,33 @@ impl Controllers {
             pools.push(pool);
         }
         if let (Some(p), Some(esi)) = (self.slices, caches.endpointslices.as_ref()) {
-            let listers = es::Listers {
+            let listers = es::SliceListers {
                 services: caches.services.store(),
                 pods: caches.pods.store(),
                 nodes: caches.nodes.store(),
                 slices: esi.store(),
             };
-            let ctrl = Arc::new(
-                SliceController::new(
+            let ctrl: Arc<dyn Syncer> = match &self.shadow {
+                Some(s) => Arc::new(SliceShadow::new(
                     listers,
-                    Arc::clone(&p.shared),
-                    ApiSliceWriter::new(p.client, p.fence),
-                    p.recorder,
+                    Arc::clone(&p.shared.topology),
                     p.metrics,
                     p.max_per_slice,
-                )
-                .with_shadow(self.shadow.clone())
-                .with_clock(Arc::clone(&self.clock))
-                .with_foreign(Arc::clone(&self.foreign)),
-            );
+                    Arc::clone(s),
+                )),
+                None => Arc::new(
+                    SliceController::new(
+                        listers,
+                        Arc::clone(&p.shared),
+                        ApiSliceWriter::new(p.client, p.fence),
+                        p.recorder,
+                        p.metrics,
+                        p.max_per_slice,
+                    )
+                    .with_clock(Arc::clone(&self.clock))
+                    .with_foreign(Arc::clone(&self.foreign)),
+                ),
+            };
             // Beyond upstream: the zones are known before the first Service
             // sync. Upstream's topology worker starts beside the Service
             // workers, so a Service with `topology-mode: Auto` synced first

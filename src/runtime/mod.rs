@@ -14,11 +14,13 @@ pub mod events;
 pub mod fence;
 pub mod foreign;
 pub mod handlers;
+pub mod labels;
 pub mod membership;
 pub mod metrics;
 pub mod podutil;
 pub mod recorder;
 pub mod relevance;
+pub mod stale;
 pub mod stuck;
 #[cfg(test)]
 pub(crate) mod testkit;

@@ -1,7 +1,7 @@
 //! Which Services a pod update concerns (upstream
 //! `GetServicesToUpdateOnPodChange` and `podEndpointsChanged` in
 //! `staging/src/k8s.io/endpointslice/util/controller_utils.go`;
-//! upstream-spec C3).
+//! docs/behaviour.md#up-c3).
 //!
 //! Pure functions of the old and new pod (and a membership lookup); must
 //! never read a cache themselves.
@@ -25,7 +25,7 @@ pub struct PodChange {
 /// pointers (every update of a terminating pod counts); we compare values,
 /// which is what the pointer test approximates. Beyond upstream, a pod that
 /// turns `Succeeded`/`Failed` counts as changed: a terminal pod leaves the
-/// endpoints (A10), and upstream would keep a not-ready-but-published pod
+/// endpoints (docs/behaviour.md#up-a10), and upstream would keep a not-ready-but-published pod
 /// that finished until something else triggered a sync.
 pub fn pod_endpoints_changed(old: &Pod, new: &Pod) -> PodChange {
     let labels_changed = old.metadata.labels != new.metadata.labels || old.host != new.host;

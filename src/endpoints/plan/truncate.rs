@@ -1,5 +1,5 @@
 //! Over-capacity truncation (upstream `truncateEndpoints` in
-//! `pkg/controller/endpoint/endpoints_controller.go`; upstream-spec A20):
+//! `pkg/controller/endpoint/endpoints_controller.go`; docs/behaviour.md#up-a20):
 //! an Endpoints object holds at most [`MAX_CAPACITY`] addresses.
 //!
 //! Pure; must never reorder what it keeps.

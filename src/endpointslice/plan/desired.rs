@@ -2,18 +2,18 @@
 //! (upstream `getAddressTypesForService`, `getEndpointPorts`,
 //! `podToEndpoint`, `getEndpointAddresses` in
 //! `staging/src/k8s.io/endpointslice/utils.go`; endpoint identity and
-//! comparison from `util/endpointset.go`; upstream-spec B8, B11, B13–B15).
+//! comparison from `util/endpointset.go`; docs/behaviour.md#up-b8, #up-b11, #up-b13–#up-b15).
 //!
 //! Pure; must never read a cache.
 
-use crate::controller::podutil::{hostname_for, is_v6_text, parse_ip_sloppy, pod_reference};
+use crate::runtime::podutil::{hostname_for, is_v6_text, parse_ip_sloppy, pod_reference};
 use compact_str::CompactString;
 use endpointd_kube::model::{
     AddressType, Endpoint, EndpointConditions, EndpointSlicePort, IStr, Node, ObjectReference, Pod,
     Service, ZONE_LABEL,
 };
 
-/// B8: the address types of a Service's slices. `ipFamilies` when set;
+/// docs/behaviour.md#up-b8: the address types of a Service's slices. `ipFamilies` when set;
 /// else the clusterIP's family; else (headless or no clusterIP) both.
 pub fn address_types_for_service(svc: &Service) -> Vec<AddressType> {
     let mut v: Vec<AddressType> = svc
@@ -41,7 +41,7 @@ pub fn address_types_for_service(svc: &Service) -> Vec<AddressType> {
     v
 }
 
-/// B11: the pod's ports for this Service; named target ports resolved per
+/// docs/behaviour.md#up-b11: the pod's ports for this Service; named target ports resolved per
 /// pod, unresolvable ports skipped. A Service without ports (headless or
 /// not) gives none.
 pub fn endpoint_ports(svc: &Service, pod: &Pod) -> Vec<EndpointSlicePort> {
@@ -91,7 +91,7 @@ pub fn port_map_key(ports: &[EndpointSlicePort]) -> PortMapKey {
     v
 }
 
-/// B13: the addresses of the pod's IPs of `family`, in canonical text, as
+/// docs/behaviour.md#up-b13: the addresses of the pod's IPs of `family`, in canonical text, as
 /// upstream's `getEndpointAddresses` (`ParseIPSloppy`, then the IP's
 /// text; see [`parse_ip_sloppy`]): text already canonical is copied rather
 /// than formatted again. Unparsable text is left out (upstream writes
@@ -117,7 +117,7 @@ fn addresses(pod: &Pod, family: AddressType) -> Vec<CompactString> {
     out
 }
 
-/// Upstream `podToEndpoint` (B13); `node` is `None` when the pod's Node is
+/// Upstream `podToEndpoint` (docs/behaviour.md#up-b13); `node` is `None` when the pod's Node is
 /// not in the cache (then there is no zone).
 pub fn pod_to_endpoint(
     pod: &Pod,
@@ -146,7 +146,7 @@ pub fn pod_to_endpoint(
     }
 }
 
-/// Endpoint identity (upstream `hashEndpoint`, B14): sorted addresses,
+/// Endpoint identity (upstream `hashEndpoint`, #up-b14): sorted addresses,
 /// hostname, targetRef namespace and name. Conditions, zone, node and UID
 /// changes are in-place updates of the same endpoint.
 ///
@@ -189,7 +189,7 @@ pub fn endpoint_key(e: &Endpoint) -> EndpointKey {
     }
 }
 
-/// Upstream `EndpointsEqualBeyondHash` (B15): nodeName, zone, the three
+/// Upstream `EndpointsEqualBeyondHash` (docs/behaviour.md#up-b15): nodeName, zone, the three
 /// conditions (presence counts) and targetRef without resourceVersion.
 /// Hints are not compared here.
 pub fn equal_beyond_hash(a: &Endpoint, b: &Endpoint) -> bool {
@@ -243,7 +243,7 @@ mod tests {
         assert!(ips(&[], AddressType::IPv4).is_empty());
     }
 
-    /// B8, as upstream `getAddressTypesForService`: `ipFamilies` when
+    /// docs/behaviour.md#up-b8, as upstream `getAddressTypesForService`: `ipFamilies` when
     /// any; else the clusterIP's family; else (headless, or no clusterIP:
     /// the legacy path) both.
     #[test]
@@ -276,10 +276,10 @@ mod tests {
         }
     }
 
-    /// B15, as upstream `EndpointsEqualBeyondHash`: nodeName, zone, each
+    /// docs/behaviour.md#up-b15, as upstream `EndpointsEqualBeyondHash`: nodeName, zone, each
     /// condition (nil and false differ) and targetRef but its
     /// resourceVersion. Hints are not compared (the topology and
-    /// trafficDistribution code owns them), nor what the identity (B14)
+    /// trafficDistribution code owns them), nor what the identity (docs/behaviour.md#up-b14)
     /// already holds.
     #[test]
     fn equal_beyond_hash_rows() {

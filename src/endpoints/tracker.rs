@@ -1,5 +1,5 @@
 //! The stale-Endpoints tracker (upstream
-//! `pkg/controller/endpoint/endpoints_tracker.go`; upstream-spec A17, A22):
+//! `pkg/controller/endpoint/endpoints_tracker.go`; docs/behaviour.md#up-a17, #up-a22):
 //! the resourceVersion this controller last replaced, per Endpoints, so a
 //! sync that still sees that version in the informer cache knows the cache
 //! is older than its own last write and fails as stale instead of writing

@@ -1,4 +1,4 @@
-//! Event handlers shared by both controllers (upstream-spec C1–C4): they
+//! Event handlers shared by both controllers (docs/behaviour.md#up-c1–#up-c4): they
 //! turn Service and Pod changes into Service keys on each controller's
 //! queue. Membership is computed once per pod event and fanned out to every
 //! controller, each with its own batch period.
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// One controller's queue and how long pod-triggered adds wait.
 #[derive(Clone, Debug)]
-pub struct Target {
+pub struct QueueTarget {
     /// The controller's queue of Service keys.
     pub queue: RateLimitingQueue<String>,
     /// KCM `--endpoint-updates-batch-period` /
@@ -24,16 +24,16 @@ pub struct Target {
     pub batch_period: Duration,
 }
 
-/// Service add/update/delete → the key, at once, on every target (C1: an
+/// Service add/update/delete → the key, at once, on every target (docs/behaviour.md#up-c1: an
 /// update does not compare old and new).
 #[derive(Debug)]
 pub struct ServiceHandler {
-    targets: Vec<Target>,
+    targets: Vec<QueueTarget>,
 }
 
 impl ServiceHandler {
     /// A handler feeding `targets`.
-    pub fn new(targets: Vec<Target>) -> ServiceHandler {
+    pub fn new(targets: Vec<QueueTarget>) -> ServiceHandler {
         ServiceHandler { targets }
     }
 
@@ -58,16 +58,16 @@ impl EventHandler<Service> for ServiceHandler {
 }
 
 /// Pod add/update/delete → the keys of the Services concerned, after each
-/// target's batch period (C1–C3).
+/// target's batch period (docs/behaviour.md#up-c1–#up-c3).
 #[derive(Debug)]
 pub struct PodHandler {
     services: Store<Service>,
-    targets: Vec<Target>,
+    targets: Vec<QueueTarget>,
 }
 
 impl PodHandler {
     /// A handler reading memberships from `services`, feeding `targets`.
-    pub fn new(services: Store<Service>, targets: Vec<Target>) -> PodHandler {
+    pub fn new(services: Store<Service>, targets: Vec<QueueTarget>) -> PodHandler {
         PodHandler { services, targets }
     }
 
@@ -111,12 +111,12 @@ mod tests {
     use endpointd_kube::model::ReadyCondition;
 
     fn queue() -> RateLimitingQueue<String> {
-        crate::controller::testkit::queue()
+        crate::runtime::testkit::queue()
     }
 
     /// The keys ready now, sorted.
     fn drain(q: &RateLimitingQueue<String>) -> Vec<String> {
-        let mut v = crate::controller::testkit::drain(q);
+        let mut v = crate::runtime::testkit::drain(q);
         v.sort();
         v
     }
@@ -148,11 +148,11 @@ mod tests {
         let h = PodHandler::new(
             services,
             vec![
-                Target {
+                QueueTarget {
                     queue: q1.clone(),
                     batch_period: Duration::ZERO,
                 },
-                Target {
+                QueueTarget {
                     queue: q2.clone(),
                     batch_period: Duration::from_secs(3600),
                 },

@@ -1,33 +1,22 @@
-//! The only writer of core/v1 Endpoints (upstream-spec A6, A21, A22): POST,
-//! PUT and DELETE through the API client, each behind the write fence, with
-//! the bookkeeping the stale-cache guard needs.
+//! The only writer of core/v1 Endpoints (docs/behaviour.md#up-a6,
+//! #up-a21, #up-a22): POST, PUT and DELETE through the API client, each
+//! behind the write fence, with the bookkeeping the stale-cache guard needs.
 //!
-//! Beyond upstream's stale tracker (which remembers the resourceVersions we
-//! replaced), it also remembers the objects we *created* until the cache
-//! has seen them, so a sync racing its own create fails as stale instead of
-//! POSTing again into a 409 and a spurious `FailedToCreateEndpoint` event.
-//! Such an entry is dropped as soon as the cache has passed the create's
-//! resourceVersion (told by [`EndpointsWriter::cache_reached`] and
-//! [`EndpointsWriter::cache_shows`]), not only at the key's next sync,
-//! which may never come; so is a replaced version the cache has passed.
-//! Likewise an object we DELETEd counts as stale while the cache still
-//! shows it (its Service deleted and re-created before the delete's
-//! echo), and only its own delete event is taken for our echo.
-//!
-//! It also remembers, per key, the content of our last write (or of what
-//! a sync found right), so the handler tells a foreign edit of an
-//! Endpoints we keep from our own echo, and ignores edits of Endpoints we
-//! do not keep.
+//! Its memory, per key: the resourceVersions we replaced, the objects we
+//! created or deleted until the cache shows them (a sync that races its
+//! own write fails as stale, it never writes twice), and the content of
+//! our last write, so the handler tells a foreign edit from our echo.
+//! Why each exists: `docs/history.md#endpoints-writer`.
 //!
 //! Must never decide what to write (the plan does) and never write when the
 //! fence is closed.
 
 use super::StaleTracker;
-use crate::controller::events::EventSpec;
-use crate::controller::fence::Fence;
-use crate::controller::recorder::Record;
-use crate::controller::worker::SyncError;
-use crate::endpointslice::tracker::give_up_stale;
+use crate::runtime::events::EventSpec;
+use crate::runtime::fence::Fence;
+use crate::runtime::recorder::Record;
+use crate::runtime::stale::give_up_stale;
+use crate::runtime::worker::SyncError;
 use endpointd_kube::kube::{self, Client, ENDPOINTS};
 use endpointd_kube::model::{Endpoints, Object, ObjectReference, UidText};
 use std::collections::HashMap;
@@ -180,7 +169,7 @@ impl EndpointsWriter {
 
     /// [`EndpointsWriter::is_stale`] with a bound: a key whose cache has
     /// looked older than our writes for
-    /// [`STALE_GIVE_UP`](crate::endpointslice::tracker::STALE_GIVE_UP) has
+    /// [`STALE_GIVE_UP`](crate::runtime::stale::STALE_GIVE_UP) has
     /// its bookkeeping dropped (logged) and is synced from the cache as it
     /// is — after an API server was restored from a backup, resourceVersions
     /// go back and would otherwise keep the key stale forever. An
@@ -359,7 +348,7 @@ impl EndpointsWriter {
     }
 
     /// Whether the cached state of `key` is older than our own last write
-    /// (A17): `current` carries a resourceVersion we replaced, or is the
+    /// (docs/behaviour.md#up-a17): `current` carries a resourceVersion we replaced, or is the
     /// very object (same UID) we DELETEd and the cache has not shown gone
     /// yet (its Service deleted and re-created meanwhile: a sync from it
     /// would take the deleted object for the current one, write nothing or
@@ -393,7 +382,7 @@ impl EndpointsWriter {
         }
     }
 
-    /// POST (A21). A namespace being deleted is not an error. The fence is
+    /// POST (docs/behaviour.md#up-a21). A namespace being deleted is not an error. The fence is
     /// asked first (the client asks again before each attempt), so a
     /// fenced write costs no rate-limiter token and no bookkeeping.
     pub fn create(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
@@ -426,7 +415,7 @@ impl EndpointsWriter {
         }
     }
 
-    /// PUT with the cached resourceVersion (A21, A22).
+    /// PUT with the cached resourceVersion (docs/behaviour.md#up-a21, #up-a22).
     pub fn update(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
         self.fence
             .check()
@@ -453,7 +442,7 @@ impl EndpointsWriter {
         }
     }
 
-    /// DELETE the Endpoints of a deleted Service (A6): NotFound is success;
+    /// DELETE the Endpoints of a deleted Service (docs/behaviour.md#up-a6): NotFound is success;
     /// the stale state of the key is dropped. `cached` is what the cache
     /// shows for the key now (upstream does not look; we remember its UID
     /// until the cache shows it deleted).
@@ -492,7 +481,7 @@ impl EndpointsWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::recorder::Discard;
+    use crate::runtime::recorder::Discard;
     use endpointd_kube::kube::ClientConfig;
 
     /// A writer whose client is never used by these tests.

@@ -1,6 +1,6 @@
 //! The topology cache behind `service.kubernetes.io/topology-mode: Auto`
 //! hints (upstream `staging/src/k8s.io/endpointslice/topologycache/`;
-//! upstream-spec B24, C6): CPU ratios per zone from the nodes, the hint
+//! docs/behaviour.md#up-b24, #up-c6): CPU ratios per zone from the nodes, the hint
 //! allocations per Service, and the assignment of zone hints to the ready
 //! endpoints of the slices a sync writes.
 //!
@@ -15,7 +15,7 @@ mod tests;
 pub use alloc::{Allocation, ZoneCounts, OVERLOAD_THRESHOLD};
 use quantity::{milli_of_nanos, nano_cpu};
 
-use crate::controller::events::EventSpec;
+use crate::runtime::events::EventSpec;
 use alloc::{giving_and_receiving, hints_by_zone, ready, ready_endpoints, redistribute, zone_hint};
 use endpointd_kube::model::{AddressType, EndpointSlice, Node, ZONE_LABEL};
 use std::collections::{BTreeMap, BTreeSet};

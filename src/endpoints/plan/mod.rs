@@ -1,5 +1,5 @@
 //! The Endpoints plan (upstream `syncService` after the pod loop;
-//! upstream-spec A16–A20): from the Service, its pods, the cached
+//! docs/behaviour.md#up-a16–#up-a20): from the Service, its pods, the cached
 //! Endpoints and the trigger time, the object to create, the object to
 //! update, or nothing.
 //!
@@ -21,30 +21,26 @@
 //!
 //! Pure; must never read a cache, the clock or the network.
 
-use super::desired::unpack;
-use super::repack::repack;
-use super::truncate::truncate;
+pub mod desired;
+pub mod repack;
+pub mod truncate;
+
+use crate::runtime::labels::{
+    ENDPOINTS_MANAGED_BY, ENDPOINTS_MANAGED_BY_LABEL, HEADLESS_LABEL, OVER_CAPACITY_ANNOTATION,
+    TRIGGER_TIME_ANNOTATION,
+};
+use desired::unpack;
 use endpointd_kube::model::{
     EndpointAddress, EndpointSubset, Endpoints, Labels, ObjectMeta, ObjectReference, Pod, Service,
     Time,
 };
+use repack::repack;
 use std::sync::Arc;
-
-/// `endpoints.kubernetes.io/last-change-trigger-time`.
-pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
-/// `endpoints.kubernetes.io/over-capacity`.
-pub const OVER_CAPACITY_ANNOTATION: &str = "endpoints.kubernetes.io/over-capacity";
-/// `service.kubernetes.io/headless`.
-pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
-/// `endpoints.kubernetes.io/managed-by` (upstream `LabelManagedBy`).
-pub const MANAGED_BY_LABEL: &str = "endpoints.kubernetes.io/managed-by";
-/// Its value on the objects the Endpoints controller writes (upstream
-/// `ControllerName`).
-pub const MANAGED_BY: &str = "endpoint-controller";
+use truncate::truncate;
 
 /// What a sync needs to decide.
 #[derive(Clone, Copy, Debug)]
-pub struct Input<'a> {
+pub struct EndpointsInput<'a> {
     /// A managed Service (selector set, not ExternalName).
     pub service: &'a Service,
     /// The pods of its namespace its selector matches.
@@ -57,7 +53,7 @@ pub struct Input<'a> {
 
 /// What to write.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Plan {
+pub enum EndpointsPlan {
     /// The stored object is already right.
     Unchanged,
     /// POST this object.
@@ -97,14 +93,14 @@ pub fn subsets_equal_ignoring_rv(a: &[EndpointSubset], b: &[EndpointSubset]) -> 
 }
 
 /// Whether the stored labels are what a write would set, but for the
-/// headless label (A18): ours says `managed-by: endpoint-controller`, and
+/// headless label (docs/behaviour.md#up-a18): ours says `managed-by: endpoint-controller`, and
 /// every other label is the Service's, none missing. The headless and
 /// managed-by labels are set by the controller, so the Service's own
 /// values of those two keys are not compared. Allocates nothing.
 fn labels_right(stored: &Labels, svc: &Labels) -> bool {
-    let ours = |k: &str| k == HEADLESS_LABEL || k == MANAGED_BY_LABEL;
+    let ours = |k: &str| k == HEADLESS_LABEL || k == ENDPOINTS_MANAGED_BY_LABEL;
     let mut others = 0;
-    stored.get(MANAGED_BY_LABEL) == Some(MANAGED_BY)
+    stored.get(ENDPOINTS_MANAGED_BY_LABEL) == Some(ENDPOINTS_MANAGED_BY)
         && stored.iter().filter(|(k, _)| !ours(k)).all(|(k, v)| {
             others += 1;
             svc.get(k) == Some(v)
@@ -112,7 +108,7 @@ fn labels_right(stored: &Labels, svc: &Labels) -> bool {
         && svc.iter().filter(|(k, _)| !ours(k)).count() == others
 }
 
-/// A18 with our over-capacity and label improvements: the stored object
+/// docs/behaviour.md#up-a18 with our over-capacity and label improvements: the stored object
 /// needs no write.
 fn unchanged(cur: &Endpoints, svc: &Service, subsets: &[EndpointSubset], truncated: bool) -> bool {
     let marked = cur
@@ -124,8 +120,8 @@ fn unchanged(cur: &Endpoints, svc: &Service, subsets: &[EndpointSubset], truncat
         && subsets_equal_ignoring_rv(&cur.subsets, subsets)
 }
 
-/// The plan for one sync (A18, A19).
-pub fn plan(input: &Input<'_>) -> Plan {
+/// The plan for one sync (docs/behaviour.md#up-a18, #up-a19).
+pub fn plan(input: &EndpointsInput<'_>) -> EndpointsPlan {
     let svc = input.service;
     let (subsets, truncated) = desired_subsets(svc, input.pods);
     let creating = input
@@ -133,7 +129,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         .is_none_or(|c| c.metadata.resource_version.is_empty());
     if let Some(cur) = input.current.filter(|_| !creating) {
         if unchanged(cur, svc, &subsets, truncated) {
-            return Plan::Unchanged;
+            return EndpointsPlan::Unchanged;
         }
     }
     let mut obj = match input.current {
@@ -169,9 +165,11 @@ pub fn plan(input: &Input<'_>) -> Plan {
     } else {
         obj.metadata.labels.insert(HEADLESS_LABEL, "");
     }
-    obj.metadata.labels.insert(MANAGED_BY_LABEL, MANAGED_BY);
+    obj.metadata
+        .labels
+        .insert(ENDPOINTS_MANAGED_BY_LABEL, ENDPOINTS_MANAGED_BY);
     match creating {
-        true => Plan::Create(obj),
-        false => Plan::Update(obj),
+        true => EndpointsPlan::Create(obj),
+        false => EndpointsPlan::Update(obj),
     }
 }

@@ -1,30 +1,35 @@
 //! Upstream `Reconcile` and `reconcileByAddressType`
-//! (`staging/src/k8s.io/endpointslice/reconciler.go`; upstream-spec B8–B25)
+//! (`staging/src/k8s.io/endpointslice/reconciler.go`; docs/behaviour.md#up-b8–#up-b25)
 //! as a pure plan: from the Service, its pods, the nodes and the cached
 //! slices, the creates, updates and deletes per address type, with
-//! finalize's create→update recycling already applied (B19a), the hints,
+//! finalize's create→update recycling already applied (docs/behaviour.md#up-b19a), the hints,
 //! the events to emit and the pods skipped for a missing Node.
 //!
 //! Better than upstream, which mixes the plan with its API writes: the
-//! plan is data, and [`super::finalize`] is the only writer. The topology
+//! plan is data, and [`super::writer`] is the only writer. The topology
 //! cache is the one piece of state a plan updates (hint allocations).
 //!
-//! Never mutates its inputs (B28).
+//! Never mutates its inputs (docs/behaviour.md#up-b28).
 
-use super::desired::{
+pub mod desired;
+pub mod packing;
+pub mod topology;
+pub mod trafficdist;
+
+use super::meta::{new_slice, owned_by, placeholder_equal};
+use super::{managed_by_us, TopologyMode};
+use crate::runtime::events::EventSpec;
+use crate::runtime::podutil::should_pod_be_in_endpoints;
+use desired::{
     address_types_for_service, endpoint_key, endpoint_ports_into, pod_to_endpoint, port_map_key,
     EndpointKey, PortMapKey,
 };
-use super::meta::{new_slice, owned_by, placeholder_equal};
-use super::packing::reconcile_by_port_mapping;
-use super::topology::{SliceInfo, TopologyCache};
-use super::trafficdist::{heuristic, hints_enabled, is_valid, reconcile_hints, Heuristic};
-use super::{managed_by_us, TopologyMode};
-use crate::controller::events::EventSpec;
-use crate::controller::podutil::should_pod_be_in_endpoints;
 use endpointd_kube::model::{AddressType, Endpoint, EndpointSlice, Node, Pod, Service, Time};
+use packing::reconcile_by_port_mapping;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use topology::{SliceInfo, TopologyCache};
+use trafficdist::{heuristic, hints_enabled, is_valid, reconcile_hints, Heuristic};
 
 /// What a sync reads.
 pub struct ReconcileInput<'a> {
@@ -33,7 +38,7 @@ pub struct ReconcileInput<'a> {
     /// The pods of its namespace its selector matches.
     pub pods: &'a [Arc<Pod>],
     /// The cached slices labelled with its name, whatever their manager or
-    /// deletion state (the B5 filters are applied here).
+    /// deletion state (the docs/behaviour.md#up-b5 filters are applied here).
     pub existing: &'a [Arc<EndpointSlice>],
     /// Node lookup by name.
     pub nodes: &'a dyn Fn(&str) -> Option<Arc<Node>>,
@@ -47,7 +52,7 @@ pub struct ReconcileInput<'a> {
 
 /// The writes of one address type, in finalize's order.
 #[derive(Clone, Debug, Default)]
-pub struct Writes {
+pub struct SliceWrites {
     /// POST (generateName).
     pub creates: Vec<EndpointSlice>,
     /// PUT.
@@ -56,7 +61,7 @@ pub struct Writes {
     pub deletes: Vec<EndpointSlice>,
 }
 
-impl Writes {
+impl SliceWrites {
     /// Number of writes.
     pub fn len(&self) -> usize {
         self.creates.len() + self.updates.len() + self.deletes.len()
@@ -84,15 +89,15 @@ pub struct PlanMetrics {
 
 /// The plan of one sync.
 #[derive(Clone, Debug, Default)]
-pub struct Plan {
+pub struct SlicePlan {
     /// Per supported address type, in order.
-    pub by_type: Vec<(AddressType, Writes)>,
-    /// Slices of address types the Service no longer supports (B9), deleted
+    pub by_type: Vec<(AddressType, SliceWrites)>,
+    /// Slices of address types the Service no longer supports (docs/behaviour.md#up-b9), deleted
     /// after the per-type writes.
     pub unsupported: Vec<EndpointSlice>,
     /// Events to emit on the Service.
     pub events: Vec<EventSpec>,
-    /// B12: pods skipped because their Node is not cached.
+    /// docs/behaviour.md#up-b12: pods skipped because their Node is not cached.
     pub node_errors: Vec<String>,
     /// Metric figures.
     pub metrics: PlanMetrics,
@@ -100,7 +105,7 @@ pub struct Plan {
     pub topology: TopologyMode,
 }
 
-impl Plan {
+impl SlicePlan {
     /// Every write of the plan.
     pub fn write_count(&self) -> usize {
         self.by_type.iter().map(|(_, w)| w.len()).sum::<usize>() + self.unsupported.len()
@@ -108,11 +113,11 @@ impl Plan {
 }
 
 /// Upstream `Reconcile`.
-pub fn reconcile(input: &ReconcileInput<'_>) -> Plan {
+pub fn reconcile(input: &ReconcileInput<'_>) -> SlicePlan {
     let svc = input.service;
     let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
     let types = address_types_for_service(svc);
-    let mut plan = Plan::default();
+    let mut plan = SlicePlan::default();
     let mut by_type: BTreeMap<AddressType, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
     for s in input.existing {
         if !managed_by_us(s) || s.metadata.deletion_timestamp.is_some() {
@@ -144,8 +149,8 @@ fn lock(t: &Mutex<TopologyCache>) -> std::sync::MutexGuard<'_, TopologyCache> {
 
 type Desired = BTreeMap<PortMapKey, BTreeMap<EndpointKey, Endpoint>>;
 
-/// The desired endpoints of one address type, grouped by port map (B11,
-/// B12): pods whose Node is missing are skipped (errors) unless the Service
+/// The desired endpoints of one address type, grouped by port map (docs/behaviour.md#up-b11,
+/// docs/behaviour.md#up-b12): pods whose Node is missing are skipped (errors) unless the Service
 /// publishes not-ready addresses; their port map still counts as desired.
 fn desired_endpoints(
     input: &ReconcileInput<'_>,
@@ -193,11 +198,11 @@ fn reconcile_by_address_type(
     input: &ReconcileInput<'_>,
     existing: &[Arc<EndpointSlice>],
     t: AddressType,
-    plan: &mut Plan,
-) -> Writes {
+    plan: &mut SlicePlan,
+) -> SliceWrites {
     let svc = input.service;
     let max = input.max_endpoints_per_slice.max(1);
-    let mut w = Writes::default();
+    let mut w = SliceWrites::default();
     let mut by_ports: BTreeMap<PortMapKey, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
     for s in existing {
         match owned_by(s, svc) {
@@ -223,7 +228,7 @@ fn reconcile_by_address_type(
         w.deletes.extend(pm.deletes);
         unchanged.extend(pm.unchanged);
     }
-    // Port maps no longer desired (B17).
+    // Port maps no longer desired (docs/behaviour.md#up-b17).
     for (_, old) in by_ports {
         w.deletes.extend(old.iter().map(|s| (**s).clone()));
     }
@@ -235,8 +240,14 @@ fn reconcile_by_address_type(
     w
 }
 
-/// B18: a selector Service always keeps one slice per address type.
-fn placeholder(svc: &Service, existing: usize, t: AddressType, w: &mut Writes, plan: &mut Plan) {
+/// docs/behaviour.md#up-b18: a selector Service always keeps one slice per address type.
+fn placeholder(
+    svc: &Service,
+    existing: usize,
+    t: AddressType,
+    w: &mut SliceWrites,
+    plan: &mut SlicePlan,
+) {
     if existing != w.deletes.len() || !w.creates.is_empty() {
         return;
     }
@@ -250,7 +261,7 @@ fn placeholder(svc: &Service, existing: usize, t: AddressType, w: &mut Writes, p
     }
 }
 
-/// B23–B25: topology-mode hints through the cache, or trafficDistribution
+/// docs/behaviour.md#up-b23–#up-b25: topology-mode hints through the cache, or trafficDistribution
 /// hints, or no hints (removed from every slice, unchanged ones included).
 /// Returns (creates, updates).
 fn apply_hints(
@@ -259,7 +270,7 @@ fn apply_hints(
     creates: Vec<EndpointSlice>,
     updates: Vec<EndpointSlice>,
     unchanged: Vec<Arc<EndpointSlice>>,
-    plan: &mut Plan,
+    plan: &mut SlicePlan,
 ) -> (Vec<EndpointSlice>, Vec<EndpointSlice>) {
     let svc = input.service;
     let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
@@ -297,10 +308,10 @@ fn apply_hints(
     (c, u)
 }
 
-/// B19a: while there are creates and deletes, the last create takes over
+/// docs/behaviour.md#up-b19a: while there are creates and deletes, the last create takes over
 /// the name of a deleted slice of the same address type owned by this
 /// Service (an update instead of a create plus a delete).
-fn recycle(svc: &Service, w: &mut Writes) {
+fn recycle(svc: &Service, w: &mut SliceWrites) {
     let mut i = 0;
     while i < w.deletes.len() && !w.creates.is_empty() {
         let d = &w.deletes[i];

@@ -13,7 +13,7 @@
 //! event again", `kubectl get events` shows it, and the API server maps it
 //! to core/v1 Events for older readers.
 
-use super::correlator::{Action, Correlator};
+use super::correlator::{Correlator, EventAction};
 use super::events::EventSpec;
 use super::fence::Fence;
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
@@ -110,9 +110,9 @@ impl Writer {
             .correlator
             .observe(self.clock.now(), self.clock.wall(), regarding, spec);
         let (event, update) = match action {
-            Action::Throttled => return self.count("throttled"),
-            Action::Create(e) => (e, false),
-            Action::Update(e) => (e, true),
+            EventAction::Throttled => return self.count("throttled"),
+            EventAction::Create(e) => (e, false),
+            EventAction::Update(e) => (e, true),
         };
         // Also asked by the client before each attempt; here first, so a
         // fenced event costs no rate-limiter token.

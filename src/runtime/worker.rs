@@ -1,6 +1,6 @@
 //! The worker pool: `workers` threads over one rate-limited work queue of
-//! Service keys, each running upstream's per-key loop (upstream-spec A2,
-//! A3, D8): get → sync → forget on success, `add_rate_limited` while the
+//! Service keys, each running upstream's per-key loop (docs/behaviour.md#up-a2,
+//! docs/behaviour.md#up-a3, #up-d8): get → sync → forget on success, `add_rate_limited` while the
 //! key has been requeued fewer than 15 times, else drop it with a warning
 //! naming the key and the last error → done.
 //!
@@ -76,18 +76,65 @@ pub trait Syncer: Send + Sync + 'static {
 
 /// Test hook (`ENDPOINTD_TEST_WEDGE=<key>,<millis>`): a sync of `<key>`
 /// never returns, and the supervisor calls a worker wedged after
-/// `<millis>`. For the process tests of the watchdog only; unset in
-/// production, where it costs one comparison per sync.
+/// `<millis>`. For the process tests of the watchdog only, and only in a
+/// build with the cargo feature `test-hooks` (which `cargo test` enables;
+/// release and packaged builds do not): nothing else reads it.
+#[cfg(feature = "test-hooks")]
 pub const TEST_WEDGE_ENV: &str = "ENDPOINTD_TEST_WEDGE";
 
-/// The test hook's (key, threshold), if set and well-formed.
+/// The test hook's (key, threshold), if set and well-formed; always `None`
+/// without the `test-hooks` feature.
 pub fn test_wedge() -> Option<(String, Duration)> {
-    let v = std::env::var(TEST_WEDGE_ENV).ok()?;
-    let (key, ms) = v.rsplit_once(',')?;
-    Some((
-        key.to_string(),
-        Duration::from_millis(ms.trim().parse().ok()?),
-    ))
+    #[cfg(feature = "test-hooks")]
+    {
+        let v = std::env::var(TEST_WEDGE_ENV).ok()?;
+        let (key, ms) = v.rsplit_once(',')?;
+        Some((
+            key.to_string(),
+            Duration::from_millis(ms.trim().parse().ok()?),
+        ))
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    None
+}
+
+/// The test hook as a syncer around the controller's: its sync of the
+/// wedged key never returns.
+#[cfg(feature = "test-hooks")]
+struct Wedged {
+    controller: &'static str,
+    key: String,
+    inner: Arc<dyn Syncer>,
+}
+
+#[cfg(feature = "test-hooks")]
+impl Syncer for Wedged {
+    fn sync(&self, key: &str) -> Result<(), SyncError> {
+        if key != self.key {
+            return self.inner.sync(key);
+        }
+        log::warn!(
+            "{}: test hook {TEST_WEDGE_ENV}: the sync of {key} never returns",
+            self.controller
+        );
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// `syncer`, wedged by the test hook when it is built in and set.
+fn with_test_hook(controller: &'static str, syncer: Arc<dyn Syncer>) -> Arc<dyn Syncer> {
+    #[cfg(feature = "test-hooks")]
+    if let Some((key, _)) = test_wedge() {
+        return Arc::new(Wedged {
+            controller,
+            key,
+            inner: syncer,
+        });
+    }
+    let _ = controller;
+    syncer
 }
 
 /// What one worker is doing.
@@ -104,7 +151,6 @@ struct Ctx {
     metrics: Arc<ControllerMetrics>,
     clock: SharedClock,
     slots: Vec<Slot>,
-    wedge: Option<String>,
     stuck: super::stuck::StuckSyncs,
     /// [`DROPPED_RETRY`], in ms (tests shorten it).
     dropped_retry_ms: AtomicU64,
@@ -156,15 +202,6 @@ impl Ctx {
             .then(|| crate::logging::context::service(key));
         let start = self.clock.now();
         self.set_busy(slot, Some((start, key.to_string())));
-        if self.wedge.as_deref() == Some(key) {
-            log::warn!(
-                "{}: test hook {TEST_WEDGE_ENV}: the sync of {key} never returns",
-                self.controller
-            );
-            loop {
-                std::thread::park();
-            }
-        }
         let outcome =
             catch_unwind(AssertUnwindSafe(|| self.syncer.sync(key))).unwrap_or_else(|p| {
                 self.metrics.panicked(self.controller);
@@ -261,11 +298,10 @@ impl WorkerPool {
         let ctx = Arc::new(Ctx {
             controller,
             queue,
-            syncer,
+            syncer: with_test_hook(controller, syncer),
             metrics,
             clock,
             slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
-            wedge: test_wedge().map(|(k, _)| k),
             stuck: Default::default(),
             dropped_retry_ms: AtomicU64::new(DROPPED_RETRY.as_millis() as u64),
         });

@@ -1,6 +1,6 @@
 //! The trigger-time tracker (upstream
 //! `staging/src/k8s.io/endpointslice/util/trigger_time_tracker.go`,
-//! upstream-spec B30), shared by both controllers: the value of the
+//! docs/behaviour.md#up-b30), shared by both controllers: the value of the
 //! `endpoints.kubernetes.io/last-change-trigger-time` annotation.
 //!
 //! Per Service it remembers the Service's trigger time (its
@@ -9,7 +9,7 @@
 //! Service's creationTimestamp; later ones the earliest trigger time that
 //! moved since the previous computation, or `None` (the zero time: the
 //! annotation is removed). The state always advances, even when the sync
-//! then writes nothing (A9).
+//! then writes nothing (docs/behaviour.md#up-a9).
 //!
 //! Owns that state; never reads the clock or a cache.
 

@@ -1,5 +1,5 @@
 //! Upstream `finalize` (`staging/src/k8s.io/endpointslice/reconciler.go`;
-//! upstream-spec B19 b–d, B20): the only place slices are written. Per
+//! docs/behaviour.md#up-b19 b–d, #up-b20): the only place slices are written. Per
 //! address type: creates (skipped while the Service is being deleted),
 //! then updates, then deletes; then the slices of unsupported address
 //! types. As upstream's `Reconcile`: the first error stops the writes of
@@ -11,9 +11,9 @@
 //! Writes go through [`SliceWriter`] (the API client behind the write
 //! fence in the daemon, a recording fake in tests).
 
-use super::reconciler::{Plan, Writes};
+use super::plan::{SlicePlan, SliceWrites};
 use super::tracker::EndpointSliceTracker;
-use crate::endpoints::reconcile::TRIGGER_TIME_ANNOTATION;
+use crate::runtime::labels::TRIGGER_TIME_ANNOTATION;
 use endpointd_kube::kube;
 use endpointd_kube::model::{EndpointSlice, Service, Time};
 
@@ -44,7 +44,7 @@ pub struct FinalizeOutcome {
     pub overtaken: bool,
 }
 
-/// B20: the trigger-time annotation on a slice being written.
+/// docs/behaviour.md#up-b20: the trigger-time annotation on a slice being written.
 fn annotate(s: &mut EndpointSlice, trigger: Option<Time>) {
     match trigger {
         Some(t) => s
@@ -82,7 +82,7 @@ fn what(doing: &str, s: &EndpointSlice, svc: &Service, e: &kube::Error) -> kube:
 /// refused because the namespace is terminating ends them quietly.
 fn write_type(
     svc: &Service,
-    w: &Writes,
+    w: &SliceWrites,
     trigger: Option<Time>,
     writer: &dyn SliceWriter,
     tracker: &EndpointSliceTracker,
@@ -151,7 +151,7 @@ fn delete(
 /// well), in upstream's order.
 pub fn finalize(
     svc: &Service,
-    plan: &Plan,
+    plan: &SlicePlan,
     trigger: Option<Time>,
     writer: &dyn SliceWriter,
     tracker: &EndpointSliceTracker,
@@ -243,7 +243,7 @@ mod tests {
         svc.metadata.namespace = "ns".into();
         svc.metadata.name = "web".into();
         let tracker = EndpointSliceTracker::default();
-        let mut plan = Plan::default();
+        let mut plan = SlicePlan::default();
         plan.unsupported.push(slice("web-v6", "IPv6"));
         let (_, errors) = finalize(&svc, &plan, None, &Refusing, &tracker);
         let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -252,12 +252,12 @@ mod tests {
             text[0].contains("error deleting web-v6 EndpointSlice for Service ns/web: etcd down"),
             "{text:?}"
         );
-        let mut plan = Plan::default();
+        let mut plan = SlicePlan::default();
         plan.by_type.push((
             AddressType::IPv4,
-            Writes {
+            SliceWrites {
                 deletes: vec![slice("web-old", "IPv4")],
-                ..Writes::default()
+                ..SliceWrites::default()
             },
         ));
         let (_, errors) = finalize(&svc, &plan, None, &Refusing, &tracker);

@@ -2,18 +2,18 @@
 //! repacking (upstream `syncService`'s pod loop,
 //! `podToEndpointAddressForService` and `addEndpointSubset` in
 //! `pkg/controller/endpoint/endpoints_controller.go`; upstream-spec
-//! A10–A15): one single-address subset per (pod, port).
+//! docs/behaviour.md#up-a10–#up-a15): one single-address subset per (pod, port).
 //!
 //! Pure; must never read a cache or the clock.
 
-use crate::controller::podutil::{
+use crate::runtime::podutil::{
     hostname_for, is_v6_text, parse_ip_sloppy, pod_reference, should_pod_be_in_endpoints,
 };
 use compact_str::CompactString;
 use endpointd_kube::model::{EndpointAddress, EndpointPort, EndpointSubset, Pod, Service};
 use std::sync::Arc;
 
-/// A11: whether the Service's endpoints are IPv6 — `ipFamilies[0]`, else
+/// docs/behaviour.md#up-a11: whether the Service's endpoints are IPv6 — `ipFamilies[0]`, else
 /// the clusterIP's family, else (headless, no families) the pod's IP.
 pub fn wants_v6(svc: &Service, pod: &Pod) -> bool {
     if let Some(first) = svc.ip_families.first() {
@@ -25,7 +25,7 @@ pub fn wants_v6(svc: &Service, pod: &Pod) -> bool {
     pod.pod_ips.first().is_some_and(|ip| is_v6_text(ip))
 }
 
-/// A11, A12: the pod's address for this Service, if it has an IP of the
+/// docs/behaviour.md#up-a11, #up-a12: the pod's address for this Service, if it has an IP of the
 /// Service's family (the first such entry of `status.podIPs`), in
 /// canonical text (upstream since 1.33, KEP-4858: `ParseIPSloppy`, then
 /// the IP's text — `010.1.2.3` is written `10.1.2.3`, `::ffff:10.1.2.3`
@@ -50,10 +50,10 @@ pub fn pod_address(svc: &Service, pod: &Pod) -> Option<EndpointAddress> {
 }
 
 /// The unpacked form without its one-address subsets: each included pod's
-/// address once, with whether it is ready (A15: ready or published
+/// address once, with whether it is ready (docs/behaviour.md#up-a15: ready or published
 /// regardless of readiness), and the (address index, port) pairs, one per
 /// (pod, resolvable service port) — or one port-less pair per pod for a
-/// headless Service without ports (A13). A non-headless Service without
+/// headless Service without ports (docs/behaviour.md#up-a13). A non-headless Service without
 /// ports yields no pairs.
 #[derive(Debug, Default)]
 pub struct Unpacked {
@@ -66,7 +66,7 @@ pub struct Unpacked {
 impl Unpacked {
     /// The (address, port, ready) triples, as [`super::repack::repack`]
     /// reads them.
-    pub fn triples(&self) -> impl Iterator<Item = super::repack::Unpacked<'_>> {
+    pub fn triples(&self) -> impl Iterator<Item = super::repack::Triple<'_>> {
         self.pairs.iter().filter_map(|(i, p)| {
             let (a, ready) = self.addresses.get(*i)?;
             Some((a, p.as_ref(), *ready))
@@ -126,8 +126,8 @@ pub fn unpack(svc: &Service, pods: &[Arc<Pod>]) -> Unpacked {
 
 /// The unpacked subsets: one per (included pod, resolvable service port),
 /// or one port-less subset per pod for a headless Service without ports
-/// (A13). A non-headless Service without ports yields nothing. Upstream
-/// `addEndpointSubset` (A15): ready (or published regardless of readiness)
+/// (docs/behaviour.md#up-a13). A non-headless Service without ports yields nothing. Upstream
+/// `addEndpointSubset` (docs/behaviour.md#up-a15): ready (or published regardless of readiness)
 /// addresses go to `addresses`, the rest to `notReadyAddresses`.
 pub fn unpacked_subsets(svc: &Service, pods: &[Arc<Pod>]) -> Vec<EndpointSubset> {
     let u = unpack(svc, pods);

@@ -1,5 +1,5 @@
 //! Upstream `reconcileByPortMapping` (`staging/src/k8s.io/endpointslice/
-//! reconciler.go`; upstream-spec B16) — the packing algorithm for the
+//! reconciler.go`; docs/behaviour.md#up-b16) — the packing algorithm for the
 //! slices of one port map:
 //!
 //! 1. Keep, in each existing slice, the endpoints still desired (in their
@@ -18,7 +18,7 @@
 //! Pure; never mutates its inputs.
 
 use super::desired::{endpoint_key, equal_beyond_hash, EndpointKey};
-use super::meta::{new_slice, slice_labels};
+use crate::endpointslice::meta::{new_slice, slice_labels};
 use endpointd_kube::model::{AddressType, Endpoint, EndpointSlice, EndpointSlicePort, Service};
 use std::collections::BTreeMap;
 use std::sync::Arc;

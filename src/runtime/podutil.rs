@@ -1,7 +1,7 @@
 //! Pod and Service predicates both controllers apply, ported from
 //! `staging/src/k8s.io/endpointslice/util/controller_utils.go`
 //! (`ShouldPodBeInEndpoints`, `ShouldSetHostname`) and the skip rules of
-//! both `syncService`s (upstream-spec A7, A10, A12, B4, B11).
+//! both `syncService`s (docs/behaviour.md#up-a7, #up-a10, #up-a12, #up-b4, #up-b11).
 //!
 //! Pure functions; must never read a cache or the clock.
 
@@ -67,12 +67,12 @@ fn sloppy_v4(text: &str) -> Option<Ipv4Addr> {
 
 /// Whether the controllers manage endpoints for this Service at all: it has
 /// a selector (never empty: the model reads `{}` as none) and is not
-/// `ExternalName` (A7, B4).
+/// `ExternalName` (docs/behaviour.md#up-a7, #up-b4).
 pub fn service_is_managed(svc: &Service) -> bool {
     svc.selector.is_some() && &*svc.type_ != "ExternalName"
 }
 
-/// Upstream `ShouldPodBeInEndpoints` (A10, B11): terminal pods and pods
+/// Upstream `ShouldPodBeInEndpoints` (docs/behaviour.md#up-a10, #up-b11): terminal pods and pods
 /// without any IP are out; terminating pods only with
 /// `include_terminating`; `Pending` and `Unknown` phases are in.
 pub fn should_pod_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool {
@@ -88,7 +88,8 @@ pub fn should_pod_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool 
     true
 }
 
-/// Upstream `ShouldSetHostname` (A12, B13): the pod's `spec.hostname`, when
+/// Upstream `ShouldSetHostname` (docs/behaviour.md#up-a12, #up-b13): the pod's `spec.hostname`,
+/// when
 /// it is set and its `spec.subdomain` names this Service in the same
 /// namespace.
 pub fn hostname_for<'a>(pod: &'a Pod, svc: &Service) -> Option<&'a str> {

@@ -1,5 +1,5 @@
 //! Pod → Service membership (upstream `GetPodServiceMemberships`,
-//! upstream-spec C2): the Services of the pod's namespace whose non-nil
+//! docs/behaviour.md#up-c2): the Services of the pod's namespace whose non-nil
 //! selector matches the pod's labels.
 //!
 //! Reads the Service cache's selector index (each Service filed under its

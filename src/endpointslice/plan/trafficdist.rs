@@ -1,6 +1,6 @@
 //! Hints from `spec.trafficDistribution` (upstream
 //! `staging/src/k8s.io/endpointslice/trafficdist/trafficdist.go`;
-//! upstream-spec B23, B25) and the choice between the two hint mechanisms.
+//! docs/behaviour.md#up-b23, #up-b25) and the choice between the two hint mechanisms.
 //!
 //! `PreferClose` and `PreferSameZone` give every ready endpoint a hint for
 //! its own zone; `PreferSameNode` also one for its node (the

@@ -1,5 +1,5 @@
 //! Upstream `RepackSubsets` (`pkg/api/v1/endpoints/util.go`; upstream-spec
-//! A16): the canonical form of a list of subsets.
+//! docs/behaviour.md#up-a16): the canonical form of a list of subsets.
 //!
 //! Addresses are de-duplicated by (IP, targetRef UID); for one address and
 //! port, not-ready trumps ready; addresses offering exactly the same
@@ -53,7 +53,7 @@ fn cmp_port(a: &EndpointPort, b: &EndpointPort) -> std::cmp::Ordering {
 
 /// One address of the unpacked form on one port (`None`: a port-less
 /// subset) and whether it is ready there.
-pub type Unpacked<'a> = (&'a EndpointAddress, Option<&'a EndpointPort>, bool);
+pub type Triple<'a> = (&'a EndpointAddress, Option<&'a EndpointPort>, bool);
 
 /// Upstream `RepackSubsets`.
 pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
@@ -72,7 +72,7 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
 
 /// [`repack_subsets`] over the unpacked (address, port, ready) triples, in
 /// the order the subsets would list them: nothing is built per triple.
-pub fn repack<'a>(unpacked: impl IntoIterator<Item = Unpacked<'a>>) -> Vec<EndpointSubset> {
+pub fn repack<'a>(unpacked: impl IntoIterator<Item = Triple<'a>>) -> Vec<EndpointSubset> {
     // The first address seen per identity (a BTreeMap: with the handful
     // of addresses of a Service, cheaper than hashing the strings).
     let mut addrs: BTreeMap<AddrKey<'a>, &'a EndpointAddress> = BTreeMap::new();

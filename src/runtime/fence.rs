@@ -13,6 +13,7 @@
 //!
 //! Owns that decision only; never talks to the API server.
 
+use crate::lease::LeadershipSink;
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::kube::WriteGate;
 use std::fmt;
@@ -120,6 +121,16 @@ impl Fence {
 impl WriteGate for Fence {
     fn time_left(&self) -> Result<Option<Duration>, String> {
         self.left().map_err(|e| e.to_string())
+    }
+}
+
+/// The lease thread opens and closes the fence through its interface.
+impl LeadershipSink for Fence {
+    fn renewed(&self, sent: Instant) {
+        Fence::renewed(self, sent);
+    }
+    fn stopped_leading(&self) {
+        self.revoke();
     }
 }
 
