@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access_review;
 pub mod apierrors;
 pub mod authn;
 pub mod authz;

@@ -5,6 +5,7 @@
 
 mod harness;
 
+mod access_review;
 mod auth_discovery;
 mod faults;
 mod kubectl_table;
