@@ -27,6 +27,7 @@ pub mod gc;
 pub mod kubelet;
 pub mod list;
 pub mod load;
+pub mod managed;
 pub mod mvcc;
 pub mod obj;
 pub mod objects;

@@ -10,6 +10,7 @@ mod auth_discovery;
 mod faults;
 mod kubectl_table;
 mod kubelet;
+mod managed_fields;
 mod protobuf;
 mod rbac;
 mod semantics;
