@@ -28,6 +28,7 @@ pub mod explain;
 pub mod health;
 pub mod lease;
 pub mod logging;
+pub mod preflight;
 pub mod sdnotify;
 pub mod shadow;
 pub mod signals;
