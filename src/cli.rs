@@ -35,6 +35,13 @@ pub enum Command {
         /// `--output json` (else text).
         json: bool,
     },
+    /// `endpointd preflight`.
+    Preflight {
+        /// Configuration file (for the kubeconfig and the lease settings).
+        config: PathBuf,
+        /// `--output json` (else text).
+        json: bool,
+    },
     /// `endpointd demo`.
     Demo {
         /// `--keep-running`: leave kube-sim and endpointd up afterwards.
@@ -80,6 +87,7 @@ Commands:
   check-config   Validate a configuration file and print the effective
                  configuration (defaults filled in) as TOML
   explain        Why a Service's pods do or do not get traffic
+  preflight      Check permissions, server, clocks, lease and KCM before a hand-over
   demo           Start an embedded kube-sim and show endpointd at work
 
 Options:
@@ -100,6 +108,7 @@ fn command_help(cmd: &str) -> String {
     let body = match cmd {
         "run" => "Run the daemon: watch the API server and maintain Endpoints and\nEndpointSlices. SIGTERM/SIGINT stop it gracefully; SIGHUP re-reads log.level.\n\nUsage: endpointd run [--config <PATH>] [--shadow]\n\nOptions:\n      --shadow  Write nothing: compare what endpointd would write with what\n                exists (kube-controller-manager's objects) and report the\n                differences (log, metric, /shadow); as [mode] shadow = true",
         "explain" => "Explain a Service: whether endpointd manages it, every pod its selector\nmatches with where it is listed (Endpoints, EndpointSlices, conditions, hints)\nor the exact reason it is not, the pods the selector misses by one label, and\nwhether the stored objects are what endpointd computes now. Reads only (GET\nand LIST with the configured kubeconfig); writes nothing. Exit 0 with the\nreport; 1 when the Service does not exist or a read fails.\n\nUsage: endpointd explain [--config <PATH>] [-n <NAMESPACE>] <SERVICE> [-o text|json]\n\nOptions:\n  -n, --namespace <NAMESPACE>  The Service's namespace [default: default]\n  -o, --output <FORMAT>        text (default) or json (stable field names)",
+        "preflight" => "Check, before a hand-over from kube-controller-manager and without writing\nanything, what would make it go wrong: every permission endpointd uses\n(SelfSubjectAccessReview), the API server's version and what endpointd relies\non, clock skew, the lease namespace and the election Lease, whether\nkube-controller-manager still writes Endpoints or EndpointSlices, and the\nkubeconfig (file mode, TLS verification, token expiry). One line per check:\nok, warn or fail, its name, what to do. Exit 0 unless a check fails; 1 then.\n\nUsage: endpointd preflight [--config <PATH>] [-o text|json]\n\nOptions:\n  -o, --output <FORMAT>  text (default) or json",
         "check-config" => "Validate a configuration file. Prints the effective configuration as TOML\non stdout and exits 0; prints every problem on stderr and exits 1.\n\nUsage: endpointd check-config [--config <PATH>]",
         _ => "Start an embedded kube-sim on loopback (3 nodes, 7 Services, 265 pods), run\nendpointd against it as a child process and play a short story: converge,\na pod turns NotReady, a graceful deletion, a scale-down, lost watches, a\nrestart. Each step prints what was written, how many writes it took and how\nlong; the demo exits 0 when every step showed what it should, else 1 with\nwhat was expected and what was seen.\n\nUsage: endpointd demo [--keep-running]\n\nOptions:\n      --keep-running  Afterwards leave kube-sim and endpointd running, print a\n                      kubeconfig and kubectl commands to try; Ctrl-C stops",
     };
@@ -137,7 +146,9 @@ pub fn parse(
             Short('n') | Long("namespace") if cmd.as_deref() == Some("explain") => {
                 namespace = Some(p.value().map_err(err)?.string().map_err(err)?);
             }
-            Short('o') | Long("output") if cmd.as_deref() == Some("explain") => {
+            Short('o') | Long("output")
+                if matches!(cmd.as_deref(), Some("explain") | Some("preflight")) =>
+            {
                 let v = p.value().map_err(err)?.string().map_err(err)?;
                 json = match v.as_str() {
                     "json" => true,
@@ -153,7 +164,7 @@ pub fn parse(
             Short('c') | Long("config") => {
                 if !matches!(
                     cmd.as_deref(),
-                    Some("run") | Some("check-config") | Some("explain")
+                    Some("run") | Some("check-config") | Some("explain") | Some("preflight")
                 ) {
                     return Err(UsageError(
                         "--config goes after run, check-config or explain: endpointd run --config <PATH>".into(),
@@ -168,10 +179,10 @@ pub fn parse(
             Value(v) if cmd.is_none() => {
                 let v = v.string().map_err(err)?;
                 match v.as_str() {
-                    "run" | "check-config" | "demo" | "explain" if help_for => {
+                    "run" | "check-config" | "demo" | "explain" | "preflight" if help_for => {
                         return Ok(Command::Help(command_help(&v)))
                     }
-                    "run" | "check-config" | "demo" | "explain" => cmd = Some(v),
+                    "run" | "check-config" | "demo" | "explain" | "preflight" => cmd = Some(v),
                     "help" if !help_for => help_for = true,
                     other => return Err(UsageError(format!("unknown command '{other}'"))),
                 }
@@ -188,6 +199,7 @@ pub fn parse(
     match cmd.as_deref() {
         Some("run") => Ok(Command::Run { config, shadow }),
         Some("check-config") => Ok(Command::CheckConfig { config }),
+        Some("preflight") => Ok(Command::Preflight { config, json }),
         Some("explain") => match service {
             Some(service) => {
                 check_explain_names(namespace.as_deref(), &service)?;
@@ -375,6 +387,30 @@ mod tests {
             assert!(h.contains(&format!("Usage: endpointd {cmd}")), "help {cmd}");
         }
         assert_eq!(p(&["help"], None), Ok(Command::Help(help())));
+    }
+
+    #[test]
+    fn preflight_arguments() {
+        assert_eq!(
+            p(&["preflight", "-c", "/x.toml", "-o", "json"], None),
+            Ok(Command::Preflight {
+                config: "/x.toml".into(),
+                json: true,
+            })
+        );
+        assert_eq!(
+            p(&["preflight"], Some("/env.toml")),
+            Ok(Command::Preflight {
+                config: "/env.toml".into(),
+                json: false,
+            })
+        );
+        assert!(p(&["preflight", "-n", "x"], None).is_err());
+        assert!(p(&["preflight", "extra"], None).is_err());
+        let Ok(Command::Help(h)) = p(&["help", "preflight"], None) else {
+            panic!("help preflight")
+        };
+        assert!(h.contains("Usage: endpointd preflight"));
     }
 
     #[test]

@@ -9,10 +9,13 @@
 //!
 //! ```text
 //! API server ─▶ informer (watcher thread per resource) ─▶ cache ─▶ handlers
-//!            ─▶ workqueue ─▶ workers ─▶ reconcilers (pure plans) ─▶ API writes
+//!            ─▶ workqueue ─▶ workers ─▶ plan (pure) ─▶ writer ─▶ API writes
 //! ```
 //!
-//! A lease thread decides whether this process may write at all.
+//! [`runtime`] is what both controllers run on, [`wiring`] builds them
+//! (and picks shadow mode's syncer instead of the writers); a lease thread
+//! decides whether this process may write at all. See
+//! `docs/architecture.md`.
 
 pub mod caches;
 pub mod cli;
@@ -26,6 +29,7 @@ pub mod explain;
 pub mod health;
 pub mod lease;
 pub mod logging;
+pub mod preflight;
 pub mod runtime;
 pub mod sdnotify;
 pub mod shadow;

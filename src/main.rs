@@ -55,7 +55,34 @@ fn real_main() -> i32 {
                 EXIT_FAILURE
             }
         },
+        Command::Preflight { config, json } => preflight(&config, json),
         Command::Demo { keep_running } => demo(keep_running),
+    }
+}
+
+/// `endpointd preflight`: the report; exit 1 when a check failed or
+/// nothing could be checked.
+fn preflight(config: &std::path::Path, json: bool) -> i32 {
+    let report = match endpointd::preflight::run(config) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("endpointd preflight: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let text = match json {
+        true => match serde_json::to_string_pretty(&report) {
+            Ok(s) => format!("{s}\n"),
+            Err(e) => {
+                eprintln!("endpointd preflight: {e}");
+                return EXIT_FAILURE;
+            }
+        },
+        false => endpointd::preflight::render::text(&report),
+    };
+    match (emit(&text), report.summary.fail) {
+        (0, 0) => 0,
+        _ => EXIT_FAILURE,
     }
 }
 

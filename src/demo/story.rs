@@ -1,4 +1,4 @@
-//! The demo's eight steps, each printing what it does and checking what it
+//! The demo's nine steps, each printing what it does and checking what it
 //! shows against kube-sim's state and write log.
 
 use super::child::Child;
@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
+
+/// The number of steps.
+const STEPS: u32 = 9;
 
 /// How long any one wait may take before the step fails.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -134,19 +137,20 @@ impl Story<'_> {
         self.say("endpointd demo: kube-controller-manager's Endpoints and EndpointSlice");
         self.say("controllers as one small daemon, shown on an embedded kube-sim.");
         self.step1_cluster()?;
-        let a = self.step2_start()?;
-        self.step3_not_ready();
-        self.step4_graceful_delete();
-        self.step5_scale_down();
-        self.step6_watches_lost();
-        let b = self.step7_restart(a)?;
-        self.step8_summary(&b);
+        self.step2_preflight()?;
+        let a = self.step3_start()?;
+        self.step4_not_ready();
+        self.step5_graceful_delete();
+        self.step6_scale_down();
+        self.step7_watches_lost();
+        let b = self.step8_restart(a)?;
+        self.step9_summary(&b);
         Ok(b)
     }
 
     fn heading(&mut self, n: u32, text: &str) {
         self.say("");
-        self.say(format!("[{n}/8] {text}"));
+        self.say(format!("[{n}/{STEPS}] {text}"));
     }
 
     fn step1_cluster(&mut self) -> Result<(), String> {
@@ -168,21 +172,84 @@ impl Story<'_> {
         Ok(())
     }
 
+    /// `endpointd preflight` as an operator runs it before the hand-over:
+    /// the real binary, no failure, and not one write.
+    fn step2_preflight(&mut self) -> Result<(), String> {
+        self.heading(
+            2,
+            "Before the hand-over: endpointd preflight checks, writes nothing",
+        );
+        let cfg = self.dir.join("preflight.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[kubernetes]\nkubeconfig = {:?}\n",
+                self.kubeconfig.display().to_string()
+            ),
+        )
+        .map_err(|e| format!("{}: {e}", cfg.display()))?;
+        let mark = self.store().write_log_since(0).1;
+        let t0 = Instant::now();
+        let o = std::process::Command::new(&self.opts.exe)
+            .args(["preflight", "-o", "json", "--config"])
+            .arg(&cfg)
+            .env_remove("RUST_LOG")
+            .output()
+            .map_err(|e| format!("running {} preflight: {e}", self.opts.exe.display()))?;
+        let took = t0.elapsed();
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        let n = |l: &str| v["summary"][l].as_u64().unwrap_or(0);
+        let named = |l: &str| -> Vec<String> {
+            v["checks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|c| c["level"] == l)
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        };
+        self.say(format!(
+            "    {} ok, {} warn, {} fail in {}; exit {}",
+            n("ok"),
+            n("warn"),
+            n("fail"),
+            render::ms(Some(took)),
+            o.status.code().unwrap_or(-1)
+        ));
+        let warned = named("warn");
+        for w in &warned {
+            self.say(format!("    warn: {w}"));
+        }
+        if warned.iter().any(|w| w == "kubeconfig/tls") {
+            self.say("    (the demo's kube-sim speaks plain HTTP on loopback)");
+        }
+        let writes = self.store().write_log_since(mark).1 - mark;
+        self.say(format!("    API writes: {writes}"));
+        self.check(
+            "2",
+            o.status.success() && n("fail") == 0 && n("ok") > 0,
+            "exit 0 and no failed check",
+            format!("exit {:?}, failed: {:?}", o.status.code(), named("fail")),
+        );
+        self.check("2", writes == 0, "no write", format!("{writes} writes"));
+        Ok(())
+    }
+
     fn spawn(&mut self, identity: &str) -> Result<Child, String> {
         Child::spawn(&self.opts.exe, &self.dir, &self.kubeconfig, identity)
             .map_err(|e| format!("starting {}: {e}", self.opts.exe.display()))
     }
 
-    fn step2_start(&mut self) -> Result<Child, String> {
+    fn step3_start(&mut self) -> Result<Child, String> {
         self.heading(
-            2,
+            3,
             "endpointd starts, wins the lease and writes every object",
         );
         let mark = observe::mark(self.store());
         self.start_mark = mark;
         let t0 = self.store().clock().wall();
         let a = self.spawn("demo-a")?;
-        let ok = self.wait("2", "every Service converged", |s| {
+        let ok = self.wait("3", "every Service converged", |s| {
             observe::converged(s).is_ok()
         });
         if !ok {
@@ -195,7 +262,7 @@ impl Story<'_> {
             holder.as_deref().unwrap_or("<no lease>")
         ));
         self.check(
-            "2",
+            "3",
             holder.as_deref() == Some("demo-a"),
             "the lease held by demo-a",
             holder.unwrap_or_default(),
@@ -226,7 +293,7 @@ impl Story<'_> {
             render::ms(took)
         ));
         self.check(
-            "2",
+            "3",
             (w.endpoints.len(), w.slices.len()) == min,
             format!("{min:?} writes"),
             format!("{:?}", (w.endpoints.len(), w.slices.len())),
@@ -330,10 +397,10 @@ impl Story<'_> {
         }
     }
 
-    fn step3_not_ready(&mut self) {
-        self.heading(3, "Pod web-1 turns NotReady");
+    fn step4_not_ready(&mut self) {
+        self.heading(4, "Pod web-1 turns NotReady");
         let (w, t0) = self.change(
-            "3",
+            "4",
             "web-1 not ready everywhere",
             |s| s.set_ready("web-1", false, "2026-01-01T00:01:00Z"),
             |s| {
@@ -346,13 +413,13 @@ impl Story<'_> {
                         })
             },
         );
-        self.one_and_one("3", &w, t0, "web-1 not ready");
+        self.one_and_one("4", &w, t0, "web-1 not ready");
     }
 
-    fn step4_graceful_delete(&mut self) {
-        self.heading(4, "Pod web-2 is deleted gracefully: terminating, then gone");
+    fn step5_graceful_delete(&mut self) {
+        self.heading(5, "Pod web-2 is deleted gracefully: terminating, then gone");
         let (w, t0) = self.change(
-            "4",
+            "5",
             "web-2 terminating",
             |s| s.graceful_delete("web-2"),
             |s| {
@@ -373,13 +440,13 @@ impl Story<'_> {
         self.say("    in its slice:");
         self.say(term);
         self.one_and_one(
-            "4",
+            "5",
             &w,
             t0,
             "web-2 terminating (serving, not ready; out of the Endpoints)",
         );
         let (w, _) = self.change(
-            "4",
+            "5",
             "web-2 gone",
             |_| {},
             |s| {
@@ -401,15 +468,15 @@ impl Story<'_> {
         ));
         self.minimum(0, 1);
         self.check(
-            "4",
+            "5",
             w.slices.len() == 1 && w.endpoints.is_empty(),
             "1 slice write and none to Endpoints",
             format!("{} and {}", w.slices.len(), w.endpoints.len()),
         );
     }
 
-    fn step5_scale_down(&mut self) {
-        self.heading(5, "Service big scales from 250 to 120 pods");
+    fn step6_scale_down(&mut self) {
+        self.heading(6, "Service big scales from 250 to 120 pods");
         let gone: Vec<String> = (120..250).map(|i| format!("big-{i}")).collect();
         let touched = observe::slices(self.store(), "big")
             .iter()
@@ -422,7 +489,7 @@ impl Story<'_> {
             })
             .count();
         let (w, _) = self.change(
-            "5",
+            "6",
             "120 endpoints for big",
             |s| s.delete_pods(&gone),
             |s| {
@@ -453,15 +520,15 @@ impl Story<'_> {
         ));
         self.minimum(1, touched);
         self.check(
-            "5",
+            "6",
             w.slice_verbs("create") == 0,
             "no slice created while scaling down",
             format!("{} created", w.slice_verbs("create")),
         );
     }
 
-    fn step6_watches_lost(&mut self) {
-        self.heading(6, "kube-sim drops every watch and compacts its history");
+    fn step7_watches_lost(&mut self) {
+        self.heading(7, "kube-sim drops every watch and compacts its history");
         let mark = observe::mark(self.store());
         self.sim.faults().close_all_watches();
         self.sim.faults().compact();
@@ -472,38 +539,38 @@ impl Story<'_> {
             w.endpoints.len() + w.slices.len()
         ));
         self.check(
-            "6",
+            "7",
             w.endpoints.is_empty() && w.slices.is_empty(),
             "no write after a relist",
             format!("{} writes", w.endpoints.len() + w.slices.len()),
         );
         let (w, t0) = self.change(
-            "6",
+            "7",
             "web-1 ready again",
             |s| s.set_ready("web-1", true, "2026-01-01T00:03:00Z"),
             |s| observe::endpoints(s, "web").map(|e| observe::endpoint_counts(&e)) == Some((2, 0)),
         );
-        self.one_and_one("6", &w, t0, "then web-1 ready again");
+        self.one_and_one("7", &w, t0, "then web-1 ready again");
     }
 
-    fn step7_restart(&mut self, a: Child) -> Result<Child, String> {
-        self.heading(7, "endpointd restarts: a new instance takes over");
+    fn step8_restart(&mut self, a: Child) -> Result<Child, String> {
+        self.heading(8, "endpointd restarts: a new instance takes over");
         let mark = observe::mark(self.store());
         let code = a.stop(Duration::from_secs(10));
         self.check(
-            "7",
+            "8",
             code == Some(0),
             "exit 0 after SIGTERM",
             format!("{code:?}"),
         );
         let b = self.spawn("demo-b")?;
-        self.wait("7", "demo-b ready", |_| b.ready().is_some());
+        self.wait("8", "demo-b ready", |_| b.ready().is_some());
         self.settle();
         std::thread::sleep(Duration::from_millis(500));
         let w = observe::writes_since(self.store(), mark);
         let holder = self.lease_holder();
         self.check(
-            "7",
+            "8",
             holder.as_deref() == Some("demo-b"),
             "the lease held by demo-b",
             holder.clone().unwrap_or_else(|| "no lease".into()),
@@ -517,7 +584,7 @@ impl Story<'_> {
             w.endpoints.len() + w.slices.len()
         ));
         self.check(
-            "7",
+            "8",
             w.endpoints.is_empty() && w.slices.is_empty(),
             "0 writes after a restart",
             format!("{}", w.endpoints.len() + w.slices.len()),
@@ -532,8 +599,8 @@ impl Story<'_> {
         v["spec"]["holderIdentity"].as_str().map(str::to_string)
     }
 
-    fn step8_summary(&mut self, b: &Child) {
-        self.heading(8, "Summary");
+    fn step9_summary(&mut self, b: &Child) {
+        self.heading(9, "Summary");
         self.report.rss_bytes = b.rss_bytes();
         let all = observe::writes_since(self.store(), self.start_mark);
         self.report.log_writes = (all.endpoints.len(), all.slices.len());

@@ -15,9 +15,9 @@ fn demo_story_passes_and_reports_true_figures() {
     let report = demo::run(&opts, &mut out).expect("the demo runs");
     let text = String::from_utf8_lossy(&out);
     assert!(report.failures.is_empty(), "{:?}\n{text}", report.failures);
-    for step in 1..=8 {
+    for step in 1..=9 {
         assert!(
-            text.contains(&format!("[{step}/8] ")),
+            text.contains(&format!("[{step}/9] ")),
             "step {step} missing:\n{text}"
         );
     }

@@ -22,6 +22,7 @@ mod foreign_writer;
 mod hostile_server;
 mod leader_election;
 mod observability_kit;
+mod preflight;
 mod rbac_least_privilege;
 mod regression;
 mod restart_every_feature;

@@ -155,6 +155,21 @@ impl Authorizer {
         }
     }
 
+    /// What a SubjectAccessReview of `a` for `user` reports: whether it is
+    /// allowed and kube-apiserver's reason (see
+    /// [`Policy::allowed_by`]). With authorization off everything is
+    /// allowed, with no reason (upstream's AlwaysAllow). Not recorded in
+    /// the access log: the review itself is the request.
+    pub fn review(&self, user: &UserInfo, a: &Attributes) -> (bool, String) {
+        match &self.policy {
+            None => (true, String::new()),
+            Some(p) => match p.allowed_by(user, a) {
+                Some(reason) => (true, reason),
+                None => (false, String::new()),
+            },
+        }
+    }
+
     /// The access log so far (empty with authorization off).
     pub fn log(&self) -> Vec<Access> {
         self.log

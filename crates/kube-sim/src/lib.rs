@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access_review;
 pub mod apierrors;
 pub mod authn;
 pub mod authz;
@@ -26,6 +27,7 @@ pub mod gc;
 pub mod kubelet;
 pub mod list;
 pub mod load;
+pub mod managed;
 pub mod mvcc;
 pub mod obj;
 pub mod objects;

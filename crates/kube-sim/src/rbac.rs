@@ -232,13 +232,28 @@ fn text(v: &Value, p: &str) -> String {
 impl Policy {
     /// kube-apiserver's bootstrap policy that matters here: discovery and
     /// `/version` for every authenticated user (`system:discovery`,
-    /// `system:public-info-viewer`).
+    /// `system:public-info-viewer`), and self-reviews (`system:basic-user`).
     pub fn bootstrap() -> Policy {
         let mut p = Policy::default();
         let _ = p.add(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": "system:discovery"},
             "rules": [{"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*",
                 "/openapi", "/openapi/*", "/version", "/version/", "/healthz", "/livez", "/readyz"]}]}));
+        // system:basic-user: every authenticated user may ask what it may
+        // do (SelfSubjectAccessReview, SelfSubjectRulesReview) and who it
+        // is (SelfSubjectReview).
+        let _ = p.add(
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "system:basic-user"},
+            "rules": [{"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+                       "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]},
+                      {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"],
+                       "resources": ["selfsubjectreviews"]}]}),
+        );
+        let _ = p.add(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "system:basic-user"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:basic-user"},
+            "subjects": [{"kind": "Group", "name": "system:authenticated"}]}));
         let _ = p.add(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": "system:discovery"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:discovery"},
@@ -341,6 +356,70 @@ impl Policy {
             .filter(|b| b.namespace.is_empty() || (!req_ns.is_empty() && b.namespace == req_ns))
             .filter(|b| b.subjects.iter().any(|s| s.applies_to(user, &b.namespace)))
             .any(|b| self.rules_of(b).any(|r| r.allows(a)))
+    }
+}
+
+impl Subject {
+    /// How kube-apiserver's RBAC authorizer names the subject in a reason
+    /// (`describeSubject`): `User "alice"`, `ServiceAccount "name/ns"`.
+    fn describe(&self, binding_ns: &str) -> String {
+        match self.kind.as_str() {
+            "ServiceAccount" => {
+                let ns = match self.namespace.is_empty() {
+                    true => binding_ns,
+                    false => &self.namespace,
+                };
+                format!("{} {:?}", self.kind, format!("{}/{ns}", self.name))
+            }
+            _ => format!("{} {:?}", self.kind, self.name),
+        }
+    }
+}
+
+impl Policy {
+    /// The decision with kube-apiserver's reason, as a SubjectAccessReview
+    /// reports it: `Some("")` for `system:masters` (the privileged-group
+    /// authorizer gives no reason), `Some("RBAC: allowed by ClusterRoleBinding
+    /// \"b\" of ClusterRole \"r\" to User \"u\"")` for a rule, `None`
+    /// when nothing allows it (RBAC has no opinion: not allowed, not denied,
+    /// no reason).
+    pub fn allowed_by(&self, user: &UserInfo, a: &Attributes) -> Option<String> {
+        if user.in_group(MASTERS) {
+            return Some(String::new());
+        }
+        let req_ns = match a {
+            Attributes::Resource { namespace, .. } => namespace.as_str(),
+            Attributes::NonResource { .. } => "",
+        };
+        // Upstream visits ClusterRoleBindings first, then the RoleBindings
+        // of the request's namespace.
+        let cluster = self.bindings.iter().filter(|b| b.namespace.is_empty());
+        let local = self
+            .bindings
+            .iter()
+            .filter(|b| !b.namespace.is_empty() && !req_ns.is_empty() && b.namespace == req_ns);
+        for b in cluster.chain(local) {
+            let Some(s) = b.subjects.iter().find(|s| s.applies_to(user, &b.namespace)) else {
+                continue;
+            };
+            if !self.rules_of(b).any(|r| r.allows(a)) {
+                continue;
+            }
+            let who = s.describe(&b.namespace);
+            return Some(match b.namespace.is_empty() {
+                true => format!(
+                    "RBAC: allowed by ClusterRoleBinding {:?} of {} {:?} to {who}",
+                    b.name, b.role_kind, b.role_name
+                ),
+                false => format!(
+                    "RBAC: allowed by RoleBinding {:?} of {} {:?} to {who}",
+                    format!("{}/{}", b.name, b.namespace),
+                    b.role_kind,
+                    b.role_name
+                ),
+            });
+        }
+        None
     }
 }
 

@@ -193,3 +193,49 @@ fn a_later_item_of_the_same_name_replaces_the_earlier() {
         .expect("valid");
     assert!(!p.allows(&sa, &res("get", "", "services", "", "x", "s")));
 }
+
+#[test]
+fn allowed_by_names_the_binding_as_kube_apiserver_and_agrees_with_allows() {
+    let p = policy();
+    let sa = user_with_groups("system:serviceaccount:kube-system:ep", &[]);
+    let admin = user_with_groups("admin", &[MASTERS]);
+    let cases = [
+        (
+            &sa,
+            res("list", "", "pods", "", "", ""),
+            Some("RBAC: allowed by ClusterRoleBinding \"sa-read\" of ClusterRole \"read-pods\" to ServiceAccount \"ep/kube-system\""),
+        ),
+        (
+            &sa,
+            res("create", "coordination.k8s.io", "leases", "", "kube-system", ""),
+            Some("RBAC: allowed by RoleBinding \"lease/kube-system\" of Role \"lease\" to ServiceAccount \"ep/kube-system\""),
+        ),
+        (
+            &sa,
+            res("watch", "discovery.k8s.io", "endpointslices", "", "apps", ""),
+            Some("RBAC: allowed by RoleBinding \"slices-in-apps/apps\" of ClusterRole \"slices-all\" to Group \"system:serviceaccounts:kube-system\""),
+        ),
+        (&sa, res("delete", "", "pods", "", "", ""), None),
+        (
+            &sa,
+            res("create", "coordination.k8s.io", "leases", "", "", ""),
+            None,
+        ),
+        (&admin, res("delete", "", "nodes", "", "", "n"), Some("")),
+    ];
+    for (i, (u, a, want)) in cases.iter().enumerate() {
+        assert_eq!(p.allowed_by(u, a).as_deref(), *want, "case {i}: {a:?}");
+        assert_eq!(p.allows(u, a), want.is_some(), "case {i}: agrees");
+    }
+    let boot = Policy::bootstrap();
+    let ssar = res(
+        "create",
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "",
+        "",
+        "",
+    );
+    assert!(boot.allows(&sa, &ssar), "system:basic-user");
+    assert!(!boot.allows(&UserInfo::new("system:anonymous", &[]), &ssar));
+}

@@ -6,6 +6,7 @@
 //! Never touches sockets; lists live in [`super::list`], watches in
 //! [`super::watch`], deletion in [`super::deletion`].
 
+use super::managed::{self, Writer};
 use super::objects::{
     self, already_exists, bad_request, conflict, not_found, prepare_create, prepare_update, Obj,
 };
@@ -239,14 +240,27 @@ fn create(
     }
     let now = store.clock().wall();
     let dry = dry_run(req)?;
+    let w = writer(info, req, "", now)?;
     let obj = store.txn(|t| {
         t.set_dry_run(dry);
-        create_in(t, info, ns, v, now, "create")
+        create_in(t, info, ns, v, now, "create", Some(&w))
     })?;
     Ok(object_response(info, 201, &obj))
 }
 
-/// Create `v` in `ns` (namespace checks, generateName, validation).
+/// The request's writer for managedFields (its `fieldManager` checked).
+fn writer(
+    info: &ResourceInfo,
+    req: &Request,
+    subresource: &str,
+    now: std::time::SystemTime,
+) -> Result<Writer, ApiError> {
+    let (_, agent) = super::requester::current();
+    managed::writer(info, req, &agent, subresource, now)
+}
+
+/// Create `v` in `ns` (namespace checks, generateName, validation), its
+/// managedFields recorded for `by` when given.
 pub fn create_in(
     t: &mut Txn<'_>,
     info: &'static ResourceInfo,
@@ -254,6 +268,7 @@ pub fn create_in(
     mut v: Value,
     now: std::time::SystemTime,
     verb: &str,
+    by: Option<&Writer>,
 ) -> Result<Arc<Obj>, ApiError> {
     let given = meta_str(&v, "name").unwrap_or("").to_string();
     // Upstream's SimpleNameGenerator: a prefix longer than 58 characters
@@ -293,6 +308,9 @@ pub fn create_in(
     prepare_create(info, &mut v, &name, ns, now);
     defaults::apply(t, info, &mut v, None);
     validate::validate(info, None, &v)?;
+    if let Some(w) = by {
+        managed::on_create(info, w, &mut v);
+    }
     Ok(t.put(&key, verb, v))
 }
 
@@ -327,6 +345,7 @@ fn update(
     let now = store.clock().wall();
     let key = Key::new(info, ns, name);
     let dry = dry_run(req)?;
+    let w = writer(info, req, if status_only { "status" } else { "" }, now)?;
     let (code, obj) = store.txn(|t| {
         t.set_dry_run(dry);
         if t.get(&key).is_none() && objects::allow_create_on_update(info) && !status_only {
@@ -334,15 +353,16 @@ fn update(
             if let Some(m) = v["metadata"].as_object_mut() {
                 m.remove("resourceVersion");
             }
-            return create_in(t, info, ns, v, now, "update").map(|o| (201, o));
+            return create_in(t, info, ns, v, now, "update", Some(&w)).map(|o| (201, o));
         }
-        apply_update(t, info, &key, v, status_only, "update").map(|o| (200, o))
+        apply_update(t, info, &key, v, status_only, "update", Some(&w)).map(|o| (200, o))
     })?;
     Ok(object_response(info, code, &obj))
 }
 
 /// The update path shared by PUT and PATCH: optimistic concurrency, update
-/// strategy, validation, no-op detection, finalizer-driven deletion.
+/// strategy, validation, managedFields (for `by`), no-op detection,
+/// finalizer-driven deletion.
 pub fn apply_update(
     t: &mut Txn<'_>,
     info: &'static ResourceInfo,
@@ -350,6 +370,7 @@ pub fn apply_update(
     mut new: Value,
     status_only: bool,
     verb: &str,
+    by: Option<&Writer>,
 ) -> Result<Arc<Obj>, ApiError> {
     let cur = t.get(key).ok_or_else(|| not_found(info, &key.name))?;
     let want_rv = meta_str(&new, "resourceVersion").unwrap_or("");
@@ -375,6 +396,9 @@ pub fn apply_update(
     validate::validate(info, Some(&old), &new)?;
     if let Some(m) = new["metadata"].as_object_mut() {
         m.insert("resourceVersion".into(), json!(cur.rv()));
+    }
+    if let Some(w) = by {
+        managed::on_update(info, w, &old, &mut new);
     }
     if objects::semantic_eq(&new, &old) {
         return Ok(cur);
@@ -410,6 +434,8 @@ fn patch_object(
     let kind = patch::PatchType::from_content_type(ctype)?;
     let key = Key::new(info, ns, name);
     let dry = dry_run(req)?;
+    let now = store.clock().wall();
+    let w = writer(info, req, if status_only { "status" } else { "" }, now)?;
     let obj = store.txn(|t| {
         t.set_dry_run(dry);
         let cur = t.get(&key).ok_or_else(|| not_found(info, name))?;
@@ -425,7 +451,7 @@ fn patch_object(
                 meta_str(&patched, "name").unwrap_or("")
             )));
         }
-        apply_update(t, info, &key, patched, status_only, "patch")
+        apply_update(t, info, &key, patched, status_only, "patch", Some(&w))
     })?;
     Ok(object_response(info, 200, &obj))
 }

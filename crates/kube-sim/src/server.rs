@@ -2,7 +2,8 @@
 //! store and the fault switchboard together, and routes each request:
 //! health and `/version` (anonymous, like kube-apiserver's
 //! `system:public-info-viewer`), then authentication, then `/sim/faults`,
-//! `/sim/requests`, discovery, and finally resource requests
+//! `/sim/requests`, discovery, SelfSubjectAccessReviews
+//! ([`super::access_review`]), and finally resource requests
 //! (requestinfo → latency → counters → injected failures → stalled
 //! watches → `rest::handle`).
 //!
@@ -250,6 +251,14 @@ impl SimHandler {
         if let Some(denied) = self.authz.resource(user, &info) {
             return denied;
         }
+        if info.group == "authorization.k8s.io"
+            && info.version == "v1"
+            && info.resource == "selfsubjectaccessreviews"
+            && info.namespace.is_none()
+            && info.name.is_none()
+        {
+            return super::access_review::serve(&self.authz, user, req);
+        }
         let Some(res) = resources::lookup(&info.group, &info.version, &info.resource) else {
             return not_found();
         };
@@ -310,6 +319,14 @@ impl SimHandler {
 pub const ENDPOINTS_DEPRECATED: &str =
     "299 - \"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\"";
 
+/// An HTTP `Date` (IMF-fixdate, RFC 9110): `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub fn http_date(t: std::time::SystemTime) -> String {
+    match jiff::Timestamp::try_from(t) {
+        Ok(ts) => ts.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string(),
+        Err(_) => "Thu, 01 Jan 1970 00:00:00 GMT".to_string(),
+    }
+}
+
 fn is_health(path: &str) -> bool {
     ["/healthz", "/readyz", "/livez"]
         .iter()
@@ -334,7 +351,11 @@ impl Handler for SimHandler {
             (None, None) => "system:anonymous".to_string(),
         };
         let agent = req.header("user-agent").unwrap_or("").to_string();
-        let resp = super::requester::with(&user, &agent, || self.route(&req, who.as_ref()));
+        let mut resp = super::requester::with(&user, &agent, || self.route(&req, who.as_ref()));
+        // Every answer is dated, as Go's net/http dates them (clients
+        // compare it with their own clock: `endpointd preflight`).
+        resp.headers
+            .push(("Date".into(), http_date(self.clock.wall())));
         // Method, path and status only: never headers (they carry the token).
         log::debug!(
             "{} {} {} -> {}",

@@ -5,10 +5,12 @@
 
 mod harness;
 
+mod access_review;
 mod auth_discovery;
 mod faults;
 mod kubectl_table;
 mod kubelet;
+mod managed_fields;
 mod protobuf;
 mod rbac;
 mod semantics;
