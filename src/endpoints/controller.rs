@@ -87,9 +87,10 @@ impl EndpointsController {
             &cache_rv,
             self.listers.endpoints.list_count(),
         ) {
-            return Err(SyncError::Stale(format!(
-                "endpoints informer cache is out of date for {key}"
-            )));
+            return Err(SyncError::StaleCache {
+                cache: "endpoints",
+                key: key.to_string(),
+            });
         }
         let input = EndpointsInput {
             service: &svc,

@@ -140,8 +140,15 @@ fn rv_reached(cache: &str, written: u64) -> bool {
     cache.parse::<u64>().map_or(true, |c| c >= written)
 }
 
-fn failed(what: &str, key: &str, e: &kube::Error) -> SyncError {
-    SyncError::Failed(format!("{what} Endpoints {key}: {e}"))
+/// `e` as the sync's error, with the write named (`updating Endpoints
+/// ns/web: …`).
+fn failed(what: &str, key: &str, e: kube::Error) -> SyncError {
+    SyncError::Request(e.context(format!("{what} Endpoints {key}")))
+}
+
+/// The fence closed before a write was sent: the client's own refusal.
+fn fenced(e: impl std::fmt::Display) -> SyncError {
+    SyncError::Request(kube::Error::Refused(e.to_string()))
 }
 
 impl EndpointsWriter {
@@ -386,9 +393,7 @@ impl EndpointsWriter {
     /// asked first (the client asks again before each attempt), so a
     /// fenced write costs no rate-limiter token and no bookkeeping.
     pub fn create(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
-        self.fence
-            .check()
-            .map_err(|e| SyncError::Failed(e.to_string()))?;
+        self.fence.check().map_err(fenced)?;
         self.sending(key, obj);
         self.forget_delete(key);
         match self.client.create_meta(&ENDPOINTS, Some(ns), obj) {
@@ -406,20 +411,18 @@ impl EndpointsWriter {
             }
             // Fenced between the check above and an attempt: not a failure
             // of the write, so no warning.
-            Err(e) if e.is_refused() => Err(failed("creating", key, &e)),
+            Err(e) if e.is_refused() => Err(failed("creating", key, e)),
             Err(e) => {
                 let msg = format!("Failed to create endpoint for service {key}: {e}");
                 self.warn(obj, ns, "FailedToCreateEndpoint", msg);
-                Err(failed("creating", key, &e))
+                Err(failed("creating", key, e))
             }
         }
     }
 
     /// PUT with the cached resourceVersion (docs/behaviour.md#up-a21, #up-a22).
     pub fn update(&self, key: &str, ns: &str, obj: &Endpoints) -> Result<(), SyncError> {
-        self.fence
-            .check()
-            .map_err(|e| SyncError::Failed(e.to_string()))?;
+        self.fence.check().map_err(fenced)?;
         self.sending(key, obj);
         match self.client.update_meta(&ENDPOINTS, Some(ns), obj) {
             Ok(written) => {
@@ -428,16 +431,13 @@ impl EndpointsWriter {
                 }
                 Ok(())
             }
-            Err(e) if e.is_refused() => Err(failed("updating", key, &e)),
+            Err(e) if e.is_refused() => Err(failed("updating", key, e)),
             Err(e) => {
                 let msg = format!("Failed to update endpoint {key}: {e}");
                 self.warn(obj, ns, "FailedToUpdateEndpoint", msg);
-                if e.is_conflict() {
-                    // Our cache is behind the stored object: the next sync
-                    // from a fresher cache fixes it (see the worker).
-                    return Err(SyncError::Stale(format!("updating Endpoints {key}: {e}")));
-                }
-                Err(failed("updating", key, &e))
+                // A conflict: our cache is behind the stored object; the
+                // worker retries it as stale, from a fresher cache.
+                Err(failed("updating", key, e))
             }
         }
     }
@@ -453,9 +453,7 @@ impl EndpointsWriter {
         name: &str,
         cached: Option<&Endpoints>,
     ) -> Result<(), SyncError> {
-        self.fence
-            .check()
-            .map_err(|e| SyncError::Failed(e.to_string()))?;
+        self.fence.check().map_err(fenced)?;
         let uid = cached.map(|e| e.metadata.uid.clone());
         self.deleting().insert(key.to_string(), uid);
         match self.client.delete(&ENDPOINTS, Some(ns), name, None) {
@@ -463,7 +461,7 @@ impl EndpointsWriter {
             Err(e) if e.is_not_found() => self.forget_delete(key),
             Err(e) => {
                 self.forget_delete(key);
-                return Err(failed("deleting", key, &e));
+                return Err(failed("deleting", key, e));
             }
         }
         self.stale.delete(key);

@@ -233,9 +233,10 @@ impl SliceController {
             self.clock.now(),
             self.listers.slices.list_count(),
         ) {
-            return Err(SyncError::Stale(format!(
-                "EndpointSlice informer cache is out of date for {key}"
-            )));
+            return Err(SyncError::StaleCache {
+                cache: "EndpointSlice",
+                key: key.to_string(),
+            });
         }
         let trigger_time = self.triggers.compute(key, &svc, &pods);
         let nodes = |n: &str| self.listers.nodes.get(n);
@@ -267,19 +268,19 @@ impl SliceController {
         // done counted.
         let td = svc.traffic_distribution.as_deref();
         self.metrics.record_plan(key, &plan, td, &done);
-        let conflict = write_errors.iter().any(|e| e.is_conflict());
         let mut errors = plan.node_errors.clone();
-        errors.extend(write_errors.iter().map(error_text));
+        errors.extend(write_errors.iter().map(super::writer::upstream_text));
         if !errors.is_empty() {
             let msg = failed_message(key, &errors);
             self.recorder.record(
                 &regarding,
                 &EventSpec::warning("FailedToUpdateEndpointSlices", msg.clone()),
             );
-            // A conflict: our cache is behind; retried as stale.
-            return Err(match conflict {
-                true => SyncError::Stale(msg),
-                false => SyncError::Failed(msg),
+            // A conflict among the writes: our cache is behind; the worker
+            // retries it as stale.
+            return Err(SyncError::Slices {
+                message: msg,
+                writes: write_errors,
             });
         }
         if done.overtaken {
@@ -300,17 +301,6 @@ impl SliceController {
     }
 }
 
-/// A failed write as upstream's `%v` prints it: an API error's message
-/// (finalize put the slice and Service before it), not our
-/// "API error 403 Forbidden: " prefix.
-fn error_text(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) => status.message.clone(),
-        kube::Error::InvalidRequest(m) | kube::Error::Refused(m) => m.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// The message of upstream's `FailedToUpdateEndpointSlices` warning: the
 /// sync's errors as an apimachinery aggregate prints them (one alone,
 /// several as `[a, b]`).
@@ -327,7 +317,7 @@ impl Syncer for SliceController {
         let r = self.sync_service(key);
         self.metrics.sync_result(match &r {
             Ok(()) => "success",
-            Err(SyncError::Stale(_)) => "stale",
+            Err(e) if e.is_stale() => "stale",
             Err(_) => "error",
         });
         r

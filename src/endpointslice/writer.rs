@@ -55,26 +55,31 @@ fn annotate(s: &mut EndpointSlice, trigger: Option<Time>) {
     }
 }
 
-/// `e` with the slice and Service named. An API error stays one (its
-/// code and reason kept, the context put before its message) so callers
-/// can still tell a 409 conflict — retried from a fresh cache — from the
-/// rest.
-fn what(doing: &str, s: &EndpointSlice, svc: &Service, e: &kube::Error) -> kube::Error {
+/// `e` with the slice and Service named, as upstream words it (`failed to
+/// update web-abc EndpointSlice for Service shop/web`); it stays the error
+/// it was (see [`kube::Error::Context`]).
+fn what(doing: &str, s: &EndpointSlice, svc: &Service, e: kube::Error) -> kube::Error {
     let name = match s.metadata.name.as_str() {
         "" => String::new(),
         n => format!("{n} "),
     };
-    let context = format!(
+    e.context(format!(
         "{doing} {name}EndpointSlice for Service {}/{}",
         svc.metadata.namespace, svc.metadata.name
-    );
+    ))
+}
+
+/// A failed write as upstream's `%v` prints it (the text of the
+/// `FailedToUpdateEndpointSlices` event): the context [`what`] added, then
+/// an API error's message, not our "API error 403 Forbidden: " prefix.
+pub fn upstream_text(e: &kube::Error) -> String {
     match e {
-        kube::Error::Api(status) => {
-            let mut status = status.clone();
-            status.message = format!("{context}: {}", status.message);
-            kube::Error::Api(status)
+        kube::Error::Context { context, source } => {
+            format!("{context}: {}", upstream_text(source))
         }
-        _ => kube::Error::InvalidRequest(format!("{context}: {e}")),
+        kube::Error::Api(status) => status.message.clone(),
+        kube::Error::InvalidRequest(m) | kube::Error::Refused(m) => m.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -99,7 +104,7 @@ fn write_type(
                     out.created += 1;
                 }
                 Err(e) if e.has_cause("NamespaceTerminating") => return Ok(()),
-                Err(e) => return Err(what("failed to create", &s, svc, &e)),
+                Err(e) => return Err(what("failed to create", &s, svc, e)),
             }
         }
     }
@@ -109,7 +114,7 @@ fn write_type(
         let in_flight = tracker.begin_update(&s);
         let updated = writer
             .update(&s)
-            .map_err(|e| what("failed to update", &s, svc, &e))?;
+            .map_err(|e| what("failed to update", &s, svc, e))?;
         out.overtaken |= in_flight.finish(&updated);
         out.updated += 1;
     }
@@ -141,7 +146,7 @@ fn delete(
             if e.is_not_found() {
                 Ok(())
             } else {
-                Err(what(doing, s, svc, &e))
+                Err(what(doing, s, svc, e))
             }
         }
     }
@@ -193,7 +198,7 @@ mod tests {
             message: "the object has been modified".into(),
             ..kube::Status::default()
         });
-        let e = what("failed to update", &slice, &svc, &conflict);
+        let e = what("failed to update", &slice, &svc, conflict);
         assert!(e.is_conflict(), "{e}");
         let text = e.to_string();
         assert!(
@@ -201,8 +206,18 @@ mod tests {
                 && text.contains("the object has been modified"),
             "{text}"
         );
-        let other = what("failed to create", &slice, &svc, &kube::Error::Shutdown);
+        let other = what("failed to create", &slice, &svc, kube::Error::Shutdown);
         assert!(!other.is_conflict());
+        // A lost connection stays one: retried, and the outage noticed.
+        let lost = kube::Error::Transport {
+            server: "https://api:6443".into(),
+            cause: "connection reset".into(),
+            timeout: false,
+            unreachable: true,
+        };
+        let e = what("failed to create", &slice, &svc, lost);
+        assert!(e.is_retryable() && e.is_unreachable(), "{e}");
+        assert!(matches!(e.root(), kube::Error::Transport { .. }));
     }
 
     /// A writer whose every request fails with a 500.
@@ -246,7 +261,7 @@ mod tests {
         let mut plan = SlicePlan::default();
         plan.unsupported.push(slice("web-v6", "IPv6"));
         let (_, errors) = finalize(&svc, &plan, None, &Refusing, &tracker);
-        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let text: Vec<String> = errors.iter().map(upstream_text).collect();
         assert_eq!(text.len(), 1, "{text:?}");
         assert!(
             text[0].contains("error deleting web-v6 EndpointSlice for Service ns/web: etcd down"),
@@ -261,7 +276,7 @@ mod tests {
             },
         ));
         let (_, errors) = finalize(&svc, &plan, None, &Refusing, &tracker);
-        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let text: Vec<String> = errors.iter().map(upstream_text).collect();
         assert!(
             text.len() == 1
                 && text[0].contains("failed to delete web-old EndpointSlice for Service ns/web"),

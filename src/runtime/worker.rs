@@ -24,6 +24,7 @@
 
 use super::metrics::{ControllerMetrics, SyncResult};
 use endpointd_base::clock::SharedClock;
+use endpointd_kube::kube;
 use endpointd_kube::workqueue::{RateLimitingQueue, MAX_RETRIES};
 
 /// Delay before a sync that found a stale cache (or a 409) runs again.
@@ -38,14 +39,32 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Why a sync failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a sync failed. A failed request keeps the client's error (with
+/// what was being done as its [`kube::Error::Context`]), so the worker
+/// and its logs see a conflict, a lost connection or a body over its cap
+/// for what it is.
+#[derive(Debug)]
 pub enum SyncError {
-    /// The informer cache is older than this controller's own last write
-    /// (counted as `result="stale"`); retried.
-    Stale(String),
-    /// Any other failure; retried.
-    Failed(String),
+    /// The named informer cache is older than this controller's own last
+    /// write for `key` (counted as `result="stale"`); retried soon.
+    StaleCache {
+        /// The cache, as logged (`EndpointSlice`, `endpoints`).
+        cache: &'static str,
+        /// The Service.
+        key: String,
+    },
+    /// A request failed; retried. A conflict (409: our copy was behind
+    /// the stored object) counts as stale.
+    Request(kube::Error),
+    /// The EndpointSlice sync's failures together, as upstream reports
+    /// them in one warning: pods skipped for a Node missing from the
+    /// cache, and the failed writes. Retried; stale if a write conflicted.
+    Slices {
+        /// Upstream's message (`Error updating Endpoint Slices for …`).
+        message: String,
+        /// The failed writes, each the client's error.
+        writes: Vec<kube::Error>,
+    },
     /// The sync panicked; retried like a failure.
     Panicked(String),
     /// The sync succeeded, but an event it held back (someone else's
@@ -55,18 +74,47 @@ pub enum SyncError {
     Requeue(std::time::Duration),
 }
 
+impl SyncError {
+    /// Counted and retried as stale: the cache is behind our own write or
+    /// the stored object (a conflict).
+    pub fn is_stale(&self) -> bool {
+        match self {
+            SyncError::StaleCache { .. } => true,
+            SyncError::Request(e) => e.is_conflict(),
+            SyncError::Slices { writes, .. } => writes.iter().any(kube::Error::is_conflict),
+            SyncError::Panicked(_) | SyncError::Requeue(_) => false,
+        }
+    }
+}
+
 impl fmt::Display for SyncError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SyncError::Stale(m) => write!(f, "stale cache: {m}"),
-            SyncError::Failed(m) => f.write_str(m),
+            SyncError::StaleCache { cache, key } => {
+                write!(
+                    f,
+                    "stale cache: {cache} informer cache is out of date for {key}"
+                )
+            }
+            SyncError::Request(e) => write!(f, "{e}"),
+            SyncError::Slices { message, .. } => f.write_str(message),
             SyncError::Panicked(m) => write!(f, "panicked: {m}"),
             SyncError::Requeue(d) => write!(f, "synced; to sync again in {d:?}"),
         }
     }
 }
 
-impl std::error::Error for SyncError {}
+impl std::error::Error for SyncError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SyncError::Request(e) => Some(e),
+            SyncError::Slices { writes, .. } => writes
+                .first()
+                .map(|e| e as &(dyn std::error::Error + 'static)),
+            _ => None,
+        }
+    }
+}
 
 /// What a controller does for one key.
 pub trait Syncer: Send + Sync + 'static {
@@ -236,9 +284,9 @@ impl Ctx {
             Err(e) => e,
         };
         let k = key.to_string();
-        let result = match err {
-            SyncError::Stale(_) => SyncResult::Stale,
-            _ => SyncResult::Error,
+        let result = match err.is_stale() {
+            true => SyncResult::Stale,
+            false => SyncResult::Error,
         };
         self.metrics.result(c, result);
         match result {
@@ -408,7 +456,11 @@ mod tests {
                 return Err(SyncError::Requeue(Duration::from_millis(20)));
             }
             if n <= self.fail_times.get(key).copied().unwrap_or(0) {
-                return Err(SyncError::Failed(format!("attempt {n}")));
+                return Err(SyncError::Request(kube::Error::Api(kube::Status {
+                    code: 500,
+                    message: format!("attempt {n}"),
+                    ..kube::Status::default()
+                })));
             }
             Ok(())
         }
