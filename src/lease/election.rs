@@ -1,5 +1,5 @@
 //! client-go's leader election decision (`tools/leaderelection/
-//! leaderelection.go` `tryAcquireOrRenew`, `release`; upstream-spec F2–F6)
+//! leaderelection.go` `tryAcquireOrRenew`, `release`; docs/behaviour.md#up-f2 to #up-f6)
 //! as pure functions: from what was observed, the Lease just read and
 //! the time, what to write.
 //!
@@ -89,7 +89,7 @@ fn record(me: &str, duration: Duration, wall: SystemTime, keep: Option<&LeaseSpe
     }
 }
 
-/// F3 fast path: renew directly from the observed Lease, without a read,
+/// The fast path (docs/behaviour.md#up-f3): renew directly from the observed Lease, without a read,
 /// when we hold it and it is still valid locally.
 pub fn fast_renew(
     obs: &Observed,
@@ -107,7 +107,7 @@ pub fn fast_renew(
     Some(next)
 }
 
-/// F3 slow path, after a read (`got` is `None` on NotFound). `now` is
+/// The slow path (docs/behaviour.md#up-f3), after a read (`got` is `None` on NotFound). `now` is
 /// when the read *returned*: the observation time, and the instant at
 /// which validity is judged.
 ///
@@ -214,7 +214,7 @@ pub fn stuck(
     stuck_at(leading, busy_since, last_renewal, renew_deadline).is_some_and(|at| now >= at)
 }
 
-/// F5 (newer client-go): release a Lease just read, only if we still hold
+/// docs/behaviour.md#up-f5 (newer client-go): release a Lease just read, only if we still hold
 /// it: holder cleared, duration 1 s, transitions kept.
 pub fn release(got: &Lease, me: &str, wall: SystemTime) -> Option<Lease> {
     if holder(got) != me {

@@ -1,6 +1,6 @@
 //! This instance's identity Lease (the heartbeat, after the seed's lease
 //! controller `component-helpers/apimachinery/lease/controller.go` and
-//! kube-apiserver's identity leases; upstream-spec F8, F9): its name, its
+//! kube-apiserver's identity leases; docs/behaviour.md#up-f8, #up-f9): its name, its
 //! label, the Lease itself, and when another instance's identity Lease
 //! counts as abandoned.
 //!

@@ -446,7 +446,7 @@ fn external_name_and_back() {
 }
 
 /// A headless Service without ports: its pods' addresses, ready and not,
-/// with no ports (A13), in one write (kube-sim accepts port-less subsets,
+/// with no ports (docs/behaviour.md#up-a13), in one write (kube-sim accepts port-less subsets,
 /// as kube-apiserver does).
 #[test]
 fn headless_service_without_ports_lists_addresses_without_ports() {
@@ -518,7 +518,7 @@ fn labels_and_headless_label() {
     });
     assert_eq!(fx.writes(mark, "hl"), ["update"]);
 
-    // clusterIP None → an IP: not compared (upstream A18), no write.
+    // clusterIP None → an IP: not compared (docs/behaviour.md#up-a18), no write.
     let mark = fx.mark();
     fx.change_service("hl", |s| {
         s["spec"]["clusterIP"] = json!("10.96.0.77");
@@ -1182,7 +1182,7 @@ fn foreign_endpoints_of_no_managed_service_are_left_alone() {
     );
     assert_eq!(fx.events().len(), events, "no event");
 
-    // A restart's leftover check (A5) deletes the orphan, once, and
+    // A restart's leftover check (docs/behaviour.md#up-a5) deletes the orphan, once, and
     // neither the lock nor the user-managed one.
     let Fx { c, d } = fx;
     assert_eq!(d.stop(), Some(0));
@@ -1417,7 +1417,7 @@ fn refused_writes_record_one_warning_each_then_retry() {
         updated[0]
     );
     // As upstream, the retried PUT carries no trigger time: the tracker
-    // moved on at the failed sync (A9).
+    // moved on at the failed sync (docs/behaviour.md#up-a9).
     let ep = fx.ep("refuse").expect("ep");
     assert_eq!(annotation(&ep, TRIGGER), None);
     assert_eq!(fx.d.stop(), Some(0));
@@ -1426,7 +1426,7 @@ fn refused_writes_record_one_warning_each_then_retry() {
 /// A Service in a namespace being deleted (held by a finalizer, as a
 /// load balancer's), its Endpoints deleted by the namespace's collector:
 /// the re-creating POST is refused 403 with the `NamespaceTerminating`
-/// cause. As upstream (A21), that is no error: no `FailedToCreateEndpoint`
+/// cause. As upstream (docs/behaviour.md#up-a21), that is no error: no `FailedToCreateEndpoint`
 /// event (not even an attempt, which the terminating namespace would
 /// refuse too), no retry — one POST, and the sync counts as a success.
 #[test]

@@ -426,7 +426,7 @@ fn service_spec_transitions() {
     assert_eq!(s.slice("web").labels, want);
 
     // clusterIP → None (as a delete and re-create would make it): the
-    // headless label is reserved, so not compared (B22): no write; the
+    // headless label is reserved, so not compared (docs/behaviour.md#up-b22): no write; the
     // next write of the slice adds it.
     let cluster_ip =
         s.c.get("services", "default", "web").expect("web")["spec"]["clusterIP"].clone();
@@ -691,7 +691,7 @@ fn hint_transitions() {
     // synced too, so its endpoints get the new zone at once; upstream
     // syncs only the Services whose Auto hints the change overloads, and
     // the others keep the old zone until their next sync (upstream-spec
-    // C6).
+    // docs/behaviour.md#up-c6).
     let zone_of = |svc: &str, i: usize| {
         let v = s.slices(svc);
         (v.len() == 1)
@@ -1296,7 +1296,7 @@ fn dual_stack_transitions() {
             "Warning FailedToUpdateEndpointSlices: Error updating Endpoint Slices for Service default/dual: failed to update {v4} EndpointSlice for Service default/dual: injected failure 403 for update endpointslices"
         )]
     );
-    // On the Service, from the EndpointSlice controller (B7, G6).
+    // On the Service, from the EndpointSlice controller (docs/behaviour.md#up-b7, #up-g6).
     let failed: Vec<Value> =
         s.c.all("events")
             .into_iter()

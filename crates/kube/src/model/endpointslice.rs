@@ -75,7 +75,7 @@ pub enum AddressType {
     /// `FQDN` (never written by the controller).
     FQDN,
     /// The deprecated `IP` type of early v1beta1 slices: only ever
-    /// deleted (upstream-spec B9).
+    /// deleted (docs/behaviour.md#up-b9).
     IP,
     /// Any other value, so that one odd slice cannot break a LIST; such
     /// slices are never written, only deleted when they are ours.

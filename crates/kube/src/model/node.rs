@@ -1,6 +1,6 @@
 //! The trimmed Node projection: name, labels (zone and control-plane role),
 //! the Ready condition and allocatable CPU, which is all the EndpointSlice
-//! controller and its topology cache read (upstream-spec B12, B13, B24).
+//! controller and its topology cache read (docs/behaviour.md#up-b12, #up-b13, #up-b24).
 //!
 //! Must never keep node status beyond those fields (images and volumes in
 //! node status are large).

@@ -1,5 +1,5 @@
 //! The trimmed Pod projection: exactly the fields the Endpoints and
-//! EndpointSlice controllers read (upstream-spec A10–A15, B11–B13, C3, B30).
+//! EndpointSlice controllers read (docs/behaviour.md#up-a10 to #up-a15, #up-b11 to #up-b13, #up-c3, #up-b30).
 //!
 //! Owns the mapping from full Pod JSON to [`Pod`]; every other field
 //! (managedFields, volumes, env, most of status) is skipped during parsing.
@@ -219,7 +219,7 @@ impl PodPhase {
 pub struct ReadyCondition {
     /// `status == "True"`.
     pub is_true: bool,
-    /// `lastTransitionTime` (the trigger time of B30; `.get()` for the
+    /// `lastTransitionTime` (the trigger time of docs/behaviour.md#up-b30; `.get()` for the
     /// `Time`).
     pub last_transition_time: OptTime,
 }

@@ -1,6 +1,6 @@
 //! The trimmed Service projection: selector, ports, cluster IPs, families,
 //! publishNotReadyAddresses, trafficDistribution and the topology
-//! annotations (upstream-spec A7–A13, B8, B23–B25), plus the shared
+//! annotations (docs/behaviour.md#up-a7 to #up-a13, #up-b8, #up-b23 to #up-b25), plus the shared
 //! [`Protocol`] and [`IntOrString`] value types.
 //!
 //! An empty selector (`{}`) is no selector (`None`: user-managed endpoints,
