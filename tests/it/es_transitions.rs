@@ -690,7 +690,7 @@ fn hint_transitions() {
     // Beyond upstream, every other Service with a pod on the node is
     // synced too, so its endpoints get the new zone at once; upstream
     // syncs only the Services whose Auto hints the change overloads, and
-    // the others keep the old zone until their next sync (upstream-spec
+    // the others keep the old zone until their next sync (see
     // docs/behaviour.md#up-c6).
     let zone_of = |svc: &str, i: usize| {
         let v = s.slices(svc);

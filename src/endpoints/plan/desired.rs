@@ -1,8 +1,8 @@
 //! The addresses and ports a Service's Endpoints should hold, before
 //! repacking (upstream `syncService`'s pod loop,
 //! `podToEndpointAddressForService` and `addEndpointSubset` in
-//! `pkg/controller/endpoint/endpoints_controller.go`; upstream-spec
-//! docs/behaviour.md#up-a10–#up-a15): one single-address subset per (pod, port).
+//! `pkg/controller/endpoint/endpoints_controller.go`;
+//! docs/behaviour.md#up-a10 to #up-a15): one single-address subset per (pod, port).
 //!
 //! Pure; must never read a cache or the clock.
 

@@ -1,4 +1,4 @@
-//! Upstream `RepackSubsets` (`pkg/api/v1/endpoints/util.go`; upstream-spec
+//! Upstream `RepackSubsets` (`pkg/api/v1/endpoints/util.go`;
 //! docs/behaviour.md#up-a16): the canonical form of a list of subsets.
 //!
 //! Addresses are de-duplicated by (IP, targetRef UID); for one address and
