@@ -21,7 +21,7 @@ use std::sync::{Arc, RwLock};
 
 use endpointd::runtime::trigger::TriggerTimeTracker;
 use endpointd_base::clock::{Clock, RealClock};
-use endpointd_kube::informer::{IndexKey, Store, WatchEvent};
+use endpointd_kube::informer::{IndexKey, SourceEvent, Store};
 use endpointd_kube::model::{EndpointSlice, Endpoints, Pod, Service};
 
 /// Counts live heap bytes.
@@ -317,7 +317,7 @@ fn main() {
         |k| store.get(k).is_some(),
         |i| {
             let p = Pod::clone(&pods[i % pods.len()]);
-            store.apply(WatchEvent::Modified(p));
+            store.apply(SourceEvent::Modified(p));
         },
         &keys,
     );

@@ -747,7 +747,7 @@ pub fn explain(
     path: &Path,
     namespace: &str,
     service: &str,
-) -> Result<crate::explain::Report, DaemonError> {
+) -> Result<crate::explain::Explanation, DaemonError> {
     let cfg = Config::load(path).map_err(DaemonError::Config)?;
     logging::init(log::LevelFilter::Warn);
     let clock: SharedClock = endpointd_base::clock::RealClock::shared();

@@ -31,7 +31,7 @@ pub struct Options {
 
 /// Run the story, printing to `out`; `Err` only when the demo itself
 /// cannot run (ports, files, processes). Failed checks are in the report.
-pub fn run(opts: &Options, out: &mut dyn std::io::Write) -> Result<Report, String> {
+pub fn run(opts: &Options, out: &mut dyn std::io::Write) -> Result<StoryReport, String> {
     story::run(opts, out)
 }
 
@@ -57,7 +57,7 @@ pub fn main(opts: &Options) -> i32 {
 
 /// What the demo measured (also what its test checks).
 #[derive(Clone, Debug, Default)]
-pub struct Report {
+pub struct StoryReport {
     /// Checks that failed: "step: expected …, saw …".
     pub failures: Vec<String>,
     /// Endpoints writes over the whole story (from kube-sim's write log).

@@ -5,7 +5,7 @@ use super::child::Child;
 use super::cluster::{self, NS, SERVICES};
 use super::observe::{self, Writes};
 use super::render;
-use super::{Options, Report};
+use super::{Options, StoryReport};
 use kube_sim::kubelet::KubeletOptions;
 use kube_sim::server::{SimOptions, SimServer};
 use kube_sim::store::Store;
@@ -31,14 +31,14 @@ struct Story<'a> {
     sim: SimServer,
     dir: PathBuf,
     kubeconfig: PathBuf,
-    report: Report,
+    report: StoryReport,
     /// The write log's length before the first endpointd started.
     start_mark: usize,
 }
 
 /// Run the story; `Err` only when the demo itself cannot run (ports,
 /// files, processes).
-pub fn run(opts: &Options, out: &mut dyn Write) -> Result<Report, String> {
+pub fn run(opts: &Options, out: &mut dyn Write) -> Result<StoryReport, String> {
     let dir = std::env::temp_dir().join(format!("endpointd-demo-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -61,7 +61,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<Report, String> {
         sim,
         dir,
         kubeconfig,
-        report: Report::default(),
+        report: StoryReport::default(),
         start_mark: 0,
     };
     let result = s.play();

@@ -554,7 +554,7 @@ impl Syncer for TopologySync {
 #[cfg(test)]
 mod topology_sync_tests {
     use super::*;
-    use endpointd_kube::informer::WatchEvent;
+    use endpointd_kube::informer::SourceEvent;
 
     fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
         serde_json::from_value(v).expect("object")
@@ -658,12 +658,12 @@ mod topology_sync_tests {
     fn a_node_key_resyncs_the_services_of_its_pods() {
         let services: Store<Service> = Store::new(&[IndexKey::NamespacedSelectorFirstPair]);
         for (ns, name, app) in [("a", "web", "web"), ("a", "db", "db"), ("b", "web", "web")] {
-            services.apply(WatchEvent::Added(obj::<Service>(serde_json::json!({
+            services.apply(SourceEvent::Added(obj::<Service>(serde_json::json!({
                 "metadata": {"name": name, "namespace": ns},
                 "spec": {"selector": {"app": app}}
             }))));
         }
-        services.apply(WatchEvent::Added(obj::<Service>(serde_json::json!({
+        services.apply(SourceEvent::Added(obj::<Service>(serde_json::json!({
             "metadata": {"name": "no-selector", "namespace": "a"}, "spec": {}
         }))));
         let pods: Store<Pod> = Store::new(&[]);
@@ -674,7 +674,7 @@ mod topology_sync_tests {
             ("b", "web-1", "web", "n2"),
             ("b", "web-2", "web", ""),
         ] {
-            pods.apply(WatchEvent::Added(obj::<Pod>(serde_json::json!({
+            pods.apply(SourceEvent::Added(obj::<Pod>(serde_json::json!({
                 "metadata": {"name": name, "namespace": ns, "labels": {"app": app}},
                 "spec": {"nodeName": node, "containers": []}
             }))));
@@ -726,7 +726,7 @@ mod topology_sync_tests {
                 meta["annotations"] =
                     serde_json::json!({"service.kubernetes.io/topology-mode": "Auto"});
             }
-            services.apply(WatchEvent::Added(obj::<Service>(
+            services.apply(SourceEvent::Added(obj::<Service>(
                 serde_json::json!({"metadata": meta, "spec": {"selector": {"app": name}}}),
             )));
         }
@@ -748,7 +748,7 @@ mod topology_sync_tests {
             "no node info yet: nothing to requeue"
         );
         for (n, z) in [("a", "z1"), ("b", "z2")] {
-            nodes.apply(WatchEvent::Added(obj::<Node>(serde_json::json!({
+            nodes.apply(SourceEvent::Added(obj::<Node>(serde_json::json!({
                 "metadata": {"name": n, "labels": {"topology.kubernetes.io/zone": z}},
                 "status": {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"cpu": "2"}}
             }))));

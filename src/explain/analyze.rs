@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 
 /// What `explain` reads, all of one namespace.
 #[derive(Debug)]
-pub struct Inputs<'a> {
+pub struct ExplainInputs<'a> {
     /// The Service.
     pub service: &'a Service,
     /// Every pod of its namespace.
@@ -48,7 +48,7 @@ pub struct Inputs<'a> {
 /// contract with scripts).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Report {
+pub struct Explanation {
     /// `namespace/name`.
     pub service: String,
     /// Whether the controllers manage its endpoints at all.
@@ -446,7 +446,10 @@ fn hints_text(svc: &Service, plan: &crate::endpointslice::plan::SlicePlan) -> St
 /// partition the same endpoints otherwise are in sync. When those agree,
 /// the writes endpointd's own plan would still make (labels, layout) are
 /// added as notes. Returns (in sync, lines, hints).
-fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, Vec<String>, String) {
+fn slice_differences(
+    inputs: &ExplainInputs<'_>,
+    selected: &[Arc<Pod>],
+) -> (bool, Vec<String>, String) {
     let svc = inputs.service;
     let by_name: BTreeMap<&str, Arc<Node>> = inputs
         .nodes
@@ -509,7 +512,7 @@ fn slice_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, Vec<S
 /// The Endpoints' differences by meaning (as shadow mode compares), or,
 /// when there are none, whether endpointd would still rewrite the object.
 /// Returns (in sync, lines).
-fn endpoints_differences(inputs: &Inputs<'_>, selected: &[Arc<Pod>]) -> (bool, Vec<String>) {
+fn endpoints_differences(inputs: &ExplainInputs<'_>, selected: &[Arc<Pod>]) -> (bool, Vec<String>) {
     let svc = inputs.service;
     let full = repack_subsets(&unpacked_subsets(svc, selected));
     let over = ep_reconcile::desired_subsets(svc, selected).1;
@@ -566,7 +569,7 @@ fn truncated_out(svc: &Service, selected: &[Arc<Pod>]) -> BTreeSet<String> {
 }
 
 /// Build the report.
-pub fn analyze(inputs: &Inputs<'_>) -> Report {
+pub fn analyze(inputs: &ExplainInputs<'_>) -> Explanation {
     let svc = inputs.service;
     let managed = service_is_managed(svc);
     let selected: Vec<Arc<Pod>> = match managed {
@@ -627,7 +630,7 @@ pub fn analyze(inputs: &Inputs<'_>) -> Report {
         differences.extend(lines);
         hints = h;
     }
-    Report {
+    Explanation {
         service: format!("{}/{}", svc.metadata.namespace, svc.metadata.name),
         managed,
         unmanaged_reason: unmanaged_reason(svc),

@@ -54,8 +54,8 @@ fn node(name: &str) -> Arc<Node> {
     )
 }
 
-fn report(svc: &Service, pods: &[Arc<Pod>], nodes: &[Arc<Node>]) -> Report {
-    analyze(&Inputs {
+fn report(svc: &Service, pods: &[Arc<Pod>], nodes: &[Arc<Node>]) -> Explanation {
+    analyze(&ExplainInputs {
         service: svc,
         pods,
         nodes,
@@ -269,7 +269,7 @@ fn in_sync_compares_with_what_the_controllers_compute() {
     slice.metadata.name = "web-abcde".into();
     slice.metadata.resource_version = "6".into();
     let slices = [Arc::new(slice)];
-    let r = analyze(&Inputs {
+    let r = analyze(&ExplainInputs {
         service: &svc,
         pods: &pods,
         nodes: &nodes,
@@ -291,7 +291,7 @@ fn in_sync_compares_with_what_the_controllers_compute() {
         "a",
         json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
     )];
-    let r = analyze(&Inputs {
+    let r = analyze(&ExplainInputs {
         service: &svc,
         pods: &not_ready,
         nodes: &nodes,
@@ -320,7 +320,7 @@ fn in_sync_compares_with_what_the_controllers_compute() {
     kcm_slice.metadata.name = "web-kcm12".into();
     kcm_slice.metadata.labels.insert("extra", "1");
     let kcm_slices = [Arc::new(kcm_slice)];
-    let r = analyze(&Inputs {
+    let r = analyze(&ExplainInputs {
         service: &svc,
         pods: &pods,
         nodes: &nodes,
@@ -404,7 +404,7 @@ fn headless_hints_and_terminating_with_publish_not_ready_are_reported() {
         "ports": []}))
     .expect("slice");
     let slices = [Arc::new(slice)];
-    let r = analyze(&Inputs {
+    let r = analyze(&ExplainInputs {
         service: &svc,
         pods: &pods,
         nodes: &[node("n1")],

@@ -3,7 +3,7 @@
 //! paginated LISTs and GETs through the configured client. Must never
 //! write, and never start an informer.
 
-use super::analyze::{analyze, Inputs, Report};
+use super::analyze::{analyze, ExplainInputs, Explanation};
 use endpointd_kube::informer::SERVICE_NAME_LABEL;
 use endpointd_kube::kube::paging::{Paging, PagingError, DEFAULT_MAX_LIST_PAGES};
 use endpointd_kube::kube::{
@@ -97,7 +97,7 @@ pub fn explain(
     name: &str,
     max_endpoints_per_slice: usize,
     max_list_items: usize,
-) -> Result<Report, ExplainError> {
+) -> Result<Explanation, ExplainError> {
     let key = format!("{namespace}/{name}");
     let svc: Service = match client.get(&SERVICES, Some(namespace), name) {
         Ok(s) => s,
@@ -128,7 +128,7 @@ pub fn explain(
         Some(format!("{SERVICE_NAME_LABEL}={name}")),
         max_list_items,
     )?;
-    Ok(analyze(&Inputs {
+    Ok(analyze(&ExplainInputs {
         service: &svc,
         pods: &pods,
         nodes: &nodes,

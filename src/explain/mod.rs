@@ -2,7 +2,7 @@
 //! from one-shot reads (no informers), using the controllers' own pure
 //! decisions.
 //!
-//! `analyze` is pure (inputs → [`Report`]); `fetch` is the only part that
+//! `analyze` is pure (inputs → [`Explanation`]); `fetch` is the only part that
 //! talks to the API server (GET/LIST only — it must never write);
 //! `render` prints the text form.
 
@@ -10,4 +10,4 @@ pub mod analyze;
 pub mod fetch;
 pub mod render;
 
-pub use analyze::{analyze, Inputs, Report};
+pub use analyze::{analyze, ExplainInputs, Explanation};

@@ -1,9 +1,9 @@
-//! The text form of an explain [`Report`]: what an operator reads first
+//! The text form of an [`Explanation`]: what an operator reads first
 //! (is the Service managed, which pods get traffic, which do not and why),
 //! then the near misses and whether the stored objects are current.
 //! Pure string building; must never print or read anything itself.
 
-use super::analyze::{PodReport, Reason, Report};
+use super::analyze::{Explanation, PodReport, Reason};
 use std::fmt::Write;
 
 /// One line per reason, in words.
@@ -106,7 +106,7 @@ fn pod_line(out: &mut String, p: &PodReport, publish: bool) {
 }
 
 /// Render `r` as text.
-pub fn text(r: &Report) -> String {
+pub fn text(r: &Explanation) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Service {}", r.service);
     if let Some(why) = &r.unmanaged_reason {

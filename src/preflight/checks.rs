@@ -1,5 +1,5 @@
 //! The checks of `endpointd preflight` as pure functions: fetched facts
-//! ([`Inputs`]) → one [`Check`] per line. No I/O and no clock: `now` comes
+//! ([`PreflightInputs`]) → one [`Check`] per line. No I/O and no clock: `now` comes
 //! in with the facts.
 //!
 //! Thresholds (see docs/operations.md, "Before the hand-over"):
@@ -165,7 +165,7 @@ pub type Fetch<T> = Result<T, String>;
 
 /// Everything the checks look at.
 #[derive(Debug, Clone)]
-pub struct Inputs {
+pub struct PreflightInputs {
     /// The local time after the fetches.
     pub now: SystemTime,
     /// The configuration.
@@ -191,7 +191,7 @@ pub struct Inputs {
 }
 
 /// Every check, in report order.
-pub fn checks(i: &Inputs) -> Vec<Check> {
+pub fn checks(i: &PreflightInputs) -> Vec<Check> {
     let mut out = Vec::new();
     out.extend(kubeconfig_mode(&i.kubeconfig));
     out.push(tls(&i.kubeconfig));
@@ -652,7 +652,7 @@ pub fn skew(d: &Fetch<Option<DateSample>>, s: &Settings) -> Check {
 }
 
 /// The lease namespace and the election Lease.
-pub fn lease(i: &Inputs) -> Vec<Check> {
+pub fn lease(i: &PreflightInputs) -> Vec<Check> {
     let s = &i.settings;
     let mut out = Vec::new();
     let ns = &s.lease_namespace;

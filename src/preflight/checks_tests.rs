@@ -20,8 +20,8 @@ fn settings() -> Settings {
     }
 }
 
-fn healthy() -> Inputs {
-    Inputs {
+fn healthy() -> PreflightInputs {
+    PreflightInputs {
         now: at(0.0),
         settings: settings(),
         kubeconfig: KubeconfigFacts {

@@ -13,8 +13,8 @@
 //! flag): without them those two checks say they were skipped.
 
 use super::checks::{
-    DateSample, Fetch, Inputs, KubeconfigFacts, LatestWrite, LeaseRecord, Review, ServerVersion,
-    Settings,
+    DateSample, Fetch, KubeconfigFacts, LatestWrite, LeaseRecord, PreflightInputs, Review,
+    ServerVersion, Settings,
 };
 use super::permissions::{Permission, Scope, PERMISSIONS};
 use crate::config::Config;
@@ -404,7 +404,7 @@ pub fn fetch(
     cc: &ClientConfig,
     path: Option<PathBuf>,
     clock: &SharedClock,
-) -> Inputs {
+) -> PreflightInputs {
     let settings = settings(cfg);
     let kubeconfig = kubeconfig_facts(path, cc, clock);
     let raw = version_and_date(cc, clock);
@@ -413,7 +413,7 @@ pub fn fetch(
         Err(e) => (Err(e.to_string()), Err(e.to_string())),
     };
     let max = cfg.kubernetes.max_list_items;
-    let mut inputs = Inputs {
+    let mut inputs = PreflightInputs {
         now: clock.wall(),
         settings,
         kubeconfig,

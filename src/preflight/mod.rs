@@ -16,7 +16,7 @@ pub mod permissions;
 pub mod render;
 
 pub use checks::{Check, Level};
-pub use render::Report;
+pub use render::PreflightReport;
 
 use crate::config::Config;
 use endpointd_kube::kube::ClientConfig;
@@ -27,7 +27,7 @@ use std::sync::Arc;
 /// Load the configuration at `path`, read everything, check it. `Err`
 /// when there is no configuration or no usable client at all (exit 1);
 /// otherwise the report (exit 1 when a check failed).
-pub fn run(path: &Path) -> Result<Report, String> {
+pub fn run(path: &Path) -> Result<PreflightReport, String> {
     let cfg = Config::load(path).map_err(|e| e.to_string())?;
     crate::logging::init(log::LevelFilter::Error);
     let clock = endpointd_base::clock::RealClock::shared();
@@ -48,5 +48,5 @@ pub fn run(path: &Path) -> Result<Report, String> {
     cc.request_timeout = k.request_timeout;
     cc.user_agent = crate::daemon::user_agent(&cfg.leader_election.identity, Some("preflight"));
     let inputs = fetch::fetch(&cfg, &client, &cc, kc_path, &clock);
-    Ok(Report::new(checks::checks(&inputs)))
+    Ok(PreflightReport::new(checks::checks(&inputs)))
 }

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 /// The whole report, as `-o json` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Report {
+pub struct PreflightReport {
     /// Every check, in order.
     pub checks: Vec<Check>,
     /// How many of each level.
@@ -26,9 +26,9 @@ pub struct Summary {
     pub fail: usize,
 }
 
-impl Report {
+impl PreflightReport {
     /// The report of `checks`.
-    pub fn new(checks: Vec<Check>) -> Report {
+    pub fn new(checks: Vec<Check>) -> PreflightReport {
         let mut summary = Summary::default();
         for c in &checks {
             match c.level {
@@ -37,12 +37,12 @@ impl Report {
                 Level::Fail => summary.fail += 1,
             }
         }
-        Report { checks, summary }
+        PreflightReport { checks, summary }
     }
 }
 
 /// The text form.
-pub fn text(r: &Report) -> String {
+pub fn text(r: &PreflightReport) -> String {
     let mut out = String::new();
     for c in &r.checks {
         let _ = writeln!(out, "{:<4} {}: {}", c.level.as_str(), c.name, c.message);
@@ -74,7 +74,7 @@ mod tests {
             name: name.into(),
             message: "m".into(),
         };
-        let r = Report::new(vec![
+        let r = PreflightReport::new(vec![
             c(Level::Ok, "a"),
             c(Level::Warn, "b"),
             c(Level::Fail, "c"),

@@ -107,7 +107,7 @@ impl EventHandler<Pod> for PodHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use endpointd_kube::informer::{IndexKey, WatchEvent};
+    use endpointd_kube::informer::{IndexKey, SourceEvent};
     use endpointd_kube::model::ReadyCondition;
 
     fn queue() -> RateLimitingQueue<String> {
@@ -142,7 +142,7 @@ mod tests {
             s.metadata.namespace = "ns".into();
             s.metadata.name = name.into();
             s.selector = Some([("app", app)].into_iter().collect());
-            services.apply(WatchEvent::Added(s));
+            services.apply(SourceEvent::Added(s));
         }
         let (q1, q2) = (queue(), queue());
         let h = PodHandler::new(

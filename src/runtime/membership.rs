@@ -71,7 +71,7 @@ pub fn pods_for_service(pods: &Store<Pod>, svc: &Service) -> Vec<std::sync::Arc<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use endpointd_kube::informer::{IndexKey, WatchEvent};
+    use endpointd_kube::informer::{IndexKey, SourceEvent};
     use endpointd_kube::model::Labels;
 
     fn svc(ns: &str, name: &str, sel: Option<&[(&str, &str)]>) -> Service {
@@ -110,7 +110,7 @@ mod tests {
             {
                 let mut p = pod(ns, labels);
                 p.metadata.name = format!("p{i}").into();
-                store.apply(WatchEvent::Added(p));
+                store.apply(SourceEvent::Added(p));
             }
             let names = |s: &Service| {
                 let mut v: Vec<String> = pods_for_service(&store, s)
@@ -140,7 +140,7 @@ mod tests {
             // A relabelled pod moves buckets.
             let mut moved = pod("ns", &[("app", "db")]);
             moved.metadata.name = "p1".into();
-            store.apply(WatchEvent::Modified(moved));
+            store.apply(SourceEvent::Modified(moved));
             assert_eq!(
                 names(&svc("ns", "a", Some(&[("app", "web")]))),
                 ["p0"],
@@ -167,7 +167,7 @@ mod tests {
             svc("ns", "two", Some(&[("app", "web"), ("tier", "fe")])),
             svc("other", "web", Some(&[("app", "web")])),
         ] {
-            store.apply(WatchEvent::Added(s));
+            store.apply(SourceEvent::Added(s));
         }
         let got = services_for_pod(&store, &pod("ns", &[("app", "web")]));
         let want: BTreeSet<String> = ["ns/all", "ns/web"].iter().map(|s| s.to_string()).collect();
@@ -181,14 +181,14 @@ mod tests {
         let want: BTreeSet<String> = ["ns/all"].iter().map(|s| s.to_string()).collect();
         assert_eq!(got, want);
         // A selector change moves the Service between buckets.
-        store.apply(WatchEvent::Modified(svc(
+        store.apply(SourceEvent::Modified(svc(
             "ns",
             "web",
             Some(&[("tier", "fe")]),
         )));
         let got = services_for_pod(&store, &pod("ns", &[("tier", "fe")]));
         assert_eq!(got.len(), 2, "{got:?}");
-        store.apply(WatchEvent::Deleted(svc(
+        store.apply(SourceEvent::Deleted(svc(
             "ns",
             "web",
             Some(&[("tier", "fe")]),

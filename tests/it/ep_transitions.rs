@@ -1256,7 +1256,7 @@ fn recreated_before_the_delete_echo_gets_its_endpoints() {
     use endpointd::runtime::fence::Fence;
     use endpointd::runtime::recorder::Discard;
     use endpointd_base::clock::RealClock;
-    use endpointd_kube::informer::{DeletedObject, EventHandler, IndexKey, Store, WatchEvent};
+    use endpointd_kube::informer::{DeletedObject, EventHandler, IndexKey, SourceEvent, Store};
     use endpointd_kube::kube::{Client, ClientConfig};
     use endpointd_kube::model::{Endpoints, Pod, Service};
     use endpointd_kube::workqueue::{
@@ -1273,8 +1273,8 @@ fn recreated_before_the_delete_echo_gets_its_endpoints() {
     let pods: Store<Pod> = Store::new(&[IndexKey::Namespace]);
     let endpoints: Store<Endpoints> = Store::new(&[IndexKey::Namespace]);
     let svc_now = || parse(c.get("services", "default", "echo").expect("svc"));
-    services.apply(WatchEvent::Added(svc_now()));
-    pods.apply(WatchEvent::Added(parse(
+    services.apply(SourceEvent::Added(svc_now()));
+    pods.apply(SourceEvent::Added(parse(
         c.get("pods", "default", "o1").expect("pod"),
     )));
     let client =
@@ -1308,22 +1308,22 @@ fn recreated_before_the_delete_echo_gets_its_endpoints() {
     // Created, and the cache shows it.
     ctrl.sync_service(key).expect("create");
     let first: Endpoints = parse(c.get("endpoints", "default", "echo").expect("created"));
-    endpoints.apply(WatchEvent::Added(first.clone()));
+    endpoints.apply(SourceEvent::Added(first.clone()));
     handler.on_add(&Arc::new(first.clone()), false);
 
     // The Service goes: its Endpoints is DELETEd; the echo is held back.
     let gone = svc_now();
     c.delete("services", "default", &["echo".to_string()]);
-    services.apply(WatchEvent::Deleted(gone));
+    services.apply(SourceEvent::Deleted(gone));
     ctrl.sync_service(key).expect("delete");
     assert!(c.get("endpoints", "default", "echo").is_none());
 
     // Re-created at once; its sync still sees the deleted Endpoints.
     c.load(vec![svc("echo")]);
-    services.apply(WatchEvent::Added(svc_now()));
+    services.apply(SourceEvent::Added(svc_now()));
     let mut retry = ctrl.sync_service(key).is_err();
     // The echo arrives.
-    endpoints.apply(WatchEvent::Deleted(first.clone()));
+    endpoints.apply(SourceEvent::Deleted(first.clone()));
     handler.on_delete(&DeletedObject::Known(Arc::new(first)));
     while let Some(k) = queue.try_get() {
         queue.done(&k);

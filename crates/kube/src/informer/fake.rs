@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use super::source::{
-    Cacheable, ListRequest, ListerWatcher, Page, SourceError, WatchEvent, WatchEvents, WatchRequest,
+    Cacheable, ListRequest, ListerWatcher, Page, SourceError, SourceEvent, SourceEvents,
+    WatchRequest,
 };
 use endpointd_base::clock::{Clock, RealClock};
 
@@ -75,7 +76,7 @@ pub(crate) fn page(items: Vec<Obj>, rv: &str, cont: Option<&str>) -> Page<Obj> {
     }
 }
 
-type Item = Result<WatchEvent<Obj>, SourceError>;
+type Item = Result<SourceEvent<Obj>, SourceError>;
 
 /// What one watch request gets.
 pub(crate) enum WatchScript {
@@ -157,7 +158,7 @@ impl ListerWatcher<Obj> for FakeSource {
             .pop_front()
             .unwrap_or_else(|| Err(SourceError::transient("list script exhausted")))
     }
-    fn watch(&self, req: &WatchRequest) -> Result<WatchEvents<Obj>, SourceError> {
+    fn watch(&self, req: &WatchRequest) -> Result<SourceEvents<Obj>, SourceError> {
         let mut s = self.lock();
         s.watch_reqs.push(req.clone());
         match s.watches.pop_front() {

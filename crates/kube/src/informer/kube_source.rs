@@ -8,7 +8,7 @@
 use std::marker::PhantomData;
 
 use super::source::{
-    ListRequest, ListerWatcher, Page, SourceError, WatchEvent, WatchEvents, WatchRequest,
+    ListRequest, ListerWatcher, Page, SourceError, SourceEvent, SourceEvents, WatchRequest,
 };
 use crate::kube::{self, Client, ListParams, Resource, WatchParams};
 use crate::model::Object;
@@ -86,15 +86,15 @@ fn is_idle(e: &kube::Error) -> bool {
     matches!(e.root(), kube::Error::Transport { timeout: true, .. })
 }
 
-fn convert<T>(ev: Result<kube::WatchEvent<T>, kube::Error>) -> Result<WatchEvent<T>, SourceError> {
+fn convert<T>(ev: Result<kube::WatchEvent<T>, kube::Error>) -> Result<SourceEvent<T>, SourceError> {
     match ev {
-        Ok(kube::WatchEvent::Added(o)) => Ok(WatchEvent::Added(o)),
-        Ok(kube::WatchEvent::Modified(o)) => Ok(WatchEvent::Modified(o)),
-        Ok(kube::WatchEvent::Deleted(o)) => Ok(WatchEvent::Deleted(o)),
+        Ok(kube::WatchEvent::Added(o)) => Ok(SourceEvent::Added(o)),
+        Ok(kube::WatchEvent::Modified(o)) => Ok(SourceEvent::Modified(o)),
+        Ok(kube::WatchEvent::Deleted(o)) => Ok(SourceEvent::Deleted(o)),
         Ok(kube::WatchEvent::Bookmark {
             resource_version,
             initial_events_end,
-        }) => Ok(WatchEvent::Bookmark {
+        }) => Ok(SourceEvent::Bookmark {
             resource_version,
             initial_events_end,
         }),
@@ -128,7 +128,7 @@ impl<T: Object> ListerWatcher<T> for KubeSource<T> {
         })
     }
 
-    fn watch(&self, req: &WatchRequest) -> Result<WatchEvents<T>, SourceError> {
+    fn watch(&self, req: &WatchRequest) -> Result<SourceEvents<T>, SourceError> {
         let params = WatchParams {
             resource_version: Some(req.resource_version.clone()),
             label_selector: self.label_selector.clone(),

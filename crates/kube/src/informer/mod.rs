@@ -69,7 +69,7 @@ pub use kube_source::KubeSource;
 pub use metrics::InformerMetrics;
 pub use reflector::{Reflector, ReflectorConfig};
 pub use source::{
-    Cacheable, ErrorKind, ListRequest, ListerWatcher, Page, SourceError, WatchEvent, WatchEvents,
+    Cacheable, ErrorKind, ListRequest, ListerWatcher, Page, SourceError, SourceEvent, SourceEvents,
     WatchRequest,
 };
 pub use store::{IndexKey, Store, SERVICE_NAME_LABEL};

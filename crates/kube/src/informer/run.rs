@@ -17,7 +17,7 @@ use super::handlers::Handlers;
 use super::metrics::InformerMetrics;
 use super::reflector::{Action, Input, Output, Reflector, State};
 use super::source::{
-    Cacheable, ErrorKind, ListRequest, ListerWatcher, SourceError, WatchEvent, WatchRequest,
+    Cacheable, ErrorKind, ListRequest, ListerWatcher, SourceError, SourceEvent, WatchRequest,
 };
 use super::store::Store;
 use crate::shutdown::Shutdown;
@@ -344,11 +344,11 @@ impl<T: Cacheable> Worker<T> {
     }
 }
 
-fn event_kind<T>(ev: &WatchEvent<T>) -> &'static str {
+fn event_kind<T>(ev: &SourceEvent<T>) -> &'static str {
     match ev {
-        WatchEvent::Added(_) => "ADDED",
-        WatchEvent::Modified(_) => "MODIFIED",
-        WatchEvent::Deleted(_) => "DELETED",
-        WatchEvent::Bookmark { .. } => "BOOKMARK",
+        SourceEvent::Added(_) => "ADDED",
+        SourceEvent::Modified(_) => "MODIFIED",
+        SourceEvent::Deleted(_) => "DELETED",
+        SourceEvent::Bookmark { .. } => "BOOKMARK",
     }
 }

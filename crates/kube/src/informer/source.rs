@@ -105,7 +105,7 @@ pub struct WatchRequest {
 /// One event read from a watch stream. Server `ERROR` events are not
 /// events: the source turns them into a [`SourceError`] item.
 #[derive(Debug, Clone, PartialEq)]
-pub enum WatchEvent<T> {
+pub enum SourceEvent<T> {
     /// `ADDED`.
     Added(T),
     /// `MODIFIED`.
@@ -124,7 +124,7 @@ pub enum WatchEvent<T> {
 
 /// The events of one open watch, ending when the watch ends. An `Err` item
 /// ends the watch with that error.
-pub type WatchEvents<T> = Box<dyn Iterator<Item = Result<WatchEvent<T>, SourceError>> + Send>;
+pub type SourceEvents<T> = Box<dyn Iterator<Item = Result<SourceEvent<T>, SourceError>> + Send>;
 
 /// How the reflector must react to a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +222,7 @@ pub trait ListerWatcher<T>: Send + Sync {
     /// Fetch one page.
     fn list(&self, req: &ListRequest) -> Result<Page<T>, SourceError>;
     /// Open a watch. Blocking reads happen in the returned iterator.
-    fn watch(&self, req: &WatchRequest) -> Result<WatchEvents<T>, SourceError>;
+    fn watch(&self, req: &WatchRequest) -> Result<SourceEvents<T>, SourceError>;
     /// How many times the server came back after no request of this
     /// process got through for a while (`kube::Link::returns`); a source
     /// that cannot tell says 0 forever.

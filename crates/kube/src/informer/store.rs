@@ -53,7 +53,7 @@ use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
 use super::handlers::{DeletedObject, Notification};
-use super::source::{Cacheable, WatchEvent};
+use super::source::{Cacheable, SourceEvent};
 use crate::model::ThinSlice;
 
 /// The label that ties an EndpointSlice to its Service.
@@ -617,18 +617,18 @@ impl<T: Cacheable> Store<T> {
     /// `MODIFIED` for an unknown key an add (client-go's indexer does the
     /// same); `DELETED` for an unknown key is ignored. Only the informer's
     /// watcher thread (or a test/bench filling a store) may call this.
-    pub fn apply(&self, event: WatchEvent<T>) -> Option<Notification<T>> {
+    pub fn apply(&self, event: SourceEvent<T>) -> Option<Notification<T>> {
         let mut inner = self.shared.inner.write().unwrap_or_else(|p| p.into_inner());
         match event {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            SourceEvent::Added(o) | SourceEvent::Modified(o) => {
                 inner.resource_version = o.resource_version().to_string();
                 Some(inner.upsert(o))
             }
-            WatchEvent::Deleted(o) => {
+            SourceEvent::Deleted(o) => {
                 inner.resource_version = o.resource_version().to_string();
                 inner.delete(o)
             }
-            WatchEvent::Bookmark {
+            SourceEvent::Bookmark {
                 resource_version, ..
             } => {
                 inner.resource_version = resource_version;

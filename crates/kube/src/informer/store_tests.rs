@@ -32,35 +32,35 @@ fn kind(n: &Notification<Obj>) -> Kind {
 fn apply_follows_client_go_indexer_semantics() {
     let s = store();
     // (event, expected notification, keys after)
-    let table: Vec<(WatchEvent<Obj>, Option<Kind>, &[&str])> = vec![
+    let table: Vec<(SourceEvent<Obj>, Option<Kind>, &[&str])> = vec![
         (
-            WatchEvent::Added(obj("a", "x", "1")),
+            SourceEvent::Added(obj("a", "x", "1")),
             Some(Kind::Add("a/x")),
             &["a/x"],
         ),
         (
-            WatchEvent::Added(obj("a", "x", "2")),
+            SourceEvent::Added(obj("a", "x", "2")),
             Some(Kind::Update("1", "2")),
             &["a/x"],
         ),
         (
-            WatchEvent::Modified(obj("b", "y", "3")),
+            SourceEvent::Modified(obj("b", "y", "3")),
             Some(Kind::Add("b/y")),
             &["a/x", "b/y"],
         ),
         (
-            WatchEvent::Modified(obj("b", "y", "4")),
+            SourceEvent::Modified(obj("b", "y", "4")),
             Some(Kind::Update("3", "4")),
             &["a/x", "b/y"],
         ),
         (
-            WatchEvent::Deleted(obj("a", "x", "5")),
+            SourceEvent::Deleted(obj("a", "x", "5")),
             Some(Kind::Delete("a/x", false)),
             &["b/y"],
         ),
-        (WatchEvent::Deleted(obj("a", "x", "6")), None, &["b/y"]),
+        (SourceEvent::Deleted(obj("a", "x", "6")), None, &["b/y"]),
         (
-            WatchEvent::Bookmark {
+            SourceEvent::Bookmark {
                 resource_version: "9".into(),
                 initial_events_end: false,
             },
@@ -79,9 +79,9 @@ fn apply_follows_client_go_indexer_semantics() {
 #[test]
 fn delete_notification_carries_the_events_final_state() {
     let s = store();
-    s.apply(WatchEvent::Added(obj("a", "x", "1")));
+    s.apply(SourceEvent::Added(obj("a", "x", "1")));
     let Some(Notification::Delete(DeletedObject::Known(o))) =
-        s.apply(WatchEvent::Deleted(obj("a", "x", "7")))
+        s.apply(SourceEvent::Deleted(obj("a", "x", "7")))
     else {
         panic!("expected a known delete");
     };
@@ -97,7 +97,7 @@ fn replace_emits_adds_updates_then_tombstones_with_last_state() {
         obj("n", "c", "1"),
         obj("n", "e", "4"),
     ] {
-        s.apply(WatchEvent::Added(o));
+        s.apply(SourceEvent::Added(o));
     }
     let list = vec![obj("n", "a", "1"), obj("n", "b", "2"), obj("n", "d", "1")];
     let notes = s.replace(list, "50", false);
@@ -138,26 +138,26 @@ fn indexes_follow_updates_deletes_and_relists() {
         n.sort();
         n
     };
-    s.apply(WatchEvent::Added(
+    s.apply(SourceEvent::Added(
         obj("a", "s1", "1").label(SERVICE_NAME_LABEL, "web"),
     ));
-    s.apply(WatchEvent::Added(
+    s.apply(SourceEvent::Added(
         obj("a", "s2", "1").label(SERVICE_NAME_LABEL, "web"),
     ));
-    s.apply(WatchEvent::Added(
+    s.apply(SourceEvent::Added(
         obj("b", "s3", "1").label(SERVICE_NAME_LABEL, "web"),
     ));
-    s.apply(WatchEvent::Added(obj("b", "s4", "1")));
+    s.apply(SourceEvent::Added(obj("b", "s4", "1")));
     assert_eq!(names(s.list_namespace("a")), ["a/s1", "a/s2"]);
     assert_eq!(names(s.list_namespace("b")), ["b/s3", "b/s4"]);
     assert_eq!(names(s.by_index(SVC, "web")), ["a/s1", "a/s2", "b/s3"]);
     // Relabel moves the object between buckets.
-    s.apply(WatchEvent::Modified(
+    s.apply(SourceEvent::Modified(
         obj("a", "s2", "2").label(SERVICE_NAME_LABEL, "db"),
     ));
     assert_eq!(names(s.by_index(SVC, "web")), ["a/s1", "b/s3"]);
     assert_eq!(names(s.by_index(SVC, "db")), ["a/s2"]);
-    s.apply(WatchEvent::Deleted(obj("a", "s1", "3")));
+    s.apply(SourceEvent::Deleted(obj("a", "s1", "3")));
     assert_eq!(names(s.list_namespace("a")), ["a/s2"]);
     assert_eq!(names(s.by_index(SVC, "web")), ["b/s3"]);
     s.replace(
@@ -174,13 +174,13 @@ fn indexes_follow_updates_deletes_and_relists() {
 fn namespaced_label_index_files_slices_under_their_service_key() {
     const SVC_KEY: IndexKey = IndexKey::NamespacedLabel(SERVICE_NAME_LABEL);
     let s: Store<Obj> = Store::new(&[SVC_KEY]);
-    s.apply(WatchEvent::Added(
+    s.apply(SourceEvent::Added(
         obj("a", "web-1", "1").label(SERVICE_NAME_LABEL, "web"),
     ));
-    s.apply(WatchEvent::Added(
+    s.apply(SourceEvent::Added(
         obj("b", "web-1", "1").label(SERVICE_NAME_LABEL, "web"),
     ));
-    s.apply(WatchEvent::Added(
+    s.apply(SourceEvent::Added(
         obj("a", "web-2", "1").label(SERVICE_NAME_LABEL, "web"),
     ));
     let mut got: Vec<String> = s
@@ -190,12 +190,12 @@ fn namespaced_label_index_files_slices_under_their_service_key() {
         .collect();
     got.sort();
     assert_eq!(got, ["a/web-1", "a/web-2"]);
-    s.apply(WatchEvent::Deleted(obj("a", "web-1", "2")));
+    s.apply(SourceEvent::Deleted(obj("a", "web-1", "2")));
     assert_eq!(s.by_index(SVC_KEY, "a/web").len(), 1);
     assert_eq!(s.by_index(SVC_KEY, "b/web").len(), 1);
     // Same answers without the index (full scan).
     let plain: Store<Obj> = Store::new(&[]);
-    plain.apply(WatchEvent::Added(
+    plain.apply(SourceEvent::Added(
         obj("b", "web-1", "1").label(SERVICE_NAME_LABEL, "web"),
     ));
     assert_eq!(plain.by_index(SVC_KEY, "b/web").len(), 1);
@@ -204,8 +204,8 @@ fn namespaced_label_index_files_slices_under_their_service_key() {
 #[test]
 fn by_index_without_index_scans() {
     let s: Store<Obj> = Store::new(&[]);
-    s.apply(WatchEvent::Added(obj("a", "x", "1").label("app", "q")));
-    s.apply(WatchEvent::Added(obj("b", "y", "1")));
+    s.apply(SourceEvent::Added(obj("a", "x", "1").label("app", "q")));
+    s.apply(SourceEvent::Added(obj("b", "y", "1")));
     assert_eq!(s.list_namespace("a").len(), 1);
     assert_eq!(s.by_index(IndexKey::Label("app"), "q").len(), 1);
 }
@@ -213,7 +213,7 @@ fn by_index_without_index_scans() {
 #[test]
 fn cluster_scoped_keys_have_no_namespace() {
     let s = store();
-    s.apply(WatchEvent::Added(obj("", "node-1", "1")));
+    s.apply(SourceEvent::Added(obj("", "node-1", "1")));
     assert!(s.get("node-1").is_some());
     assert!(s.get_namespaced("", "node-1").is_some());
     assert!(s.list_namespace("").is_empty());
@@ -226,7 +226,7 @@ fn cluster_scoped_keys_have_no_namespace() {
 fn keys_are_namespace_and_name() {
     let s = store();
     for (ns, rv) in [("a", "1"), ("b", "2"), ("", "3")] {
-        s.apply(WatchEvent::Added(obj(ns, "x", rv)));
+        s.apply(SourceEvent::Added(obj(ns, "x", rv)));
     }
     assert_eq!(s.keys(), vec!["a/x", "b/x", "x"]);
     assert_eq!(s.get("a/x").map(|o| o.rv.clone()).as_deref(), Some("1"));
@@ -236,12 +236,12 @@ fn keys_are_namespace_and_name() {
     );
     assert_eq!(s.get("x").map(|o| o.rv.clone()).as_deref(), Some("3"));
     assert!(s.get("c/x").is_none() && s.get("a/y").is_none() && s.get("a").is_none());
-    s.apply(WatchEvent::Modified(obj("a", "x", "4")));
+    s.apply(SourceEvent::Modified(obj("a", "x", "4")));
     let in_a = s.list_namespace("a");
     assert_eq!(in_a.len(), 1);
     assert_eq!(in_a[0].rv, "4");
     assert!(Arc::ptr_eq(&in_a[0], &s.get("a/x").expect("a/x")));
-    s.apply(WatchEvent::Deleted(obj("b", "x", "5")));
+    s.apply(SourceEvent::Deleted(obj("b", "x", "5")));
     assert_eq!(s.keys(), vec!["a/x", "x"]);
     // Many objects: the table grows and rehashes on (namespace, name).
     let many: Vec<Obj> = (0..2000)
@@ -265,7 +265,7 @@ fn namespace_tables_answer_the_namespace_index() {
     for keys in [&[NS][..], &[]] {
         let s: Store<Obj> = Store::new(keys);
         for (ns, name) in [("a", "x"), ("a", "y"), ("b", "x"), ("", "n")] {
-            s.apply(WatchEvent::Added(obj(ns, name, "1")));
+            s.apply(SourceEvent::Added(obj(ns, name, "1")));
         }
         assert_eq!(s.list_namespace("a").len(), 2);
         assert_eq!(s.by_index(NS, "b").len(), 1);
@@ -276,7 +276,7 @@ fn namespace_tables_answer_the_namespace_index() {
         let values: Vec<String> = ["a", "b", "", "c"].map(String::from).to_vec();
         let any = s.by_index_any(NS, &values).map(|v| v.len());
         assert_eq!(any, indexed.then_some(3));
-        s.apply(WatchEvent::Deleted(obj("b", "x", "2")));
+        s.apply(SourceEvent::Deleted(obj("b", "x", "2")));
         assert_eq!(s.len(), 3);
         assert_eq!(s.read().spaces.len(), 2, "b's table is gone");
         s.replace(vec![obj("c", "z", "3"), obj("c", "z", "4")], "5", false);
@@ -306,26 +306,26 @@ fn buckets_of_every_size_hold_the_current_objects() {
     };
     let mut live = Vec::new();
     for i in 0..FEW + 3 {
-        s.apply(WatchEvent::Added(o(i, "1")));
+        s.apply(SourceEvent::Added(o(i, "1")));
         live.push(i);
         check(&live);
         // An update replaces the entry in place, whatever the layout.
-        s.apply(WatchEvent::Modified(o(i / 2, "2")));
+        s.apply(SourceEvent::Modified(o(i / 2, "2")));
         check(&live);
     }
     // Down again: from the middle, the front and the back.
     while !live.is_empty() {
         let i = live.remove(live.len() / 2);
-        s.apply(WatchEvent::Deleted(o(i, "3")));
+        s.apply(SourceEvent::Deleted(o(i, "3")));
         check(&live);
     }
     // A table bucket is left for a fresh one when it empties; the small
     // layouts go back down to one inline object.
     for i in 0..3 {
-        s.apply(WatchEvent::Added(o(i, "4")));
+        s.apply(SourceEvent::Added(o(i, "4")));
     }
     for (i, left) in [(0, vec![1, 2]), (2, vec![1]), (1, vec![])] {
-        s.apply(WatchEvent::Deleted(o(i, "5")));
+        s.apply(SourceEvent::Deleted(o(i, "5")));
         check(&left);
     }
     assert!(s.read().indexes[0].buckets.is_empty());
@@ -446,7 +446,7 @@ fn list_count_counts_replacements_only() {
     let svc: crate::model::Service =
         serde_json::from_value(serde_json::json!({"metadata": {"name": "a", "namespace": "n"}}))
             .expect("service");
-    s.apply(crate::informer::WatchEvent::Added(svc));
+    s.apply(crate::informer::SourceEvent::Added(svc));
     assert_eq!(s.list_count(), 1, "a watch event is not a list");
     s.replace(Vec::new(), "9", false);
     assert_eq!(s.list_count(), 2);

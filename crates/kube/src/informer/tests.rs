@@ -11,7 +11,7 @@ use super::*;
 use crate::metrics::Registry;
 use endpointd_base::clock::{Clock, FakeClock};
 
-type Tx = Sender<Result<WatchEvent<Obj>, SourceError>>;
+type Tx = Sender<Result<SourceEvent<Obj>, SourceError>>;
 
 struct Harness {
     src: Arc<FakeSource>,
@@ -126,9 +126,9 @@ fn initial_paginated_sync_then_ordered_watch_events() {
         .all(|r| r.limit == Some(500) && r.resource_version.is_none()));
 
     for ev in [
-        WatchEvent::Added(obj("a", "4", "11")),
-        WatchEvent::Modified(obj("a", "4", "12")),
-        WatchEvent::Deleted(obj("a", "1", "13")),
+        SourceEvent::Added(obj("a", "4", "11")),
+        SourceEvent::Modified(obj("a", "4", "12")),
+        SourceEvent::Deleted(obj("a", "1", "13")),
     ] {
         tx.send(Ok(ev)).expect("send");
     }
@@ -151,8 +151,8 @@ fn dropped_watch_resumes_from_last_rv_without_relist() {
     h.src
         .push_list(Ok(page(vec![obj("a", "1", "1")], "10", None)));
     h.src.push_watch(WatchScript::Items(vec![
-        Ok(WatchEvent::Added(obj("a", "2", "11"))),
-        Ok(WatchEvent::Bookmark {
+        Ok(SourceEvent::Added(obj("a", "2", "11"))),
+        Ok(SourceEvent::Bookmark {
             resource_version: "15".into(),
             initial_events_end: false,
         }),
@@ -160,7 +160,7 @@ fn dropped_watch_resumes_from_last_rv_without_relist() {
     let tx = h.channel_watch();
     let inf = h.start(None);
     eventually("second watch", || h.src.watch_reqs().len() == 2);
-    tx.send(Ok(WatchEvent::Modified(obj("a", "2", "16"))))
+    tx.send(Ok(SourceEvent::Modified(obj("a", "2", "16"))))
         .expect("send");
     let notes = h.notes(3);
     assert_eq!(notes.len(), 3, "1 initial add, 1 add, 1 update: {notes:?}");
@@ -195,7 +195,7 @@ fn expired_watch_relists_with_synthetic_events_and_tombstones() {
     let tx2 = h.channel_watch();
     let inf = h.start(Some(metrics));
     assert_eq!(h.notes(3).len(), 3);
-    tx1.send(Ok(WatchEvent::Modified(obj("n", "a", "11"))))
+    tx1.send(Ok(SourceEvent::Modified(obj("n", "a", "11"))))
         .expect("send");
     assert_eq!(h.notes(1).len(), 1);
     h.clock.step(Duration::from_secs(5)); // the list is no longer fresh
@@ -324,7 +324,7 @@ fn a_history_gone_back_makes_every_informer_sharing_it_relist() {
     eventually("the epoch moved", || history.epoch() == 1);
     // B's watch goes on (the server accepted its RV) until its next event:
     // then it lists again instead of following another history.
-    tb.send(Ok(WatchEvent::Modified(obj("n", "x", "101"))))
+    tb.send(Ok(SourceEvent::Modified(obj("n", "x", "101"))))
         .expect("send");
     eventually("B relisted", || b.src.list_reqs().len() == 2);
     eventually("B watches from the new list", || {
@@ -404,9 +404,9 @@ fn a_watch_list_stream_past_its_initial_events_follows_the_history_epoch() {
         .history(Arc::clone(&history))
         .start(&h.shutdown)
         .expect("spawn informer");
-    tx.send(Ok(WatchEvent::Added(obj("n", "x", "5"))))
+    tx.send(Ok(SourceEvent::Added(obj("n", "x", "5"))))
         .expect("send");
-    tx.send(Ok(WatchEvent::Bookmark {
+    tx.send(Ok(SourceEvent::Bookmark {
         resource_version: "10".into(),
         initial_events_end: true,
     }))
@@ -414,7 +414,7 @@ fn a_watch_list_stream_past_its_initial_events_follows_the_history_epoch() {
     eventually("synced", || inf.has_synced());
     let tx2 = h.channel_watch();
     history.went_back();
-    tx.send(Ok(WatchEvent::Modified(obj("n", "x", "11"))))
+    tx.send(Ok(SourceEvent::Modified(obj("n", "x", "11"))))
         .expect("send");
     eventually("a new watch-list", || h.src.watch_reqs().len() == 2);
     assert!(h.src.watch_reqs()[1].send_initial_events);

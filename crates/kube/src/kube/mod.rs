@@ -90,7 +90,7 @@ pub use config::{ClientConfig, TlsMaterial, DEFAULT_WRITE_TIMEOUT, SERVICE_ACCOU
 pub use error::{Cause, Error, Status};
 pub use gate::WriteGate;
 pub use link::Link;
-pub use ratelimit::TokenBucket;
+pub use ratelimit::ClientRateLimiter;
 pub use request::{
     ListParams, PatchType, Preconditions, Resource, WatchParams, ENDPOINTS, ENDPOINTSLICES,
     EVENTS_V1, LEASES, NAMESPACES, NODES, PODS, SERVICES,

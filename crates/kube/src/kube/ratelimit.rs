@@ -12,10 +12,10 @@ use endpointd_base::clock::SharedClock;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// A token bucket. `qps <= 0` disables limiting (client-go treats a
+/// A client's token bucket on its clock, shared by its clones. `qps <= 0` disables limiting (client-go treats a
 /// negative QPS the same way).
 #[derive(Debug)]
-pub struct TokenBucket {
+pub struct ClientRateLimiter {
     /// Whether limiting is on at all (`qps > 0`).
     limited: bool,
     clock: SharedClock,
@@ -23,11 +23,11 @@ pub struct TokenBucket {
     state: Mutex<tokenbucket::TokenBucket>,
 }
 
-impl TokenBucket {
+impl ClientRateLimiter {
     /// A full bucket. A `burst` of 0 is treated as 1 (a bucket that can
     /// never hold a token would block forever).
-    pub fn new(qps: f32, burst: u32, clock: SharedClock) -> TokenBucket {
-        TokenBucket {
+    pub fn new(qps: f32, burst: u32, clock: SharedClock) -> ClientRateLimiter {
+        ClientRateLimiter {
             limited: qps > 0.0,
             clock,
             state: Mutex::new(tokenbucket::TokenBucket::new(f64::from(qps), burst.max(1))),
@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn accept_blocks_on_the_fake_clock() {
         let clock = FakeClock::new();
-        let tb = Arc::new(TokenBucket::new(2.0, 1, clock.clone()));
+        let tb = Arc::new(ClientRateLimiter::new(2.0, 1, clock.clone()));
         assert!(tb.try_accept());
         assert!(!tb.try_accept(), "bucket empty");
         let tb2 = Arc::clone(&tb);
@@ -98,14 +98,14 @@ mod tests {
 
     #[test]
     fn burst_zero_is_treated_as_one() {
-        let tb = TokenBucket::new(1.0, 0, FakeClock::new());
+        let tb = ClientRateLimiter::new(1.0, 0, FakeClock::new());
         assert!(tb.try_accept(), "one token, not none");
         assert!(!tb.try_accept());
     }
 
     #[test]
     fn zero_qps_is_unlimited() {
-        let tb = TokenBucket::new(0.0, 0, FakeClock::new());
+        let tb = ClientRateLimiter::new(0.0, 0, FakeClock::new());
         for _ in 0..1000 {
             assert!(tb.reserve().is_zero());
         }

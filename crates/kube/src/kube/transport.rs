@@ -16,7 +16,7 @@ use super::keepalive::{KeepaliveConnector, Sockets};
 use super::kubeconfig;
 use super::link::Link;
 use super::metrics::{host_label, ClientMetrics};
-use super::ratelimit::TokenBucket;
+use super::ratelimit::ClientRateLimiter;
 use super::request::Resource;
 use super::retry::{RetryPolicy, Verb};
 use super::tls;
@@ -90,7 +90,7 @@ pub(crate) struct Transport {
     pub watch_idle_margin: Duration,
     pub watch_idle_timeout: Option<Duration>,
     auth: Auth,
-    limiter: TokenBucket,
+    limiter: ClientRateLimiter,
     pub clock: SharedClock,
     retry: RetryPolicy,
     metrics: Option<ClientMetrics>,
@@ -258,7 +258,7 @@ impl Transport {
             watch_idle_margin: cfg.watch_idle_margin,
             watch_idle_timeout: cfg.watch_idle_timeout,
             auth: cfg.auth.clone(),
-            limiter: TokenBucket::new(cfg.qps, cfg.burst, Arc::clone(&clock)),
+            limiter: ClientRateLimiter::new(cfg.qps, cfg.burst, Arc::clone(&clock)),
             clock,
             retry: RetryPolicy {
                 max_retries: cfg.max_retries,

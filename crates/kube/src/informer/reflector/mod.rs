@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 pub use types::{Action, Input, Output, ReflectorConfig, Resume, State};
 
 use super::backoff::Backoff;
-use super::source::{ErrorKind, ListRequest, Page, SourceError, WatchEvent, WatchRequest};
+use super::source::{ErrorKind, ListRequest, Page, SourceError, SourceEvent, WatchRequest};
 use crate::kube::paging::Paging;
 
 /// Longest backoff the reflector waits, whatever a source's `retry_after`
@@ -393,17 +393,17 @@ impl<T: super::source::Cacheable> Reflector<T> {
         Output::Failed(e)
     }
 
-    fn on_event(&mut self, ev: WatchEvent<T>) -> Output<T> {
+    fn on_event(&mut self, ev: SourceEvent<T>) -> Output<T> {
         let State::Watching { rv, events, .. } = &mut self.state else {
             // Not watching (the thread stops reading once a watch failed).
             return Output::None;
         };
         *events += 1;
         let new_rv = match &ev {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+            SourceEvent::Added(o) | SourceEvent::Modified(o) | SourceEvent::Deleted(o) => {
                 o.resource_version()
             }
-            WatchEvent::Bookmark {
+            SourceEvent::Bookmark {
                 resource_version, ..
             } => resource_version.as_str(),
         };
@@ -415,13 +415,13 @@ impl<T: super::source::Cacheable> Reflector<T> {
 
     /// An event of a watch-list's initial phase: collect it; the end
     /// bookmark replaces the store and turns the stream into a watch.
-    fn on_initial_event(&mut self, ev: WatchEvent<T>, now: Instant) -> Output<T> {
+    fn on_initial_event(&mut self, ev: SourceEvent<T>, now: Instant) -> Output<T> {
         let State::WatchListing { items, opened } = &mut self.state else {
             return Output::None;
         };
         let ended = matches!(
             ev,
-            WatchEvent::Bookmark {
+            SourceEvent::Bookmark {
                 initial_events_end: true,
                 ..
             }
@@ -439,12 +439,12 @@ impl<T: super::source::Cacheable> Reflector<T> {
             return Output::Failed(e);
         }
         match ev {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) => items.push(o),
-            WatchEvent::Deleted(o) => {
+            SourceEvent::Added(o) | SourceEvent::Modified(o) => items.push(o),
+            SourceEvent::Deleted(o) => {
                 let key = o.key();
                 items.retain(|i| i.key() != key);
             }
-            WatchEvent::Bookmark {
+            SourceEvent::Bookmark {
                 resource_version,
                 initial_events_end: true,
             } => {
@@ -462,7 +462,7 @@ impl<T: super::source::Cacheable> Reflector<T> {
                     rv: resource_version,
                 };
             }
-            WatchEvent::Bookmark { .. } => {}
+            SourceEvent::Bookmark { .. } => {}
         }
         Output::None
     }

@@ -80,17 +80,17 @@ fn paginated_consistent_list_then_watch_from_list_rv() {
 fn events_and_bookmarks_advance_rv_and_clean_end_resumes() {
     let now = t0();
     let mut r = watching(now);
-    let table: Vec<(WatchEvent<Obj>, &str)> = vec![
-        (WatchEvent::Added(obj("a", "y", "11")), "11"),
-        (WatchEvent::Modified(obj("a", "y", "12")), "12"),
+    let table: Vec<(SourceEvent<Obj>, &str)> = vec![
+        (SourceEvent::Added(obj("a", "y", "11")), "11"),
+        (SourceEvent::Modified(obj("a", "y", "12")), "12"),
         (
-            WatchEvent::Bookmark {
+            SourceEvent::Bookmark {
                 resource_version: "20".into(),
                 initial_events_end: false,
             },
             "20",
         ),
-        (WatchEvent::Deleted(obj("a", "y", "21")), "21"),
+        (SourceEvent::Deleted(obj("a", "y", "21")), "21"),
     ];
     for (ev, rv) in table {
         let out = r.step(Input::Event(Ok(ev.clone())), now);
@@ -268,7 +268,7 @@ fn events_after_a_failed_watch_are_ignored() {
     let mut r = watching(now);
     r.step(Input::Event(Err(SourceError::other("bad json"))), now);
     let out = r.step(
-        Input::Event(Ok(WatchEvent::Added(obj("a", "z", "99")))),
+        Input::Event(Ok(SourceEvent::Added(obj("a", "z", "99")))),
         now,
     );
     assert_eq!(out, Output::None);
@@ -281,8 +281,8 @@ fn watch_list_cfg() -> ReflectorConfig {
     }
 }
 
-fn bookmark(rv: &str, end: bool) -> WatchEvent<Obj> {
-    WatchEvent::Bookmark {
+fn bookmark(rv: &str, end: bool) -> SourceEvent<Obj> {
+    SourceEvent::Bookmark {
         resource_version: rv.into(),
         initial_events_end: end,
     }
@@ -301,11 +301,11 @@ fn watch_list_collects_initial_events_until_end_bookmark() {
     assert!(r.is_watching());
     // (event, expected output is a Replace)
     let table = [
-        (WatchEvent::Added(obj("a", "1", "3")), false),
-        (WatchEvent::Added(obj("a", "2", "4")), false),
-        (WatchEvent::Deleted(obj("a", "2", "5")), false),
+        (SourceEvent::Added(obj("a", "1", "3")), false),
+        (SourceEvent::Added(obj("a", "2", "4")), false),
+        (SourceEvent::Deleted(obj("a", "2", "5")), false),
         (bookmark("5", false), false),
-        (WatchEvent::Added(obj("a", "3", "6")), false),
+        (SourceEvent::Added(obj("a", "3", "6")), false),
         (bookmark("7", true), true),
     ];
     let mut replaced = None;
@@ -328,7 +328,7 @@ fn watch_list_collects_initial_events_until_end_bookmark() {
         })
     );
     // The same stream goes on as an ordinary watch.
-    let ev = WatchEvent::Modified(obj("a", "1", "8"));
+    let ev = SourceEvent::Modified(obj("a", "1", "8"));
     assert_eq!(r.step(Input::Event(Ok(ev.clone())), now), Output::Apply(ev));
     let end = now + Duration::from_secs(600);
     r.step(Input::WatchEnded, end);
@@ -362,7 +362,10 @@ fn watch_list_ending_early_backs_off_and_retries_watch_list() {
     let mut r: Reflector<Obj> = Reflector::new(watch_list_cfg());
     r.next_action(now);
     r.step(Input::WatchOpened(Ok(())), now);
-    r.step(Input::Event(Ok(WatchEvent::Added(obj("a", "1", "3")))), now);
+    r.step(
+        Input::Event(Ok(SourceEvent::Added(obj("a", "1", "3")))),
+        now,
+    );
     let out = r.step(Input::WatchEnded, now);
     assert!(
         matches!(out, Output::Failed(_)),
@@ -472,7 +475,7 @@ fn watch_list_ignored_by_the_server_falls_back_to_list_for_good() {
     let soon = now + Duration::from_secs(10);
     assert_eq!(
         r.step(
-            Input::Event(Ok(WatchEvent::Added(obj("a", "1", "3")))),
+            Input::Event(Ok(SourceEvent::Added(obj("a", "1", "3")))),
             soon
         ),
         Output::None
@@ -569,7 +572,7 @@ fn watch_list_attempts_each_shorter_than_the_bound_still_fall_back() {
             }
         }
         r.step(Input::WatchOpened(Ok(())), t);
-        r.step(Input::Event(Ok(WatchEvent::Added(obj("a", "1", "3")))), t);
+        r.step(Input::Event(Ok(SourceEvent::Added(obj("a", "1", "3")))), t);
         t += Duration::from_secs(90);
         outs.push(r.step(Input::WatchEnded, t));
     }
@@ -685,7 +688,7 @@ fn a_probe_behind_our_resource_version_lists_again() {
     let now = t0();
     let mut r = watching(now);
     r.step(
-        Input::Event(Ok(WatchEvent::Added(obj("a", "y", "40")))),
+        Input::Event(Ok(SourceEvent::Added(obj("a", "y", "40")))),
         now,
     );
     r.step(

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::informer::backoff::BackoffConfig;
-use crate::informer::source::{ListRequest, Page, SourceError, WatchEvent, WatchRequest};
+use crate::informer::source::{ListRequest, Page, SourceError, SourceEvent, WatchRequest};
 use crate::kube::paging::{Paging, DEFAULT_MAX_LIST_PAGES};
 
 /// Reflector tuning; [`Default`] is client-go's.
@@ -155,7 +155,7 @@ pub enum Input<T> {
     /// A WATCH was opened, or failed to open.
     WatchOpened(Result<(), SourceError>),
     /// One item of the open watch.
-    Event(Result<WatchEvent<T>, SourceError>),
+    Event(Result<SourceEvent<T>, SourceError>),
     /// The open watch ended cleanly (the stream ran out).
     WatchEnded,
     /// The resourceVersion of a [`Action::Probe`] LIST, or its failure.
@@ -175,7 +175,7 @@ pub enum Output<T> {
         rv: String,
     },
     /// Apply one watch event (bookmarks only move the RV).
-    Apply(WatchEvent<T>),
+    Apply(SourceEvent<T>),
     /// A probe found the server's history behind the resourceVersion we
     /// watch from (an etcd restore, a fresh server): this informer lists
     /// again; the thread tells the others.
