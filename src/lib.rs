@@ -18,6 +18,7 @@
 //! `docs/architecture.md`.
 
 pub mod caches;
+pub mod check_config;
 pub mod cli;
 pub mod config;
 pub mod daemon;

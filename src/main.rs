@@ -22,7 +22,7 @@ fn real_main() -> i32 {
     match cmd {
         Command::Help(text) => emit(&text),
         Command::Version => emit(&format!("{}\n", cli::version_line())),
-        Command::CheckConfig { config } => match endpointd::daemon::check_config(&config) {
+        Command::CheckConfig { config } => match endpointd::check_config::run(&config) {
             Ok(text) => emit(&text),
             Err(e) => {
                 eprintln!("{e}");
@@ -41,7 +41,7 @@ fn real_main() -> i32 {
             namespace,
             service,
             json,
-        } => match endpointd::daemon::explain(&config, &namespace, &service) {
+        } => match endpointd::explain::run(&config, &namespace, &service) {
             Ok(report) if json => match serde_json::to_string_pretty(&report) {
                 Ok(s) => emit(&format!("{s}\n")),
                 Err(e) => {

@@ -157,18 +157,46 @@ impl Writer {
     }
 }
 
+/// A recorder's writer, built but not yet running: [`EventRecorder::new`]
+/// gives it, [`PendingWriter::spawn`] starts its thread. Events recorded
+/// before then wait in the queue.
+pub struct PendingWriter {
+    writer: Writer,
+    rx: crossbeam_channel::Receiver<Msg>,
+    name: String,
+    thread: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
+}
+
+impl PendingWriter {
+    /// Start the writer thread.
+    pub fn spawn(self) -> std::io::Result<()> {
+        let PendingWriter {
+            writer,
+            rx,
+            name,
+            thread,
+        } = self;
+        let t = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || writer.run(rx))?;
+        *thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+        Ok(())
+    }
+}
+
 impl EventRecorder {
-    /// Start the writer thread. `results` from [`register`] (once per
-    /// registry; recorders of several components share it).
-    pub fn start(
+    /// A recorder and its writer, not started. `results` from
+    /// [`register`] (once per registry; recorders of several components
+    /// share it).
+    pub fn new(
         client: Client,
         fence: Fence,
         clock: SharedClock,
         results: Arc<Family<Counter>>,
         cfg: RecorderConfig,
-    ) -> std::io::Result<EventRecorder> {
+    ) -> (EventRecorder, PendingWriter) {
         let (tx, rx) = bounded(QUEUE);
-        let w = Writer {
+        let writer = Writer {
             client: client.gated(Arc::new(fence.clone())),
             fence,
             clock,
@@ -176,14 +204,34 @@ impl EventRecorder {
             results: Arc::clone(&results),
             last_error_log: None,
         };
-        let thread = std::thread::Builder::new()
-            .name(format!("events-{}", cfg.component))
-            .spawn(move || w.run(rx))?;
-        Ok(EventRecorder {
-            tx,
-            results,
-            thread: Arc::new(Mutex::new(Some(thread))),
-        })
+        let thread = Arc::new(Mutex::new(None));
+        let pending = PendingWriter {
+            writer,
+            rx,
+            name: format!("events-{}", cfg.component),
+            thread: Arc::clone(&thread),
+        };
+        (
+            EventRecorder {
+                tx,
+                results,
+                thread,
+            },
+            pending,
+        )
+    }
+
+    /// [`EventRecorder::new`] with its writer thread started.
+    pub fn start(
+        client: Client,
+        fence: Fence,
+        clock: SharedClock,
+        results: Arc<Family<Counter>>,
+        cfg: RecorderConfig,
+    ) -> std::io::Result<EventRecorder> {
+        let (recorder, writer) = EventRecorder::new(client, fence, clock, results, cfg);
+        writer.spawn()?;
+        Ok(recorder)
     }
 
     /// Stop after the events already queued, waiting at most `within`.

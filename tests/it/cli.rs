@@ -302,7 +302,7 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
         .read_to_string(&mut log)
         .expect("read");
     assert!(
-        log.contains("<6>endpointd::daemon: controllers running: endpoint"),
+        log.contains("<6>endpointd::daemon::supervisor: controllers running: endpoint"),
         "{log}"
     );
     assert!(
