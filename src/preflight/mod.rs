@@ -19,6 +19,7 @@ pub use checks::{Check, Level};
 pub use render::PreflightReport;
 
 use crate::config::Config;
+use crate::daemon::DaemonError;
 use endpointd_kube::kube::ClientConfig;
 use endpointd_kube::metrics::Registry;
 use std::path::Path;
@@ -27,8 +28,8 @@ use std::sync::Arc;
 /// Load the configuration at `path`, read everything, check it. `Err`
 /// when there is no configuration or no usable client at all (exit 1);
 /// otherwise the report (exit 1 when a check failed).
-pub fn run(path: &Path) -> Result<PreflightReport, String> {
-    let cfg = Config::load(path).map_err(|e| e.to_string())?;
+pub fn run(path: &Path) -> Result<PreflightReport, DaemonError> {
+    let cfg = Config::load(path).map_err(DaemonError::Config)?;
     crate::logging::init(log::LevelFilter::Error);
     let clock = endpointd_base::clock::RealClock::shared();
     let registry = Registry::new();
@@ -39,12 +40,12 @@ pub fn run(path: &Path) -> Result<PreflightReport, String> {
         Some("preflight"),
         &Arc::default(),
     )
-    .map_err(|e| format!("cannot set up the API client: {e}"))?;
+    .map_err(DaemonError::Client)?;
     let k = &cfg.kubernetes;
     let kc_path = ClientConfig::infer_path(k.kubeconfig.as_deref(), &|v| std::env::var(v).ok())
-        .map_err(|e| e.to_string())?;
+        .map_err(DaemonError::Client)?;
     let mut cc = ClientConfig::infer(k.kubeconfig.as_deref(), k.context.as_deref())
-        .map_err(|e| format!("cannot set up the API client: {e}"))?;
+        .map_err(DaemonError::Client)?;
     cc.request_timeout = k.request_timeout;
     cc.user_agent = crate::daemon::user_agent(&cfg.leader_election.identity, Some("preflight"));
     let inputs = fetch::fetch(&cfg, &client, &cc, kc_path, &clock);
