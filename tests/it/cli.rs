@@ -311,6 +311,8 @@ fn run_notifies_systemd_reloads_on_sighup_and_stops_on_sigterm() {
     );
 }
 
+use crate::harness::controller::free_port;
+
 fn http_get(addr: &str, path: &str) -> (u16, String) {
     use std::io::Write;
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
@@ -350,13 +352,6 @@ fn spawn_serving(cfg: &Path, addr: &str) -> Reaped {
         std::thread::sleep(Duration::from_millis(20));
     }
     child
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 #[test]

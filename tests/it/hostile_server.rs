@@ -333,12 +333,7 @@ fn an_endless_list_is_cut_at_the_body_cap_and_sigterm_still_ends_the_sync() {
     );
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
+use crate::harness::controller::free_port;
 
 /// The sum of `endpointd_client_response_body_errors_total{kind="too_large"}`
 /// over its series, read from `/metrics`.

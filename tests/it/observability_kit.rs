@@ -14,8 +14,6 @@
 //! so that it can move into a test module as it is.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -461,24 +459,11 @@ fn check_rules(have: &Exported) -> (Vec<String>, BTreeSet<String>) {
 
 // ---------------------------------------------------------------- processes
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
+/// The body of a GET, whatever its status (the harness's `http_get`).
+use crate::harness::controller::free_port;
 
 fn http_get(addr: &str, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+    crate::harness::controller::http_get(addr, path).map(|(_, body)| body)
 }
 
 fn objects() -> Vec<Value> {
