@@ -142,6 +142,16 @@ fn namespace_termination() {
     assert!(again.status == 409 || again.status == 404, "{}", again.body);
 }
 
+/// A Service `name` with one port, as created.
+fn service(sim: &Sim, name: &str) -> Value {
+    sim.create(
+        "services",
+        NS,
+        json!({"metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}}),
+    )
+    .body
+}
+
 fn owned_slice(name: &str, owner: &Value) -> Value {
     let mut s = slice(name, &["10.0.0.1"]);
     s["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Service", "name": owner["metadata"]["name"],
@@ -152,20 +162,8 @@ fn owned_slice(name: &str, owner: &Value) -> Value {
 #[test]
 fn garbage_collection_of_owned_slices() {
     let sim = Sim::new();
-    let svc = sim
-        .create(
-            "services",
-            NS,
-            json!({"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}),
-        )
-        .body;
-    let keep = sim
-        .create(
-            "services",
-            NS,
-            json!({"metadata": {"name": "keep"}, "spec": {"ports": [{"port": 80}]}}),
-        )
-        .body;
+    let svc = service(&sim, "svc");
+    let keep = service(&sim, "keep");
     sim.create(SLICES, NS, owned_slice("svc-1", &svc));
     sim.create(SLICES, NS, owned_slice("svc-2", &svc));
     sim.create(SLICES, NS, owned_slice("keep-1", &keep));
@@ -214,20 +212,8 @@ fn garbage_collection_of_owned_slices() {
 #[test]
 fn a_dependent_created_after_its_owner_is_gone_is_collected() {
     let sim = Sim::new();
-    let gone = sim
-        .create(
-            "services",
-            NS,
-            json!({"metadata": {"name": "gone"}, "spec": {"ports": [{"port": 80}]}}),
-        )
-        .body;
-    let keep = sim
-        .create(
-            "services",
-            NS,
-            json!({"metadata": {"name": "keep"}, "spec": {"ports": [{"port": 80}]}}),
-        )
-        .body;
+    let gone = service(&sim, "gone");
+    let keep = service(&sim, "keep");
     sim.create(SLICES, NS, owned_slice("early", &gone));
     assert_eq!(sim.delete("services", NS, "gone", json!(null)).status, 200);
     // The collector has handled the owner's deletion before the late
