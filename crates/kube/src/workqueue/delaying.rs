@@ -7,9 +7,10 @@
 //! time; `add_after` inserts into the heap itself and wakes the thread only
 //! when the new key is due before everything already waiting (with a
 //! channel, every `add_after` woke the thread, and its blocking receive
-//! spun with `sched_yield` first). Real waits are capped at the config's
-//! `max_wait` (upstream's 10 s heartbeat; a few ms in tests with a fake
-//! clock, which real waits cannot observe). The timer never holds the
+//! spun with `sched_yield` first). Waits for a key are capped at the
+//! config's `max_wait` (upstream's 10 s heartbeat; a few ms in tests with a
+//! fake clock, which real waits cannot observe); with nothing waiting the
+//! thread sleeps until woken, so an idle queue costs no wake-ups. The timer never holds the
 //! queue's lock while it waits, never holds the heap's lock while it adds to
 //! the queue, and exits on shutdown or when the last handle is dropped.
 
@@ -249,16 +250,19 @@ impl<K: Key> TimerLoop<K> {
                 st = self.shared.lock();
                 continue;
             }
-            let wait = match st.heap.next_ready() {
-                Some(at) => at.saturating_duration_since(now).min(max_wait),
-                None => max_wait,
+            st = match st.heap.next_ready() {
+                Some(at) => {
+                    let wait = at.saturating_duration_since(now).min(max_wait);
+                    self.shared
+                        .wake
+                        .wait_timeout(st, wait)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+                // Nothing waits: only `add_after`, `pull_in` or a stop can
+                // change that, and each of them wakes the thread.
+                None => self.shared.wake.wait(st).unwrap_or_else(|p| p.into_inner()),
             };
-            st = self
-                .shared
-                .wake
-                .wait_timeout(st, wait)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
         }
     }
 }
