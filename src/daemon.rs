@@ -169,7 +169,7 @@ pub fn run(path: &Path, shadow: bool) -> Result<(), DaemonError> {
     );
     let clock = RealClock::shared();
     let registry = Registry::new();
-    build_info(&registry);
+    crate::buildinfo::register(&registry);
     watch_idle_bound(&registry, cfg.kubernetes.watch_idle_timeout);
     let link = Arc::default();
     let client =
@@ -644,18 +644,6 @@ impl Supervisor<'_> {
         let queued = self.running.as_ref().map_or(0, Running::queued);
         format!("{role}; {}; {queued} syncs queued", self.caches.summary())
     }
-}
-
-/// `endpointd_build_info{version} 1`, as Kubernetes components export it.
-fn build_info(registry: &endpointd_kube::metrics::Registry) {
-    registry
-        .gauge(
-            "endpointd_build_info",
-            "Build information; the value is always 1.",
-            &["version"],
-        )
-        .with(&[env!("CARGO_PKG_VERSION")])
-        .set(1.0);
 }
 
 /// `endpointd_informer_watch_idle_timeout_seconds`: the configured bound

@@ -14,6 +14,7 @@
 //!
 //! A lease thread decides whether this process may write at all.
 
+pub mod buildinfo;
 pub mod caches;
 pub mod cli;
 pub mod config;
@@ -28,6 +29,7 @@ pub mod explain;
 pub mod health;
 pub mod lease;
 pub mod logging;
+
 pub mod sdnotify;
 pub mod shadow;
 pub mod signals;
