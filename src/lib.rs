@@ -29,7 +29,7 @@ pub mod explain;
 pub mod health;
 pub mod lease;
 pub mod logging;
-
+pub mod manual;
 pub mod sdnotify;
 pub mod shadow;
 pub mod signals;
