@@ -67,52 +67,414 @@ impl std::fmt::Display for UsageError {
     }
 }
 
+/// One option, as `--help`, the man page and the shell completions show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptSpec {
+    /// `-c`.
+    pub short: Option<char>,
+    /// `--config`.
+    pub long: &'static str,
+    /// The value's placeholder (`PATH`); `None` for a flag.
+    pub value: Option<&'static str>,
+    /// The values it accepts (for completion); empty: any.
+    pub choices: &'static [&'static str],
+    /// What it does.
+    pub help: &'static str,
+}
+
+/// One command: the single source of its `--help`, its section of
+/// endpointd(8) and its shell completions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// `check-config`.
+    pub name: &'static str,
+    /// One line for the command list.
+    pub summary: &'static str,
+    /// The synopsis after `endpointd `.
+    pub usage: &'static str,
+    /// Paragraphs (separated by blank lines).
+    pub about: &'static str,
+    /// Its options, `--help` aside.
+    pub options: &'static [OptSpec],
+    /// Its positional argument (`SERVICE`), if any.
+    pub argument: Option<&'static str>,
+    /// Completion for the argument: `files`, or "" for none.
+    pub complete_argument: &'static str,
+}
+
+const CONFIG: OptSpec = OptSpec {
+    short: Some('c'),
+    long: "config",
+    value: Some("PATH"),
+    choices: &[],
+    help: "Configuration file [default: $ENDPOINTD_CONFIG, else /etc/endpointd/config.toml]",
+};
+
+/// The commands, in the order help lists them.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "run",
+        summary: "Run the daemon (normally under systemd)",
+        usage: "run [--config <PATH>] [--shadow]",
+        about: "Run the daemon: watch the API server and maintain Endpoints and \
+                EndpointSlices. SIGTERM/SIGINT stop it gracefully; SIGHUP re-reads log.level.",
+        options: &[
+            CONFIG,
+            OptSpec {
+                short: None,
+                long: "shadow",
+                value: None,
+                choices: &[],
+                help: "Write nothing: compare what endpointd would write with what exists \
+                       (kube-controller-manager's objects) and report the differences \
+                       (log, metric, /shadow); as [mode] shadow = true",
+            },
+        ],
+        argument: None,
+        complete_argument: "",
+    },
+    CommandSpec {
+        name: "check-config",
+        summary: "Validate a configuration file and print the effective configuration \
+                  (defaults filled in) as TOML",
+        usage: "check-config [--config <PATH>]",
+        about: "Validate a configuration file. Prints the effective configuration as TOML \
+                on stdout and exits 0; prints every problem on stderr and exits 1.",
+        options: &[CONFIG],
+        argument: None,
+        complete_argument: "",
+    },
+    CommandSpec {
+        name: "explain",
+        summary: "Why a Service's pods do or do not get traffic",
+        usage: "explain [--config <PATH>] [-n <NAMESPACE>] <SERVICE> [-o text|json]",
+        about: "Explain a Service: whether endpointd manages it, every pod its selector \
+                matches with where it is listed (Endpoints, EndpointSlices, conditions, hints) \
+                or the exact reason it is not, the pods the selector misses by one label, and \
+                whether the stored objects are what endpointd computes now. Reads only (GET \
+                and LIST with the configured kubeconfig); writes nothing. Exit 0 with the \
+                report; 1 when the Service does not exist or a read fails.",
+        options: &[
+            CONFIG,
+            OptSpec {
+                short: Some('n'),
+                long: "namespace",
+                value: Some("NAMESPACE"),
+                choices: &[],
+                help: "The Service's namespace [default: default]",
+            },
+            OptSpec {
+                short: Some('o'),
+                long: "output",
+                value: Some("FORMAT"),
+                choices: &["text", "json"],
+                help: "text (default) or json (stable field names)",
+            },
+        ],
+        argument: Some("SERVICE"),
+        complete_argument: "",
+    },
+    CommandSpec {
+        name: "preflight",
+        summary: "Check permissions, server, clocks, lease and KCM before a hand-over",
+        usage: "preflight [--config <PATH>] [-o text|json]",
+        about: "Check, before a hand-over from kube-controller-manager and without writing \
+                anything, what would make it go wrong: every permission endpointd uses \
+                (SelfSubjectAccessReview), the API server's version and what endpointd relies \
+                on, clock skew, the lease namespace and the election Lease, whether \
+                kube-controller-manager still writes Endpoints or EndpointSlices, and the \
+                kubeconfig (file mode, TLS verification, token expiry). One line per check: \
+                ok, warn or fail, its name, what to do. Exit 0 unless a check fails; 1 then.",
+        options: &[
+            CONFIG,
+            OptSpec {
+                short: Some('o'),
+                long: "output",
+                value: Some("FORMAT"),
+                choices: &["text", "json"],
+                help: "text (default) or json",
+            },
+        ],
+        argument: None,
+        complete_argument: "",
+    },
+    CommandSpec {
+        name: "demo",
+        summary: "Start an embedded kube-sim and show endpointd at work",
+        usage: "demo [--keep-running]",
+        about: "Start an embedded kube-sim on loopback (3 nodes, 7 Services, 265 pods), run \
+                endpointd against it as a child process and play a short story: converge, \
+                a pod turns NotReady, a graceful deletion, a scale-down, lost watches, a \
+                restart. Each step prints what was written, how many writes it took and how \
+                long; the demo exits 0 when every step showed what it should, else 1 with \
+                what was expected and what was seen.\n\n\
+                Packages are built without the simulator: there `endpointd demo` says so and \
+                exits 1; run `cargo run --release -- demo` in a source checkout.",
+        options: &[OptSpec {
+            short: None,
+            long: "keep-running",
+            value: None,
+            choices: &[],
+            help: "Afterwards leave kube-sim and endpointd running, print a kubeconfig and \
+                   kubectl commands to try; Ctrl-C stops",
+        }],
+        argument: None,
+        complete_argument: "",
+    },
+];
+
+/// The options of the top level (`endpointd --help`).
+pub const TOP_OPTIONS: &[OptSpec] = &[
+    OptSpec {
+        short: Some('c'),
+        long: "config",
+        value: Some("PATH"),
+        choices: &[],
+        help: "Configuration file for run, check-config and explain \
+               [default: $ENDPOINTD_CONFIG, else /etc/endpointd/config.toml]",
+    },
+    HELP,
+    OptSpec {
+        short: Some('V'),
+        long: "version",
+        value: None,
+        choices: &[],
+        help: "Print version and build information",
+    },
+];
+
+/// `-h`/`--help`, accepted everywhere.
+pub const HELP: OptSpec = OptSpec {
+    short: Some('h'),
+    long: "help",
+    value: None,
+    choices: &[],
+    help: "Print help (also: endpointd <COMMAND> --help)",
+};
+
+/// Exit statuses: (status, in short for `--help`, in full for the man page).
+pub const EXIT_STATUSES: &[(&str, &str, &str)] = &[
+    (
+        "0",
+        "success",
+        "Success; for run, a graceful stop after SIGTERM or SIGINT.",
+    ),
+    (
+        "1",
+        "invalid configuration or runtime failure",
+        "Invalid configuration, an unusable kubeconfig, a taken listen address, or a runtime \
+         failure (a cache stopped updating, leadership lost); explain: the Service does not \
+         exist or a read failed; demo: a step did not show what it should, or the build \
+         has no simulator.",
+    ),
+    (
+        "2",
+        "usage error",
+        "Usage error: an unknown command or option, a missing or invalid argument.",
+    ),
+    (
+        "128+N",
+        "forced exit on a second SIGTERM/SIGINT",
+        "Forced exit on a second SIGTERM (143) or SIGINT (130) during a graceful stop.",
+    ),
+];
+
+/// Signals `endpointd run` handles: (signals, what they do).
+pub const SIGNALS: &[(&str, &str)] = &[
+    (
+        "SIGTERM, SIGINT",
+        "Stop gracefully: stop the controllers, release the lease so that another instance \
+         takes over at once, and exit 0 within a few seconds. A second one forces exit \
+         with status 128+N.",
+    ),
+    (
+        "SIGHUP",
+        "Re-read the configuration file: log.level takes effect at once; every other \
+         changed key is named in a warning saying it needs a restart; a file that no \
+         longer parses is reported and the running configuration kept \
+         (systemctl reload endpointd).",
+    ),
+];
+
+/// Environment variables read: (name, meaning).
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "ENDPOINTD_CONFIG",
+        "Configuration file when --config is not given.",
+    ),
+    (
+        "KUBECONFIG",
+        "The kubeconfig when kubernetes.kubeconfig is unset (only its first path is read); \
+         the shipped unit points it at the credential systemd passes in.",
+    ),
+    (
+        "KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT",
+        "In-cluster configuration (with the service-account token, CA and namespace files) \
+         when neither kubernetes.kubeconfig nor KUBECONFIG is set.",
+    ),
+    (
+        "RUST_LOG",
+        "Log filter (env_logger syntax); overrides log.level, and then SIGHUP does not change \
+         the level.",
+    ),
+    (
+        "SSL_CERT_FILE",
+        "CA bundle tried before the system's bundles when the kubeconfig names no CA.",
+    ),
+    (
+        "NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID",
+        "Set by systemd for a Type=notify unit: READY=1, STATUS= and watchdog pings go there.",
+    ),
+    (
+        "JOURNAL_STREAM",
+        "Set by systemd: when stderr is the journal, log lines carry syslog priorities \
+         and no timestamp.",
+    ),
+];
+
+/// Files: (path, what it is).
+pub const FILES: &[(&str, &str)] = &[
+    (
+        "/etc/endpointd/config.toml",
+        "The configuration (endpointd.toml(5)); every key commented, set to its default.",
+    ),
+    (
+        "/etc/endpointd/kubeconfig",
+        "The kubeconfig the shipped unit passes in with LoadCredential=.",
+    ),
+    (
+        "/lib/systemd/system/endpointd.service, /usr/lib/systemd/system/endpointd.service",
+        "The systemd unit (Debian, RPM-based distributions).",
+    ),
+    (
+        "/usr/share/endpointd/rbac.yaml",
+        "ServiceAccount, ClusterRole, Role and bindings with exactly what endpointd uses.",
+    ),
+    (
+        "/usr/share/endpointd/grafana-dashboard.json, /usr/share/endpointd/alerts.yaml",
+        "A Grafana dashboard and Prometheus alerting rules for the metrics.",
+    ),
+];
+
 /// `endpointd <version>`.
 pub fn version_line() -> String {
     format!("endpointd {}", env!("CARGO_PKG_VERSION"))
 }
 
+/// The command named `name`.
+pub fn command(name: &str) -> Option<&'static CommandSpec> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+const HELP_WIDTH: usize = 80;
+
+/// Words of `text` wrapped to `width` columns, every line after the first
+/// indented by `indent`.
+fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut col = indent;
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 && col + 1 + word.len() > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            col = indent;
+        } else if i > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += word.len();
+    }
+    out
+}
+
+/// `-c, --config <PATH>` / `    --shadow`.
+pub fn option_label(o: &OptSpec) -> String {
+    let short = match o.short {
+        Some(c) => format!("-{c}, "),
+        None => "    ".into(),
+    };
+    match o.value {
+        Some(v) => format!("{short}--{} <{v}>", o.long),
+        None => format!("{short}--{}", o.long),
+    }
+}
+
+/// An `Options:` block.
+fn options_block(opts: &[OptSpec]) -> String {
+    let col = opts
+        .iter()
+        .map(|o| option_label(o).len())
+        .max()
+        .unwrap_or(0)
+        + 4;
+    let mut s = String::from("Options:\n");
+    for o in opts {
+        let label = option_label(o);
+        s.push_str(&format!(
+            "  {label}{}{}\n",
+            " ".repeat(col - 2 - label.len()),
+            wrap(o.help, HELP_WIDTH, col)
+        ));
+    }
+    s
+}
+
+/// Paragraphs wrapped to the help width.
+fn paragraphs(text: &str) -> String {
+    text.split("\n\n")
+        .map(|p| wrap(p, HELP_WIDTH, 0))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// Top-level help.
 pub fn help() -> String {
+    let col = COMMANDS.iter().map(|c| c.name.len()).max().unwrap_or(0) + 5;
+    let mut commands = String::from("Commands:\n");
+    for c in COMMANDS {
+        commands.push_str(&format!(
+            "  {}{}{}\n",
+            c.name,
+            " ".repeat(col - 2 - c.name.len()),
+            wrap(c.summary, HELP_WIDTH, col)
+        ));
+    }
+    let exit = EXIT_STATUSES
+        .iter()
+        .map(|(code, short, _)| format!("{code} {short}"))
+        .collect::<Vec<_>>()
+        .join("; ");
     format!(
-        "{}
-Endpoints and EndpointSlice controllers for small edge Kubernetes control planes:
-the job of kube-controller-manager's `endpoint` and `endpointslice` controllers as
-one small synchronous daemon.
-
-Usage: endpointd <COMMAND> [OPTIONS]
-
-Commands:
-  run            Run the daemon (normally under systemd)
-  check-config   Validate a configuration file and print the effective
-                 configuration (defaults filled in) as TOML
-  explain        Why a Service's pods do or do not get traffic
-  preflight      Check permissions, server, clocks, lease and KCM before a hand-over
-  demo           Start an embedded kube-sim and show endpointd at work
-
-Options:
-  -c, --config <PATH>  Configuration file for run, check-config and explain
-                       [default: $ENDPOINTD_CONFIG, else {}]
-  -h, --help           Print help (also: endpointd <COMMAND> --help)
-  -V, --version        Print version
-
-Exit status: 0 success; 1 invalid configuration or runtime failure; 2 usage error;
-128+N forced exit on a second SIGTERM/SIGINT.
-",
+        "{}\n{}\n\nUsage: endpointd <COMMAND> [OPTIONS]\n\n{commands}\n{}\n{}\n",
         version_line(),
-        crate::config::DEFAULT_CONFIG_PATH
+        paragraphs(ABOUT),
+        options_block(TOP_OPTIONS),
+        wrap(&format!("Exit status: {exit}."), HELP_WIDTH, 0)
     )
 }
 
+/// What endpointd is, for the top of `--help` and the man page.
+pub const ABOUT: &str = "Endpoints and EndpointSlice controllers for small edge Kubernetes \
+    control planes: the job of kube-controller-manager's `endpoint` and `endpointslice` \
+    controllers as one small synchronous daemon.";
+
 fn command_help(cmd: &str) -> String {
-    let body = match cmd {
-        "run" => "Run the daemon: watch the API server and maintain Endpoints and\nEndpointSlices. SIGTERM/SIGINT stop it gracefully; SIGHUP re-reads log.level.\n\nUsage: endpointd run [--config <PATH>] [--shadow]\n\nOptions:\n      --shadow  Write nothing: compare what endpointd would write with what\n                exists (kube-controller-manager's objects) and report the\n                differences (log, metric, /shadow); as [mode] shadow = true",
-        "explain" => "Explain a Service: whether endpointd manages it, every pod its selector\nmatches with where it is listed (Endpoints, EndpointSlices, conditions, hints)\nor the exact reason it is not, the pods the selector misses by one label, and\nwhether the stored objects are what endpointd computes now. Reads only (GET\nand LIST with the configured kubeconfig); writes nothing. Exit 0 with the\nreport; 1 when the Service does not exist or a read fails.\n\nUsage: endpointd explain [--config <PATH>] [-n <NAMESPACE>] <SERVICE> [-o text|json]\n\nOptions:\n  -n, --namespace <NAMESPACE>  The Service's namespace [default: default]\n  -o, --output <FORMAT>        text (default) or json (stable field names)",
-        "preflight" => "Check, before a hand-over from kube-controller-manager and without writing\nanything, what would make it go wrong: every permission endpointd uses\n(SelfSubjectAccessReview), the API server's version and what endpointd relies\non, clock skew, the lease namespace and the election Lease, whether\nkube-controller-manager still writes Endpoints or EndpointSlices, and the\nkubeconfig (file mode, TLS verification, token expiry). One line per check:\nok, warn or fail, its name, what to do. Exit 0 unless a check fails; 1 then.\n\nUsage: endpointd preflight [--config <PATH>] [-o text|json]\n\nOptions:\n  -o, --output <FORMAT>  text (default) or json",
-        "check-config" => "Validate a configuration file. Prints the effective configuration as TOML\non stdout and exits 0; prints every problem on stderr and exits 1.\n\nUsage: endpointd check-config [--config <PATH>]",
-        _ => "Start an embedded kube-sim on loopback (3 nodes, 7 Services, 265 pods), run\nendpointd against it as a child process and play a short story: converge,\na pod turns NotReady, a graceful deletion, a scale-down, lost watches, a\nrestart. Each step prints what was written, how many writes it took and how\nlong; the demo exits 0 when every step showed what it should, else 1 with\nwhat was expected and what was seen.\n\nUsage: endpointd demo [--keep-running]\n\nOptions:\n      --keep-running  Afterwards leave kube-sim and endpointd running, print a\n                      kubeconfig and kubectl commands to try; Ctrl-C stops",
+    let Some(c) = command(cmd) else {
+        return help();
     };
-    format!("{}\n{body}\n", version_line())
+    let mut opts = c.options.to_vec();
+    opts.push(OptSpec {
+        help: "Print help",
+        ..HELP
+    });
+    format!(
+        "{}\n{}\n\nUsage: endpointd {}\n\n{}",
+        version_line(),
+        paragraphs(c.about),
+        c.usage,
+        options_block(&opts)
+    )
 }
 
 /// Parse arguments (without the program name). `env_config` is
@@ -179,10 +541,10 @@ pub fn parse(
             Value(v) if cmd.is_none() => {
                 let v = v.string().map_err(err)?;
                 match v.as_str() {
-                    "run" | "check-config" | "demo" | "explain" | "preflight" if help_for => {
+                    name if command(name).is_some() && help_for => {
                         return Ok(Command::Help(command_help(&v)))
                     }
-                    "run" | "check-config" | "demo" | "explain" | "preflight" => cmd = Some(v),
+                    name if command(name).is_some() => cmd = Some(v),
                     "help" if !help_for => help_for = true,
                     other => return Err(UsageError(format!("unknown command '{other}'"))),
                 }
@@ -387,6 +749,41 @@ mod tests {
             assert!(h.contains(&format!("Usage: endpointd {cmd}")), "help {cmd}");
         }
         assert_eq!(p(&["help"], None), Ok(Command::Help(help())));
+    }
+
+    /// The command table (help, man page, completions) and the parser
+    /// agree: every option listed for a command is accepted after it, with
+    /// a value where it says so, and every command is accepted.
+    #[test]
+    fn the_table_is_what_the_parser_accepts() {
+        for c in COMMANDS {
+            let arg = c.argument.map(|_| "web");
+            let base: Vec<&str> = std::iter::once(c.name).chain(arg).collect();
+            assert!(p(&base, None).is_ok(), "{}", c.name);
+            for o in c.options.iter().chain([&HELP]) {
+                let value = o.choices.first().copied().or(o.value.map(|_| "x"));
+                let mut forms = vec![format!("--{}", o.long)];
+                forms.extend(o.short.map(|s| format!("-{s}")));
+                for form in forms {
+                    let mut args = base.clone();
+                    args.push(&form);
+                    args.extend(value);
+                    assert!(p(&args, None).is_ok(), "{args:?}: {:?}", p(&args, None));
+                }
+            }
+            let Ok(Command::Help(h)) = p(&[c.name, "--help"], None) else {
+                panic!("{} --help", c.name)
+            };
+            assert!(h.contains(&format!("Usage: endpointd {}", c.usage)), "{h}");
+            for o in c.options {
+                assert!(h.contains(&option_label(o)), "{h}");
+            }
+        }
+        for o in TOP_OPTIONS.iter().filter(|o| o.long != "config") {
+            assert!(p(&[&format!("--{}", o.long)], None).is_ok(), "{}", o.long);
+        }
+        let h = help();
+        assert!(h.lines().all(|l| l.len() <= HELP_WIDTH), "{h}");
     }
 
     #[test]

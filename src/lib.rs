@@ -17,6 +17,7 @@
 //! decides whether this process may write at all. See
 //! `docs/architecture.md`.
 
+pub mod buildinfo;
 pub mod caches;
 pub mod check_config;
 pub mod cli;
@@ -30,6 +31,7 @@ pub mod explain;
 pub mod health;
 pub mod lease;
 pub mod logging;
+pub mod manual;
 pub mod preflight;
 pub mod runtime;
 pub mod sdnotify;

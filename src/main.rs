@@ -21,7 +21,7 @@ fn real_main() -> i32 {
     };
     match cmd {
         Command::Help(text) => emit(&text),
-        Command::Version => emit(&format!("{}\n", cli::version_line())),
+        Command::Version => emit(&endpointd::buildinfo::version_text()),
         Command::CheckConfig { config } => match endpointd::check_config::run(&config) {
             Ok(text) => emit(&text),
             Err(e) => {

@@ -94,7 +94,7 @@ impl Parts {
         let cfg = &settings.cfg;
         let clock = RealClock::shared();
         let registry = Registry::new();
-        build_info(&registry);
+        crate::buildinfo::register(&registry);
         watch_idle_bound(&registry, cfg.kubernetes.watch_idle_timeout);
         let link = Arc::default();
         let client = super::client(cfg, Arc::clone(&clock), &registry, None, &link)
@@ -402,18 +402,6 @@ fn leader_metric(registry: &Registry, name: &str) -> Arc<endpointd_kube::metrics
             &["name"],
         )
         .with(&[name])
-}
-
-/// `endpointd_build_info{version} 1`, as Kubernetes components export it.
-fn build_info(registry: &endpointd_kube::metrics::Registry) {
-    registry
-        .gauge(
-            "endpointd_build_info",
-            "Build information; the value is always 1.",
-            &["version"],
-        )
-        .with(&[env!("CARGO_PKG_VERSION")])
-        .set(1.0);
 }
 
 /// `endpointd_informer_watch_idle_timeout_seconds`: the configured bound

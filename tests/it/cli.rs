@@ -99,10 +99,22 @@ fn usage_errors_exit_2() {
 fn version_and_help_exit_0() {
     let (code, stdout, _) = out(bin().arg("--version"));
     assert_eq!(code, 0);
+    assert_eq!(stdout, endpointd::buildinfo::version_text());
+    let mut lines = stdout.lines();
     assert_eq!(
-        stdout.trim(),
-        format!("endpointd {}", env!("CARGO_PKG_VERSION"))
+        lines.next(),
+        Some(format!("endpointd {}", env!("CARGO_PKG_VERSION")).as_str())
     );
+    // Version, commit with tree state, build date, rustc and target.
+    for label in [
+        "git version: v",
+        "git commit:  ",
+        "build date:  ",
+        "rustc:       ",
+        "target:      ",
+    ] {
+        assert!(lines.any(|l| l.starts_with(label)), "{label}: {stdout}");
+    }
     let (code, stdout, _) = out(bin().arg("--help"));
     assert_eq!(code, 0);
     assert!(stdout.contains("check-config") && stdout.contains("Exit status"));
@@ -366,13 +378,14 @@ fn run_serves_health_metrics_and_readiness() {
     assert_eq!(body, "ok: leading\n");
     let (code, body) = http_get(&addr, "/metrics");
     assert_eq!(code, 200);
-    assert!(
-        body.contains(&format!(
-            "endpointd_build_info{{version=\"{}\"}} 1",
-            env!("CARGO_PKG_VERSION")
-        )),
-        "{body}"
+    // Labelled as kubernetes_build_info is.
+    let b = &endpointd::buildinfo::metric_values();
+    let want = format!(
+        "endpointd_build_info{{version=\"{}\",git_version=\"{}\",git_commit=\"{}\",\
+         git_tree_state=\"{}\",build_date=\"{}\",rustc_version=\"{}\",platform=\"{}\"}} 1",
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6]
     );
+    assert!(body.lines().any(|l| l == want), "{want}\n{body}");
     assert!(body.contains("process_resident_memory_bytes"), "{body}");
     assert!(
         body.contains("endpointd_informer_objects{resource=\"pods\"} 7"),
