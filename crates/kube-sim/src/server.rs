@@ -107,7 +107,7 @@ pub enum SimError {
         /// The file.
         path: PathBuf,
         /// What went wrong.
-        message: String,
+        source: super::load::LoadError,
     },
     /// Writing the kubeconfig failed.
     Kubeconfig(std::io::Error),
@@ -118,13 +118,21 @@ impl std::fmt::Display for SimError {
         match self {
             SimError::Listen(e) => write!(f, "listening: {e}"),
             SimError::Tls(e) => write!(f, "{e}"),
-            SimError::Load { path, message } => write!(f, "loading {}: {message}", path.display()),
+            SimError::Load { path, source } => write!(f, "loading {}: {source}", path.display()),
             SimError::Kubeconfig(e) => write!(f, "writing kubeconfig: {e}"),
         }
     }
 }
 
-impl std::error::Error for SimError {}
+impl std::error::Error for SimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SimError::Listen(e) | SimError::Kubeconfig(e) => Some(e),
+            SimError::Tls(e) => Some(e),
+            SimError::Load { source, .. } => Some(source),
+        }
+    }
+}
 
 /// Resource requests seen, per (verb, resource). A request is counted once
 /// it is classified, before injected failures and stalls, so retries after
@@ -447,9 +455,9 @@ impl SimServer {
         let store = Store::new(cfg, Arc::clone(&opts.clock));
         let mut policy = super::rbac::Policy::default();
         if let Some(path) = &opts.load {
-            let load_err = |message| SimError::Load {
+            let load_err = |source| SimError::Load {
                 path: path.clone(),
-                message,
+                source,
             };
             let (list, p) = super::load::read_file(path).map_err(load_err)?;
             store.load_list(&list).map_err(load_err)?;
