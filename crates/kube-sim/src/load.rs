@@ -61,7 +61,7 @@ pub enum LoadError {
         /// Its name.
         name: String,
         /// The error a POST would answer.
-        error: ApiError,
+        error: Box<ApiError>,
     },
     /// An object of that name already exists.
     Exists {
@@ -86,7 +86,7 @@ pub enum LoadError {
         /// The item's name.
         name: String,
         /// The error a POST would answer.
-        error: ApiError,
+        error: Box<ApiError>,
     },
 }
 
@@ -239,7 +239,7 @@ pub fn load_list(store: &Store, list: &Value) -> Result<usize, LoadError> {
                 index: i,
                 kind: kind.to_string(),
                 name: name.to_string(),
-                error,
+                error: Box::new(error),
             })?;
         let body = if super::eventsapi::is_events_api(info) {
             super::eventsapi::to_core(&item)
@@ -282,7 +282,7 @@ pub fn load_list(store: &Store, list: &Value) -> Result<usize, LoadError> {
             super::validate::validate(info, None, &v).map_err(|error| LoadError::Invalid {
                 resource: info.resource,
                 name: name.clone(),
-                error,
+                error: Box::new(error),
             })?;
             t.put(&key, "create", v);
         }

@@ -107,7 +107,7 @@ pub enum SimError {
         /// The file.
         path: PathBuf,
         /// What went wrong.
-        source: super::load::LoadError,
+        source: Box<super::load::LoadError>,
     },
     /// Writing the kubeconfig failed.
     Kubeconfig(std::io::Error),
@@ -129,7 +129,7 @@ impl std::error::Error for SimError {
         match self {
             SimError::Listen(e) | SimError::Kubeconfig(e) => Some(e),
             SimError::Tls(e) => Some(e),
-            SimError::Load { source, .. } => Some(source),
+            SimError::Load { source, .. } => Some(source.as_ref()),
         }
     }
 }
@@ -457,7 +457,7 @@ impl SimServer {
         if let Some(path) = &opts.load {
             let load_err = |source| SimError::Load {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             };
             let (list, p) = super::load::read_file(path).map_err(load_err)?;
             store.load_list(&list).map_err(load_err)?;
