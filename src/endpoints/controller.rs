@@ -204,12 +204,21 @@ impl EventHandler<Endpoints> for EndpointsHandler {
         let foreign = old.resource_version() != new.resource_version()
             && self.writer.is_foreign_edit(&key, new);
         if foreign {
+            let mut delay = Duration::ZERO;
             if let Some(f) = &self.foreign {
                 if !self.writer.is_earlier_write(&key, new) {
                     f.seen("endpoints", &format_args!("Endpoints {key}"));
                 }
+                // Corrections of one Endpoints back off while the other
+                // writer keeps going (runtime::foreign).
+                delay = f.correction_delay("endpoints", &key);
             }
-            self.queue.add(key);
+            match delay.is_zero() {
+                true => {
+                    self.queue.add(key);
+                }
+                false => self.queue.add_after(key, delay),
+            }
         }
     }
     fn on_delete(&self, obj: &DeletedObject<Endpoints>) {

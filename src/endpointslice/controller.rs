@@ -294,8 +294,12 @@ impl SliceController {
             }
             // Someone else wrote a slice while our write was in flight:
             // the held event would have queued the Service (docs/behaviour.md#up-c5)
-            // with the slice-change delay; the cache is not stale.
-            return Err(SyncError::Requeue(SLICE_CHANGE_MIN_DELAY));
+            // with the slice-change delay (or the correction backoff); the
+            // cache is not stale.
+            let backoff = self.foreign.as_ref().map_or(Duration::ZERO, |f| {
+                f.correction_delay("endpointslices", key)
+            });
+            return Err(SyncError::Requeue(backoff.max(SLICE_CHANGE_MIN_DELAY)));
         }
         Ok(())
     }
@@ -400,6 +404,14 @@ impl EventHandler<EndpointSlice> for SliceHandler {
                 "endpointslices",
                 &format_args!("EndpointSlice {}/{}", m.namespace, m.name),
             );
+            // Corrections back off while the other writer keeps going.
+            if let Some(k) = service_key(new) {
+                let delay = f.correction_delay("endpointslices", &k);
+                if delay > self.delay {
+                    self.queue.add_after(k, delay);
+                    return;
+                }
+            }
         }
         if flipped || seen.is_some_and(|s| s != WriteOrigin::Ours) {
             self.enqueue(new);

@@ -6,13 +6,21 @@
 //! at most once per [`QUIET`]. Nothing is recorded while this instance may
 //! not write, or in shadow mode. Why: `docs/history.md#foreign-writes`.
 //!
-//! Owns the count and the decision to warn; never reads a cache or writes
-//! to the API server.
+//! Corrections of one object back off ([`CorrectionLimiter`]): the first
+//! [`FREE_CORRECTIONS`] after a quiet spell are made at once; while the
+//! other writer keeps going, each later one waits twice as long as the
+//! one before, from [`FIRST_DELAY`] up to [`MAX_DELAY`]; an object left
+//! alone for [`IDLE`] starts again. A writer rewriting an object every
+//! 50 ms is then answered a few times, then about once a minute, instead of
+//! write for write.
+//!
+//! Owns the count, the decision to warn and the corrections' delays; never
+//! reads a cache or writes to the API server.
 
 use crate::runtime::fence::Fence;
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::metrics::{Counter, Family, Registry};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -52,10 +60,97 @@ impl Detector {
     }
 }
 
+/// Corrections of one object made at once after a quiet spell.
+pub const FREE_CORRECTIONS: u32 = 3;
+/// The delay of the first correction past [`FREE_CORRECTIONS`]; each later
+/// one doubles it.
+pub const FIRST_DELAY: Duration = Duration::from_secs(1);
+/// The longest a correction waits.
+pub const MAX_DELAY: Duration = Duration::from_secs(60);
+/// An object with no foreign update for this long is forgotten: its next
+/// correction is free again.
+pub const IDLE: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy)]
+struct Strikes {
+    /// Corrections granted since the object was last idle.
+    granted: u32,
+    /// When the last granted correction runs.
+    next: Instant,
+    /// The last foreign update seen.
+    last: Instant,
+}
+
+/// The pure part of the correction backoff: per object (a controller's
+/// key), foreign updates seen at these times → how long until the
+/// correction. Memory holds only the objects with a foreign update within
+/// [`IDLE`] (swept at most every [`IDLE`]).
+#[derive(Debug, Default)]
+pub struct CorrectionLimiter {
+    keys: HashMap<String, Strikes>,
+    swept: Option<Instant>,
+}
+
+impl CorrectionLimiter {
+    /// A foreign update of `key` seen at `now`: the delay of its
+    /// correction, and whether this is the first correction that waits
+    /// (for a log line). A correction already scheduled later answers the
+    /// time left to it: the queue keeps the earlier time, so the updates
+    /// that follow within a delay cost nothing.
+    pub fn correction(&mut self, key: &str, now: Instant) -> (Duration, bool) {
+        if self
+            .swept
+            .is_none_or(|t| now.saturating_duration_since(t) >= IDLE)
+        {
+            self.keys
+                .retain(|_, s| now.saturating_duration_since(s.last) < IDLE);
+            self.swept = Some(now);
+        }
+        let s = self.keys.entry(key.to_string()).or_insert(Strikes {
+            granted: 0,
+            next: now,
+            last: now,
+        });
+        if now.saturating_duration_since(s.last) >= IDLE {
+            s.granted = 0;
+        }
+        s.last = now;
+        if s.next > now {
+            return (s.next.saturating_duration_since(now), false);
+        }
+        s.granted = s.granted.saturating_add(1);
+        let Some(over) = s.granted.checked_sub(FREE_CORRECTIONS + 1) else {
+            s.next = now;
+            return (Duration::ZERO, false);
+        };
+        let delay = FIRST_DELAY
+            .saturating_mul(1u32 << over.min(16))
+            .min(MAX_DELAY);
+        s.next = now + delay;
+        (delay, over == 0)
+    }
+
+    /// Forget `key` (its Service is gone).
+    pub fn forget(&mut self, key: &str) {
+        self.keys.remove(key);
+    }
+
+    /// Objects remembered.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether no object is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
 /// Shared by both controllers: their event handlers, and the slice
 /// controller for its writes overtaken in flight.
 pub struct ForeignWrites {
     detector: Mutex<Detector>,
+    limiter: Mutex<CorrectionLimiter>,
     clock: SharedClock,
     fence: Fence,
     enabled: bool,
@@ -90,6 +185,7 @@ impl ForeignWrites {
         }
         Arc::new(ForeignWrites {
             detector: Mutex::new(Detector::default()),
+            limiter: Mutex::new(CorrectionLimiter::default()),
             clock,
             fence,
             enabled,
@@ -122,9 +218,90 @@ impl ForeignWrites {
     }
 }
 
+impl ForeignWrites {
+    /// Someone else updated an object of `resource` that the sync of
+    /// Service `key` writes: how long to wait before correcting it
+    /// ([`CorrectionLimiter`]; zero in shadow mode, which writes nothing).
+    /// Called for every foreign update, counted by [`ForeignWrites::seen`]
+    /// or not (an echo of an earlier write of ours, as a server that keeps
+    /// old content while claiming the new one sends).
+    pub fn correction_delay(&self, resource: &str, key: &str) -> Duration {
+        if !self.enabled {
+            return Duration::ZERO;
+        }
+        let (delay, first) = self
+            .limiter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .correction(&format!("{resource} {key}"), self.clock.now());
+        if first {
+            log::warn!(
+                "the {resource} of Service {key} keep being changed by another writer: corrected {FREE_CORRECTIONS} times at once; \
+                 further corrections wait from {FIRST_DELAY:?} doubling up to {MAX_DELAY:?} while it goes on"
+            );
+        }
+        delay
+    }
+
+    /// The Service `key` is gone: forget its corrections.
+    pub fn forget(&self, key: &str) {
+        let mut l = self.limiter.lock().unwrap_or_else(|p| p.into_inner());
+        for r in ["endpoints", "endpointslices"] {
+            l.forget(&format!("{r} {key}"));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn corrections_of_one_object_back_off_and_reset_when_it_is_left_alone() {
+        let t0 = Instant::now();
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        // (ms after t0, key, delay in ms, first to wait)
+        let table: &[(u64, &str, u64, bool)] = &[
+            // Three free corrections.
+            (0, "a", 0, false),
+            (50, "a", 0, false),
+            (100, "a", 0, false),
+            // Then 1 s, and the updates within it wait for the same time.
+            (150, "a", 1000, true),
+            (200, "a", 950, false),
+            (1100, "a", 50, false),
+            // Another object is not affected.
+            (1120, "b", 0, false),
+            // Past the scheduled correction: 2 s, then 4 s.
+            (1150, "a", 2000, false),
+            (3150, "a", 4000, false),
+            (7150, "a", 8000, false),
+            (15150, "a", 16000, false),
+            (31150, "a", 32000, false),
+            // The ceiling.
+            (63150, "a", 60000, false),
+            (93150, "a", 30000, false),
+            (123150, "a", 60000, false),
+            (183149, "a", 1, false),
+            // The writer stopped for a minute: free again.
+            (250000, "a", 0, false),
+            (250050, "a", 0, false),
+            (250100, "a", 0, false),
+            (250150, "a", 1000, true),
+        ];
+        let mut l = CorrectionLimiter::default();
+        for &(at, key, want, first) in table {
+            assert_eq!(
+                l.correction(key, ms(at)),
+                (Duration::from_millis(want), first),
+                "at {at} ms, {key}"
+            );
+        }
+        // Only the objects updated within the last minute are kept.
+        assert_eq!(l.len(), 1, "b was swept");
+        l.forget("a");
+        assert!(l.is_empty());
+    }
 
     #[test]
     fn warns_at_the_threshold_within_the_window_then_stays_quiet() {

@@ -17,6 +17,7 @@ pub mod handlers;
 pub mod labels;
 pub mod membership;
 pub mod metrics;
+pub mod outage;
 pub mod podutil;
 pub mod recorder;
 pub mod relevance;

@@ -13,7 +13,16 @@
 //! when the API server answers again after an outage, keys waiting out a
 //! backoff that grew while nothing could succeed (or a dropped key's later
 //! retry) are synced within a second (`Running::server_back`, called by
-//! the daemon's supervisor).
+//! the daemon's supervisor). The same holds when the server answers but
+//! refuses every write (an admission webhook failing closed): while two or
+//! more Services fail with server errors (5xx, 429), one of them is retried
+//! every second, and the first success brings the others that failed the
+//! same way in at once (`runtime::outage`). Repeated identical failures
+//! are logged as one line per 30 s with a count.
+//!
+//! Retries of a Service that met a stale cache or a conflict back off
+//! (`runtime::stuck`): quickly up to 2 s, and once the informers have
+//! listed again without curing it, up to a minute.
 //!
 //! A panic inside one sync is caught, logged with the key, counted, and
 //! treated as a failed sync: it never kills the worker or the process.
@@ -23,6 +32,7 @@
 //! Owns the threads and the retry policy; never decides what a sync does.
 
 use super::metrics::{ControllerMetrics, SyncResult};
+use super::outage::{RetryLog, ServerFailures, PROBE_EVERY};
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::kube;
 use endpointd_kube::workqueue::{RateLimitingQueue, MAX_RETRIES};
@@ -75,6 +85,30 @@ pub enum SyncError {
 }
 
 impl SyncError {
+    /// The status code when the server refused the request itself (5xx
+    /// or 429): the failures a write outage is made of.
+    pub fn server_code(&self) -> Option<u16> {
+        let code = |e: &kube::Error| e.status().map(|s| s.code).filter(|&c| c == 429 || c >= 500);
+        match self {
+            SyncError::Request(e) => code(e),
+            SyncError::Slices { writes, .. } => writes.iter().find_map(code),
+            _ => None,
+        }
+    }
+
+    /// The failure without what names the Service (the client's error
+    /// under its context): identical failures of many Services are logged
+    /// together.
+    pub fn kind(&self) -> String {
+        match self {
+            SyncError::Request(e) => e.root().to_string(),
+            SyncError::Slices { writes, message } => writes
+                .first()
+                .map_or_else(|| message.clone(), |e| e.root().to_string()),
+            other => other.to_string(),
+        }
+    }
+
     /// Counted and retried as stale: the cache is behind our own write or
     /// the stored object (a conflict).
     pub fn is_stale(&self) -> bool {
@@ -200,6 +234,10 @@ struct Ctx {
     clock: SharedClock,
     slots: Vec<Slot>,
     stuck: super::stuck::StuckSyncs,
+    /// Services failing with server errors (the probe, the recovery).
+    failures: Mutex<ServerFailures>,
+    /// Repeated failures, logged together.
+    retry_log: Mutex<RetryLog>,
     /// [`DROPPED_RETRY`], in ms (tests shorten it).
     dropped_retry_ms: AtomicU64,
 }
@@ -264,7 +302,8 @@ impl Ctx {
         self.slots[slot].finished.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Upstream `handleErr`.
+    /// Upstream `handleErr`, with our stale rule, the outage probe and
+    /// recovery, and repeated failures logged together.
     fn handle_err(&self, key: &str, outcome: Result<(), SyncError>) {
         let c = self.controller;
         let err = match outcome {
@@ -272,48 +311,67 @@ impl Ctx {
                 self.queue.forget(&key.to_string());
                 self.metrics.result(c, SyncResult::Success);
                 self.stuck.clear(key);
+                self.succeeded(key);
                 return;
             }
             Err(SyncError::Requeue(delay)) => {
                 self.queue.forget(&key.to_string());
                 self.metrics.result(c, SyncResult::Success);
                 self.stuck.clear(key);
+                self.succeeded(key);
                 self.queue.add_after(key.to_string(), delay);
                 return;
             }
             Err(e) => e,
         };
         let k = key.to_string();
-        let result = match err.is_stale() {
-            true => SyncResult::Stale,
-            false => SyncResult::Error,
-        };
-        self.metrics.result(c, result);
-        match result {
-            SyncResult::Stale => self.stuck.stale(c, key, self.clock.now()),
-            _ => {
-                self.stuck.clear(key);
+        let now = self.clock.now();
+        if err.is_stale() {
+            // The cache is behind our own writes or the stored object (a
+            // 409): not a failure of the sync. Retry without growing the
+            // queue's backoff and without ever dropping the key —
+            // upstream's exponential backoff and 15-retry drop can leave a
+            // Service unsynced until its next pod change after a burst of
+            // conflicts (seen in the compaction fault test). The stale
+            // bookkeeping gives up after 10 s; a conflict that outlasts a
+            // relist backs off to a minute (runtime::stuck).
+            self.metrics.result(c, SyncResult::Stale);
+            self.lock_failures().other(key);
+            let delay = self.stuck.stale(c, key, now);
+            log::debug!("{c}: syncing {key}: {err}; retrying in {delay:?}");
+            self.queue.add_after(k, delay);
+            return;
+        }
+        self.metrics.result(c, SyncResult::Error);
+        self.stuck.clear(key);
+        let probe = match err.server_code() {
+            Some(code) => self.lock_failures().failed(key, code, now),
+            None => {
+                self.lock_failures().other(key);
                 false
             }
         };
-        if result == SyncResult::Stale {
-            // The cache is behind our own writes or the stored object (a
-            // 409): not a failure of the sync. Retry soon without growing
-            // the backoff and without ever dropping the key — upstream's
-            // exponential backoff and 15-retry drop can leave a Service
-            // unsynced until its next pod change after a burst of conflicts
-            // (seen in the compaction fault test). The stale bookkeeping
-            // gives up after 10 s, so this cannot spin forever.
-            log::debug!("{c}: syncing {key}: {err}; retrying in {STALE_RETRY:?}");
-            self.queue.add_after(k, STALE_RETRY);
-            return;
-        }
-        if self.queue.num_requeues(&k) < MAX_RETRIES {
-            match result {
-                SyncResult::Stale => log::debug!("{c}: syncing {key}: {err}; retrying"),
-                _ => log::info!("{c}: error syncing {key}, retrying: {err}"),
+        if probe || self.queue.num_requeues(&k) < MAX_RETRIES {
+            let lines = self
+                .retry_log
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .failed(
+                    key,
+                    &err.kind(),
+                    format!("error syncing {key}, retrying: {err}"),
+                    now,
+                );
+            for l in lines {
+                log::info!("{c}: {l}");
             }
-            self.queue.add_rate_limited(k);
+            match probe {
+                // Many Services fail with server errors: this one is
+                // retried soon whatever its backoff, and its success
+                // brings the others in.
+                true => self.queue.add_after(k, PROBE_EVERY),
+                false => self.queue.add_rate_limited(k),
+            }
             return;
         }
         let again = Duration::from_millis(self.dropped_retry_ms.load(Ordering::Relaxed));
@@ -323,6 +381,38 @@ impl Ctx {
         self.metrics.result(c, SyncResult::Dropped);
         self.queue.forget(&k);
         self.queue.add_after(k, again);
+    }
+
+    /// A sync of `key` succeeded: if it had failed with a server error,
+    /// writes go through again; the Services that failed the same way are
+    /// synced now, and the failures counted since the last line logged.
+    fn succeeded(&self, key: &str) {
+        let back = self.lock_failures().succeeded(key);
+        if back.is_empty() {
+            return;
+        }
+        let now = self.clock.now();
+        let lines = self
+            .retry_log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .flush(now);
+        for l in lines {
+            log::info!("{}: {l}", self.controller);
+        }
+        log::info!(
+            "{}: {key} synced after server errors; the {} other Services that failed the same way are synced now",
+            self.controller,
+            back.len()
+        );
+        for k in back {
+            // Earlier than its backoff: the queue keeps the earlier time.
+            self.queue.add_after(k, Duration::from_millis(1));
+        }
+    }
+
+    fn lock_failures(&self) -> std::sync::MutexGuard<'_, ServerFailures> {
+        self.failures.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn set_busy(&self, slot: usize, v: Option<(Instant, String)>) {
@@ -351,6 +441,8 @@ impl WorkerPool {
             clock,
             slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
             stuck: Default::default(),
+            failures: Mutex::default(),
+            retry_log: Mutex::default(),
             dropped_retry_ms: AtomicU64::new(DROPPED_RETRY.as_millis() as u64),
         });
         let mut threads = Vec::with_capacity(ctx.slots.len());
@@ -435,10 +527,12 @@ mod tests {
     use endpointd_kube::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig};
     use std::collections::HashMap;
 
-    /// Fails `fail_times[key]` times (or panics on "panic/…"), then succeeds.
+    /// Fails `fail_times[key]` times with a 422 (or panics on "panic/…"),
+    /// then succeeds; keys "down/…" fail with a 503 while `down`.
     struct Scripted {
         calls: Mutex<HashMap<String, u32>>,
         fail_times: HashMap<&'static str, u32>,
+        down: std::sync::atomic::AtomicBool,
     }
 
     impl Syncer for Scripted {
@@ -455,9 +549,19 @@ mod tests {
             if key.starts_with("requeue/") && n == 1 {
                 return Err(SyncError::Requeue(Duration::from_millis(20)));
             }
+            if key.starts_with("down/") && self.down.load(Ordering::SeqCst) {
+                return Err(SyncError::Request(
+                    kube::Error::Api(kube::Status {
+                        code: 503,
+                        message: "failed calling webhook".into(),
+                        ..kube::Status::default()
+                    })
+                    .context(format!("updating {key}")),
+                ));
+            }
             if n <= self.fail_times.get(key).copied().unwrap_or(0) {
                 return Err(SyncError::Request(kube::Error::Api(kube::Status {
-                    code: 500,
+                    code: 422,
                     message: format!("attempt {n}"),
                     ..kube::Status::default()
                 })));
@@ -476,18 +580,24 @@ mod tests {
         fail_times: HashMap<&'static str, u32>,
         dropped_retry: Duration,
     ) -> (WorkerPool, Arc<Scripted>, Arc<ControllerMetrics>) {
+        pool_backoff(fail_times, dropped_retry, Duration::from_micros(10))
+    }
+
+    fn pool_backoff(
+        fail_times: HashMap<&'static str, u32>,
+        dropped_retry: Duration,
+        base: Duration,
+    ) -> (WorkerPool, Arc<Scripted>, Arc<ControllerMetrics>) {
         let clock = RealClock::shared();
         let queue = RateLimitingQueue::new(
             &QueueConfig::new("").clock(clock.clone()),
-            ItemExponentialFailureRateLimiter::new(
-                Duration::from_micros(10),
-                Duration::from_micros(100),
-            ),
+            ItemExponentialFailureRateLimiter::new(base, base * 10),
         )
         .expect("queue");
         let syncer = Arc::new(Scripted {
             calls: Mutex::default(),
             fail_times,
+            down: Default::default(),
         });
         let metrics = ControllerMetrics::register(&Registry::new());
         let p = WorkerPool::start("test", 3, queue, syncer.clone(), metrics.clone(), clock)
@@ -577,6 +687,41 @@ mod tests {
             2,
             "once more, then done"
         );
+        assert!(p.stop(Duration::from_secs(5)));
+    }
+
+    /// Issue 37 item 4: while many Services fail with server errors one is
+    /// retried every second whatever its backoff, and its success brings
+    /// the others in at once instead of after their backoff (10 s here).
+    #[test]
+    fn the_first_success_after_server_errors_brings_the_others_in() {
+        let (p, syncer, m) = pool_backoff(HashMap::new(), DROPPED_RETRY, Duration::from_secs(10));
+        syncer.down.store(true, Ordering::SeqCst);
+        let keys: Vec<String> = (0..5).map(|i| format!("down/{i}")).collect();
+        for k in &keys {
+            p.queue().add(k.clone());
+        }
+        wait_for(|| m.count("test", SyncResult::Error) >= 7);
+        let calls = |k: &str| {
+            syncer
+                .calls
+                .lock()
+                .expect("calls")
+                .get(k)
+                .copied()
+                .unwrap_or(0)
+        };
+        syncer.down.store(false, Ordering::SeqCst);
+        let back = Instant::now();
+        wait_for(|| m.count("test", SyncResult::Success) == 5);
+        let took = back.elapsed();
+        assert!(
+            took < Duration::from_millis(2500),
+            "converged {took:?} after the server came back"
+        );
+        for k in &keys {
+            assert!(calls(k) >= 2, "{k}");
+        }
         assert!(p.stop(Duration::from_secs(5)));
     }
 }

@@ -68,6 +68,8 @@ pub struct Faults {
     /// Whether a gateway outage may be on: every request asks, so the lock
     /// is taken only then.
     gateway_on: AtomicBool,
+    /// Standing refusals of writes ([`Faults::refuse_writes`]).
+    refusals: Mutex<Vec<Refusal>>,
 }
 
 /// Every verb by its Kubernetes spelling.
@@ -149,6 +151,7 @@ impl Faults {
             server: OnceLock::new(),
             state: Mutex::new(State::default()),
             gateway_on: AtomicBool::new(false),
+            refusals: Mutex::new(Vec::new()),
         }
     }
 
@@ -322,10 +325,15 @@ impl Faults {
         st.fail_every = None;
         st.gateway = None;
         self.gateway_on.store(false, Ordering::Release);
+        drop(st);
+        self.lift_refusals();
     }
 
     /// Consume one matching fail rule, if any, and return its error.
     pub fn take_failure(&self, info: &RequestInfo) -> Option<Response> {
+        if let Some(refused) = self.refused_write(info) {
+            return Some(refused);
+        }
         let mut st = lock(&self.state);
         if let Some((n, code)) = st.fail_every {
             st.seen += 1;
@@ -602,6 +610,119 @@ impl FaultRequest {
                 Some(c) => return Err(format!("gatewayCode {c} is not in 502..=504")),
             },
         })
+    }
+}
+
+/// A standing refusal of writes: every create, update and patch of
+/// `resource` (of one object when `name` is set) answered `code` with
+/// `message` until lifted, as an admission webhook that fails closed
+/// answers (500 `failed calling webhook`), or an object whose every update
+/// conflicts (409). Unlike a fail rule it has no count; it counts the
+/// requests it refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteRefusal {
+    /// Plural resource ("endpoints").
+    pub resource: String,
+    /// Only this object (`namespace`, `name`); every object when `None`.
+    pub object: Option<(String, String)>,
+    /// HTTP code of the answer (400..=599).
+    pub code: u16,
+    /// The Status message.
+    pub message: String,
+}
+
+#[derive(Debug)]
+struct Refusal {
+    rule: WriteRefusal,
+    refused: u64,
+}
+
+fn refusal_matches(rule: &WriteRefusal, info: &RequestInfo) -> bool {
+    matches!(info.verb, Verb::Create | Verb::Update | Verb::Patch)
+        && info.resource == rule.resource
+        && rule.object.as_ref().is_none_or(|(ns, name)| {
+            info.namespace.as_deref() == Some(ns.as_str())
+                && info.name.as_deref() == Some(name.as_str())
+        })
+}
+
+impl Faults {
+    /// Refuse writes as `rule` says until [`Faults::lift_refusals`] (or
+    /// [`Faults::clear`]).
+    pub fn refuse_writes(&self, rule: WriteRefusal) {
+        self.refusals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Refusal { rule, refused: 0 });
+    }
+
+    /// End every write refusal; how many requests they refused in all.
+    pub fn lift_refusals(&self) -> u64 {
+        let mut r = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        r.drain(..).map(|x| x.refused).sum()
+    }
+
+    /// Requests refused so far by the standing refusals.
+    pub fn refused(&self) -> u64 {
+        let r = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        r.iter().map(|x| x.refused).sum()
+    }
+
+    /// The answer of the first refusal `info` matches, counted.
+    fn refused_write(&self, info: &RequestInfo) -> Option<Response> {
+        let mut r = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        let hit = r.iter_mut().find(|x| refusal_matches(&x.rule, info))?;
+        hit.refused += 1;
+        let mut details = json!({ "kind": info.resource, "group": info.group });
+        if let Some(n) = &info.name {
+            details["name"] = json!(n);
+        }
+        Some(
+            ApiError::new(
+                hit.rule.code,
+                reason_for(hit.rule.code),
+                hit.rule.message.clone(),
+            )
+            .with_details(details)
+            .to_response(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+    use crate::store::StoreConfig;
+    use endpointd_base::clock::RealClock;
+
+    #[test]
+    fn a_refusal_answers_matching_writes_until_lifted() {
+        let store = Store::new(StoreConfig::default(), RealClock::shared());
+        let f = Faults::new(store, RealClock::shared());
+        f.refuse_writes(WriteRefusal {
+            resource: "endpoints".into(),
+            object: Some(("default".into(), "web".into())),
+            code: 409,
+            message: "conflict".into(),
+        });
+        let req = |m: &str, p: &str| {
+            let info = crate::requestinfo::parse(m, p, &[]).expect("info");
+            f.take_failure(&info).map(|r| r.status)
+        };
+        assert_eq!(
+            req("PUT", "/api/v1/namespaces/default/endpoints/web"),
+            Some(409)
+        );
+        assert_eq!(
+            req("PUT", "/api/v1/namespaces/default/endpoints/web"),
+            Some(409)
+        );
+        assert_eq!(req("GET", "/api/v1/namespaces/default/endpoints/web"), None);
+        assert_eq!(req("PUT", "/api/v1/namespaces/default/endpoints/db"), None);
+        assert_eq!(req("PUT", "/api/v1/namespaces/other/endpoints/web"), None);
+        assert_eq!(f.refused(), 2);
+        assert_eq!(f.lift_refusals(), 2);
+        assert_eq!(req("PUT", "/api/v1/namespaces/default/endpoints/web"), None);
     }
 }
 

@@ -256,10 +256,13 @@ impl<T: Cacheable> Worker<T> {
     fn history_moved(&self) -> bool {
         let moved = self.history.epoch() != self.listed_epoch;
         if moved {
-            log::info!(
-                "informer {}: the API server's history went back since our last list; listing again",
-                self.source.resource()
-            );
+            match self.history.relist_reason() {
+                Some(why) => log::info!("informer {}: listing again: {why}", self.source.resource()),
+                None => log::info!(
+                    "informer {}: the API server's history went back since our last list; listing again",
+                    self.source.resource()
+                ),
+            }
         }
         moved
     }
