@@ -242,7 +242,7 @@ impl SimHandler {
             "POST" | "PUT" => {
                 let applied = serde_json::from_slice::<Value>(&req.body)
                     .map_err(|e| format!("body is not JSON: {e}"))
-                    .and_then(|v| self.faults.apply_json(&v));
+                    .and_then(|v| self.faults.apply_json(&v).map_err(|e| e.to_string()));
                 match applied {
                     Ok(()) => json_ok(&self.faults.snapshot()),
                     Err(m) => ApiError::new(400, "BadRequest", m).to_response(),
