@@ -15,7 +15,7 @@ mod effective;
 mod raw;
 mod validate;
 
-pub use duration::{format_duration, parse_duration};
+pub use duration::{format_duration, parse_duration, DurationError};
 pub use endpointd_base::names::{is_dns1123_label, is_dns1123_subdomain};
 
 use effective::{flatten, Effective};

@@ -10,14 +10,73 @@ use std::time::Duration;
 /// shorter can be added to the clock's readings without overflow.
 pub const MAX: Duration = Duration::from_nanos(i64::MAX as u64);
 
+/// Why a duration string does not parse. The messages end with an example
+/// of a valid duration (except [`DurationError::OutOfRange`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DurationError {
+    /// Nothing but whitespace.
+    Empty,
+    /// A unit where a number should be (the input).
+    Invalid(String),
+    /// A number that does not parse (the input).
+    Number {
+        /// The input.
+        input: String,
+        /// Why the number does not parse.
+        source: std::num::ParseFloatError,
+    },
+    /// A number without a unit (the input).
+    MissingUnit(String),
+    /// A unit other than ns, us, µs, ms, s, m, h.
+    UnknownUnit {
+        /// The unit as written.
+        unit: String,
+        /// The input.
+        input: String,
+    },
+    /// Longer than [`MAX`] (the input).
+    OutOfRange(String),
+    /// A negative, non-zero duration.
+    Negative,
+}
+
+impl std::fmt::Display for DurationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DurationError::Empty => f.write_str("empty duration"),
+            DurationError::Invalid(s) => write!(f, "invalid duration {s:?}"),
+            DurationError::Number { input, .. } => write!(f, "invalid number in {input:?}"),
+            DurationError::MissingUnit(s) => write!(f, "missing unit in {s:?}"),
+            DurationError::UnknownUnit { unit, input } => {
+                write!(f, "unknown unit {unit:?} in {input:?}")
+            }
+            DurationError::OutOfRange(s) => {
+                return write!(
+                    f,
+                    "duration {s:?} is out of range: at most {} (Go's limit)",
+                    format_duration(MAX)
+                )
+            }
+            DurationError::Negative => f.write_str("must not be negative"),
+        }?;
+        f.write_str(": write a duration such as \"500ms\", \"15s\", \"2m\" or \"1h30m\"")
+    }
+}
+
+impl std::error::Error for DurationError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DurationError::Number { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
 /// Parse a Go-style duration string.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = |why: &str| {
-        format!("{why}: write a duration such as \"500ms\", \"15s\", \"2m\" or \"1h30m\"")
-    };
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let t = s.trim();
     if t.is_empty() {
-        return Err(bad("empty duration"));
+        return Err(DurationError::Empty);
     }
     let (negative, unsigned) = match t.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -33,11 +92,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
         if num_len == 0 {
-            return Err(bad(&format!("invalid duration {s:?}")));
+            return Err(DurationError::Invalid(s.to_string()));
         }
         let number: f64 = rest[..num_len]
             .parse()
-            .map_err(|_| bad(&format!("invalid number in {s:?}")))?;
+            .map_err(|source| DurationError::Number {
+                input: s.to_string(),
+                source,
+            })?;
         rest = &rest[num_len..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
@@ -50,24 +112,24 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
-            "" => return Err(bad(&format!("missing unit in {s:?}"))),
-            other => return Err(bad(&format!("unknown unit {other:?} in {s:?}"))),
+            "" => return Err(DurationError::MissingUnit(s.to_string())),
+            other => {
+                return Err(DurationError::UnknownUnit {
+                    unit: other.to_string(),
+                    input: s.to_string(),
+                })
+            }
         };
         total += number * scale;
         rest = &rest[unit_len..];
     }
-    let too_long = || {
-        format!(
-            "duration {s:?} is out of range: at most {} (Go's limit)",
-            format_duration(MAX)
-        )
-    };
+    let too_long = || DurationError::OutOfRange(s.to_string());
     let d = Duration::try_from_secs_f64(total).map_err(|_| too_long())?;
     if d > MAX {
         return Err(too_long());
     }
     if negative && !d.is_zero() {
-        return Err(bad("must not be negative"));
+        return Err(DurationError::Negative);
     }
     Ok(d)
 }
@@ -149,10 +211,27 @@ mod tests {
             let got = parse_duration(input);
             match (want, &got) {
                 (Ok(w), Ok(g)) => assert_eq!(g, w, "{input:?}"),
-                (Err(w), Err(g)) => assert!(g.contains(w), "{input:?}: {g:?} lacks {w:?}"),
+                (Err(w), Err(g)) => {
+                    assert!(g.to_string().contains(w), "{input:?}: {g:?} lacks {w:?}")
+                }
                 _ => panic!("{input:?}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    #[test]
+    fn messages_are_whole_sentences() {
+        let e = |s: &str| parse_duration(s).map_err(|e| e.to_string()).err();
+        let hint = ": write a duration such as \"500ms\", \"15s\", \"2m\" or \"1h30m\"";
+        assert_eq!(e(" "), Some(format!("empty duration{hint}")));
+        assert_eq!(e("5x"), Some(format!("unknown unit \"x\" in \"5x\"{hint}")));
+        assert_eq!(
+            e("2562048h"),
+            Some(
+                "duration \"2562048h\" is out of range: at most 2562047h47m16.854775807s (Go's limit)"
+                    .to_string()
+            )
+        );
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl Validator<'_> {
         match parse_duration(s.get_ref()) {
             Ok(d) => d,
             Err(e) => {
-                self.fail(key, f, e);
+                self.fail(key, f, e.to_string());
                 default
             }
         }

@@ -29,9 +29,69 @@ pub struct Options {
     pub exe: PathBuf,
 }
 
+/// Why the demo itself could not run (failed checks are in the
+/// [`StoryReport`] instead).
+#[derive(Debug)]
+pub enum DemoError {
+    /// A file or directory of the demo could not be written.
+    File {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The embedded kube-sim did not start.
+    Sim(kube_sim::server::SimError),
+    /// kube-sim's kubeconfig could not be written.
+    Kubeconfig(kube_sim::server::SimError),
+    /// The cluster's objects could not be loaded.
+    Load(kube_sim::load::LoadError),
+    /// `endpointd preflight` could not be run.
+    Preflight {
+        /// The endpointd binary.
+        exe: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An endpointd instance could not be started.
+    Start {
+        /// The endpointd binary.
+        exe: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for DemoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DemoError::File { path, source } => write!(f, "{}: {source}", path.display()),
+            DemoError::Sim(e) => write!(f, "kube-sim: {e}"),
+            DemoError::Kubeconfig(e) => write!(f, "kubeconfig: {e}"),
+            DemoError::Load(e) => write!(f, "loading the cluster: {e}"),
+            DemoError::Preflight { exe, source } => {
+                write!(f, "running {} preflight: {source}", exe.display())
+            }
+            DemoError::Start { exe, source } => write!(f, "starting {}: {source}", exe.display()),
+        }
+    }
+}
+
+impl std::error::Error for DemoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DemoError::File { source, .. }
+            | DemoError::Preflight { source, .. }
+            | DemoError::Start { source, .. } => Some(source),
+            DemoError::Sim(e) | DemoError::Kubeconfig(e) => Some(e),
+            DemoError::Load(e) => Some(e),
+        }
+    }
+}
+
 /// Run the story, printing to `out`; `Err` only when the demo itself
 /// cannot run (ports, files, processes). Failed checks are in the report.
-pub fn run(opts: &Options, out: &mut dyn std::io::Write) -> Result<StoryReport, String> {
+pub fn run(opts: &Options, out: &mut dyn std::io::Write) -> Result<StoryReport, DemoError> {
     story::run(opts, out)
 }
 

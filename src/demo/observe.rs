@@ -88,11 +88,23 @@ pub fn mismatch(store: &Store, e: &Expect) -> Option<String> {
     None
 }
 
+/// A Service that does not look as expected yet: what [`mismatch`] says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotConverged(pub String);
+
+impl std::fmt::Display for NotConverged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotConverged {}
+
 /// The first Service that does not look as expected.
-pub fn converged(store: &Store) -> Result<(), String> {
+pub fn converged(store: &Store) -> Result<(), NotConverged> {
     match SERVICES.iter().find_map(|e| mismatch(store, e)) {
         None => Ok(()),
-        Some(m) => Err(m),
+        Some(m) => Err(NotConverged(m)),
     }
 }
 

@@ -5,7 +5,7 @@ use super::child::Child;
 use super::cluster::{self, NS, SERVICES};
 use super::observe::{self, Writes};
 use super::render;
-use super::{Options, StoryReport};
+use super::{DemoError, Options, StoryReport};
 use kube_sim::kubelet::KubeletOptions;
 use kube_sim::server::{SimOptions, SimServer};
 use kube_sim::store::Store;
@@ -38,10 +38,13 @@ struct Story<'a> {
 
 /// Run the story; `Err` only when the demo itself cannot run (ports,
 /// files, processes).
-pub fn run(opts: &Options, out: &mut dyn Write) -> Result<StoryReport, String> {
+pub fn run(opts: &Options, out: &mut dyn Write) -> Result<StoryReport, DemoError> {
     let dir = std::env::temp_dir().join(format!("endpointd-demo-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| DemoError::File {
+        path: dir.clone(),
+        source,
+    })?;
     let sim = SimServer::start(SimOptions {
         kubelet: Some(KubeletOptions {
             ready_after: Duration::from_secs(1),
@@ -51,10 +54,10 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<StoryReport, String> {
         }),
         ..SimOptions::default()
     })
-    .map_err(|e| format!("kube-sim: {e}"))?;
+    .map_err(DemoError::Sim)?;
     let kubeconfig = dir.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)
-        .map_err(|e| format!("kubeconfig: {e}"))?;
+        .map_err(DemoError::Kubeconfig)?;
     let mut s = Story {
         opts,
         out,
@@ -133,7 +136,7 @@ impl Story<'_> {
         self.report.slice_writes += w.slices.len();
     }
 
-    fn play(&mut self) -> Result<Child, String> {
+    fn play(&mut self) -> Result<Child, DemoError> {
         self.say("endpointd demo: kube-controller-manager's Endpoints and EndpointSlice");
         self.say("controllers as one small daemon, shown on an embedded kube-sim.");
         self.step1_cluster()?;
@@ -153,13 +156,11 @@ impl Story<'_> {
         self.say(format!("[{n}/{STEPS}] {text}"));
     }
 
-    fn step1_cluster(&mut self) -> Result<(), String> {
+    fn step1_cluster(&mut self) -> Result<(), DemoError> {
         self.heading(1, "A small edge cluster: 3 nodes in 2 zones, 7 Services");
         let objs = cluster::objects();
         let list = json!({"apiVersion": "v1", "kind": "List", "items": objs});
-        self.store()
-            .load_list(&list)
-            .map_err(|e| format!("loading the cluster: {e}"))?;
+        self.store().load_list(&list).map_err(DemoError::Load)?;
         for (n, z) in cluster::NODES {
             self.say(format!("    node {n:<8} {z}"));
         }
@@ -174,7 +175,7 @@ impl Story<'_> {
 
     /// `endpointd preflight` as an operator runs it before the hand-over:
     /// the real binary, no failure, and not one write.
-    fn step2_preflight(&mut self) -> Result<(), String> {
+    fn step2_preflight(&mut self) -> Result<(), DemoError> {
         self.heading(
             2,
             "Before the hand-over: endpointd preflight checks, writes nothing",
@@ -187,7 +188,10 @@ impl Story<'_> {
                 self.kubeconfig.display().to_string()
             ),
         )
-        .map_err(|e| format!("{}: {e}", cfg.display()))?;
+        .map_err(|source| DemoError::File {
+            path: cfg.clone(),
+            source,
+        })?;
         let mark = self.store().write_log_since(0).1;
         let t0 = Instant::now();
         let o = std::process::Command::new(&self.opts.exe)
@@ -195,7 +199,10 @@ impl Story<'_> {
             .arg(&cfg)
             .env_remove("RUST_LOG")
             .output()
-            .map_err(|e| format!("running {} preflight: {e}", self.opts.exe.display()))?;
+            .map_err(|source| DemoError::Preflight {
+                exe: self.opts.exe.clone(),
+                source,
+            })?;
         let took = t0.elapsed();
         let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
         let n = |l: &str| v["summary"][l].as_u64().unwrap_or(0);
@@ -243,12 +250,16 @@ impl Story<'_> {
         Ok(())
     }
 
-    fn spawn(&mut self, identity: &str) -> Result<Child, String> {
-        Child::spawn(&self.opts.exe, &self.dir, &self.kubeconfig, identity)
-            .map_err(|e| format!("starting {}: {e}", self.opts.exe.display()))
+    fn spawn(&mut self, identity: &str) -> Result<Child, DemoError> {
+        Child::spawn(&self.opts.exe, &self.dir, &self.kubeconfig, identity).map_err(|source| {
+            DemoError::Start {
+                exe: self.opts.exe.clone(),
+                source,
+            }
+        })
     }
 
-    fn step3_start(&mut self) -> Result<Child, String> {
+    fn step3_start(&mut self) -> Result<Child, DemoError> {
         self.heading(
             3,
             "endpointd starts, wins the lease and writes every object",
@@ -261,7 +272,10 @@ impl Story<'_> {
             observe::converged(s).is_ok()
         });
         if !ok {
-            let why = observe::converged(self.store()).err().unwrap_or_default();
+            let why = observe::converged(self.store())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             self.say(format!("    {why}\n    endpointd log:\n{}", a.log_tail(15)));
         }
         let holder = self.lease_holder();
@@ -561,7 +575,7 @@ impl Story<'_> {
         self.one_and_one("7", &w, t0, "then web-1 ready again");
     }
 
-    fn step8_restart(&mut self, a: Child) -> Result<Child, String> {
+    fn step8_restart(&mut self, a: Child) -> Result<Child, DemoError> {
         self.heading(8, "endpointd restarts: a new instance takes over");
         let mark = observe::mark(self.store());
         let code = a.stop(Duration::from_secs(10));

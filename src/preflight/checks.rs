@@ -160,8 +160,65 @@ pub struct Settings {
     pub watch_list: bool,
 }
 
-/// A fetch that failed, in words.
-pub type Fetch<T> = Result<T, String>;
+/// A fetch's result: the value, or why it could not be read.
+pub type Fetch<T> = Result<T, FetchError>;
+
+/// Why a fetch failed. Cloneable (the inputs are), so the client error is
+/// shared.
+#[derive(Debug, Clone)]
+pub enum FetchError {
+    /// The request failed.
+    Kube(std::sync::Arc<endpointd_kube::kube::Error>),
+    /// A request body could not be built.
+    Body(std::sync::Arc<serde_json::Error>),
+    /// A LIST of `resource` was cut short.
+    Paging {
+        /// The resource's label.
+        resource: String,
+        /// Why.
+        source: endpointd_kube::kube::paging::PagingError,
+    },
+    /// A SelfSubjectAccessReview answer without `status.allowed`.
+    NoAllowed,
+    /// Not fetched, for the reason given (the API server is unreachable,
+    /// the `/version` request failed).
+    Reason(String),
+}
+
+impl From<endpointd_kube::kube::Error> for FetchError {
+    fn from(e: endpointd_kube::kube::Error) -> Self {
+        FetchError::Kube(std::sync::Arc::new(e))
+    }
+}
+
+impl From<&str> for FetchError {
+    fn from(reason: &str) -> Self {
+        FetchError::Reason(reason.to_string())
+    }
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FetchError::Kube(e) => write!(f, "{e}"),
+            FetchError::Body(e) => write!(f, "{e}"),
+            FetchError::Paging { resource, source } => write!(f, "listing {resource}: {source}"),
+            FetchError::NoAllowed => f.write_str("the review came back without status.allowed"),
+            FetchError::Reason(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for FetchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FetchError::Kube(e) => Some(e.as_ref()),
+            FetchError::Body(e) => Some(e.as_ref()),
+            FetchError::Paging { source, .. } => Some(source),
+            FetchError::NoAllowed | FetchError::Reason(_) => None,
+        }
+    }
+}
 
 /// Everything the checks look at.
 #[derive(Debug, Clone)]

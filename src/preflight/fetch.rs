@@ -13,15 +13,15 @@
 //! flag): without them those two checks say they were skipped.
 
 use super::checks::{
-    DateSample, Fetch, KubeconfigFacts, LatestWrite, LeaseRecord, PreflightInputs, Review,
-    ServerVersion, Settings,
+    DateSample, Fetch, FetchError, KubeconfigFacts, LatestWrite, LeaseRecord, PreflightInputs,
+    Review, ServerVersion, Settings,
 };
 use super::permissions::{Permission, Scope, PERMISSIONS};
 use crate::config::Config;
 use endpointd_base::clock::SharedClock;
 use endpointd_kube::kube::paging::{Paging, DEFAULT_MAX_LIST_PAGES};
 use endpointd_kube::kube::{
-    self, Auth, Client, ClientConfig, ListParams, Resource, ENDPOINTS, ENDPOINTSLICES, LEASES,
+    Auth, Client, ClientConfig, ListParams, Resource, ENDPOINTS, ENDPOINTSLICES, LEASES,
     NAMESPACES, SERVICES,
 };
 use endpointd_kube::model::{DynamicObject, Labels, Lease, Namespace, Object, Service, UidStr};
@@ -242,15 +242,13 @@ fn review(client: &Client, p: &Permission, lease_ns: &str) -> Fetch<Review> {
             "namespace": namespace, "verb": p.verb, "group": p.group,
             "resource": resource, "subresource": sub}},
     }))
-    .map_err(|e| e.to_string())?;
-    let got = client
-        .create(&SELF_SUBJECT_ACCESS_REVIEWS, None, &body)
-        .map_err(|e| e.to_string())?;
+    .map_err(|e| FetchError::Body(Arc::new(e)))?;
+    let got = client.create(&SELF_SUBJECT_ACCESS_REVIEWS, None, &body)?;
     let status = got.rest.get("status");
     let allowed = status
         .and_then(|s| s.get("allowed"))
         .and_then(Value::as_bool)
-        .ok_or("the review came back without status.allowed")?;
+        .ok_or(FetchError::NoAllowed)?;
     Ok(Review {
         allowed,
         reason: status
@@ -362,15 +360,18 @@ fn list_all<T: Object>(
             continue_token: cont.take(),
             ..ListParams::default()
         };
-        let page = client
-            .list::<T>(r, None, &p)
-            .map_err(|e: kube::Error| e.to_string())?;
+        let page = client.list::<T>(r, None, &p)?;
         let n = page.items.len();
         out.extend(page.items);
         match paging.page(n, page.continue_token) {
             Ok(Some(c)) => cont = Some(c),
             Ok(None) => return Ok(out),
-            Err(e) => return Err(format!("listing {}: {e}", r.label())),
+            Err(source) => {
+                return Err(FetchError::Paging {
+                    resource: r.label().to_string(),
+                    source,
+                })
+            }
         }
     }
 }
@@ -410,7 +411,10 @@ pub fn fetch(
     let raw = version_and_date(cc, clock);
     let (version, date) = match &raw {
         Ok((v, d)) => (Ok(v.clone()), Ok(*d)),
-        Err(e) => (Err(e.to_string()), Err(e.to_string())),
+        Err(e) => (
+            Err(FetchError::Reason(e.to_string())),
+            Err(FetchError::Reason(e.to_string())),
+        ),
     };
     let max = cfg.kubernetes.max_list_items;
     let mut inputs = PreflightInputs {
@@ -420,15 +424,15 @@ pub fn fetch(
         permissions: Vec::new(),
         version,
         date,
-        lease_namespace: Err(String::new()),
-        lease: Err(String::new()),
-        traffic_distribution: Err(String::new()),
-        endpoints_writes: Err(String::new()),
-        slice_writes: Err(String::new()),
+        lease_namespace: Err("".into()),
+        lease: Err("".into()),
+        traffic_distribution: Err("".into()),
+        endpoints_writes: Err("".into()),
+        slice_writes: Err("".into()),
     };
     if let Err(RawError::Unreachable(e)) = &raw {
         // Every other read would wait out its timeout and retries too.
-        let why = format!("not checked: the API server is unreachable ({e})");
+        let why = FetchError::Reason(format!("not checked: the API server is unreachable ({e})"));
         inputs.permissions = PERMISSIONS.iter().map(|p| (*p, Err(why.clone()))).collect();
         inputs.lease_namespace = Err(why.clone());
         inputs.lease = Err(why.clone());
@@ -458,7 +462,7 @@ pub fn fetch(
                 duration_seconds: l.spec.lease_duration_seconds,
             })),
             Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     } else {
         Ok(None)

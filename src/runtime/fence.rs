@@ -15,7 +15,7 @@
 
 use crate::lease::LeadershipSink;
 use endpointd_base::clock::SharedClock;
-use endpointd_kube::kube::WriteGate;
+use endpointd_kube::kube::{Refusal, WriteGate};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -119,8 +119,8 @@ impl Fence {
 /// fence's deadline: a write that waited (rate limiter, backoff, a slow
 /// link) past `renew_deadline` since the last renewal is not sent.
 impl WriteGate for Fence {
-    fn time_left(&self) -> Result<Option<Duration>, String> {
-        self.left().map_err(|e| e.to_string())
+    fn time_left(&self) -> Result<Option<Duration>, Refusal> {
+        Ok(self.left()?)
     }
 }
 
@@ -169,13 +169,16 @@ mod tests {
     fn as_a_write_gate_it_grants_what_is_left_of_renew_deadline() {
         let clock = FakeClock::new();
         let f = Fence::leased(clock.clone(), Duration::from_secs(10));
-        assert_eq!(f.time_left(), Err("write refused: not the leader".into()));
+        assert_eq!(
+            f.time_left().map_err(|e| e.to_string()),
+            Err("write refused: not the leader".into())
+        );
         f.renewed(clock.now());
         clock.step(Duration::from_millis(9_250));
-        assert_eq!(f.time_left(), Ok(Some(Duration::from_millis(750))));
+        assert_eq!(f.time_left().ok(), Some(Some(Duration::from_millis(750))));
         clock.step(Duration::from_millis(750));
-        let e = f.time_left().expect_err("lapsed");
+        let e = f.time_left().expect_err("lapsed").to_string();
         assert!(e.contains("leadership not confirmed for 10.0s"), "{e}");
-        assert_eq!(Fence::open().time_left(), Ok(None));
+        assert_eq!(Fence::open().time_left().ok(), Some(None));
     }
 }

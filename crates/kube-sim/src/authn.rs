@@ -81,22 +81,52 @@ fn csv_fields(line: &str) -> Result<Vec<String>, &'static str> {
     }
 }
 
+/// Why a static token file does not parse. Names the line, never its token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenFileError {
+    /// A line whose quoting is broken.
+    Quote {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with the quoting.
+        reason: &'static str,
+    },
+    /// A line without a token, user and uid.
+    Fields {
+        /// 1-based line number.
+        line: usize,
+    },
+}
+
+impl std::fmt::Display for TokenFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenFileError::Quote { line, reason } => write!(f, "line {line}: {reason}"),
+            TokenFileError::Fields { line } => {
+                write!(f, "line {line}: want token,user,uid[,\"group1,group2\"]")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TokenFileError {}
+
 /// Parse a static token file: one `token,user,uid[,"group1,group2"]` per
 /// line; blank lines and `#` comments skipped. Errors name the line, never
 /// its token.
-pub fn parse_token_file(text: &str) -> Result<Vec<TokenUser>, String> {
+pub fn parse_token_file(text: &str) -> Result<Vec<TokenUser>, TokenFileError> {
     let mut users = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let f = csv_fields(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let f = csv_fields(line).map_err(|reason| TokenFileError::Quote {
+            line: i + 1,
+            reason,
+        })?;
         if f.len() < 3 || f[0].trim().is_empty() || f[1].trim().is_empty() {
-            return Err(format!(
-                "line {}: want token,user,uid[,\"group1,group2\"]",
-                i + 1
-            ));
+            return Err(TokenFileError::Fields { line: i + 1 });
         }
         let groups: Vec<&str> = f
             .get(3)
@@ -201,7 +231,7 @@ mod tests {
         );
         assert_eq!(users[1].user.groups, vec!["dev", "ops", AUTHENTICATED]);
         for bad in ["onlyqq9", "qq9,,uid", "qq9,user,uid,\"open"] {
-            let e = parse_token_file(bad).expect_err(bad);
+            let e = parse_token_file(bad).expect_err(bad).to_string();
             assert!(e.contains("line 1") && !e.contains("qq9"), "{e}");
         }
         assert!(!format!("{:?}", users[0]).contains("s3cret"));

@@ -441,7 +441,7 @@ impl Faults {
     }
 
     /// Apply a `/sim/faults` POST body; see [`FaultRequest::parse`].
-    pub fn apply_json(&self, body: &Value) -> Result<(), String> {
+    pub fn apply_json(&self, body: &Value) -> Result<(), FaultError> {
         let req = FaultRequest::parse(body)?;
         if req.clear {
             self.clear();
@@ -466,12 +466,12 @@ impl Faults {
         }
         if let Some(d) = req.outage {
             if !self.outage(d) {
-                return Err("outage needs a running server".into());
+                return Err(FaultError::OutageWithoutServer);
             }
         }
         if let Some(d) = req.gateway_outage {
             if !self.gateway_outage(d, req.gateway_code) {
-                return Err("gatewayOutageMs needs a running server".into());
+                return Err(FaultError::GatewayOutageWithoutServer);
             }
         }
         Ok(())
@@ -526,51 +526,143 @@ const KEYS: &[&str] = &[
     "gatewayCode",
 ];
 
-fn opt_bool(v: &Value, key: &str) -> Result<Option<bool>, String> {
+/// Why a `/sim/faults` body was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultError {
+    /// The body is not a JSON object.
+    NotObject,
+    /// A key the body may not have.
+    UnknownKey(String),
+    /// A key whose value is not a boolean.
+    NotBool {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        got: Value,
+    },
+    /// A key whose value is not a non-negative integer.
+    NotCount {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        got: Value,
+    },
+    /// A `failNext` item that is not an object.
+    RuleNotObject(Value),
+    /// A `failNext.count` beyond `u32`.
+    CountTooBig(u64),
+    /// A `failNext` item without `code`.
+    NoCode,
+    /// A `failNext.code` outside 400..=599.
+    CodeRange(u64),
+    /// A `failNext.verb` that is not a verb.
+    NotVerb(String),
+    /// A `failNext` field that should be a string.
+    NotString {
+        /// The field (`verb`, `resource`, `client`).
+        field: &'static str,
+        /// Its value.
+        got: Value,
+    },
+    /// A `gatewayCode` outside 502..=504.
+    GatewayCode(u64),
+    /// `outageMs` without a running server.
+    OutageWithoutServer,
+    /// `gatewayOutageMs` without a running server.
+    GatewayOutageWithoutServer,
+}
+
+impl std::fmt::Display for FaultError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FaultError::NotObject => f.write_str("want a JSON object"),
+            FaultError::UnknownKey(k) => write!(f, "unknown key {k:?}; known: {}", KEYS.join(", ")),
+            FaultError::NotBool { key, got } => write!(f, "{key}: want a boolean, got {got}"),
+            FaultError::NotCount { key, got } => {
+                write!(f, "{key}: want a non-negative integer, got {got}")
+            }
+            FaultError::RuleNotObject(v) => write!(f, "failNext: want an object, got {v}"),
+            FaultError::CountTooBig(n) => write!(f, "failNext.count {n} too big"),
+            FaultError::NoCode => f.write_str("failNext.code is required"),
+            FaultError::CodeRange(c) => write!(f, "failNext.code {c} is not in 400..=599"),
+            FaultError::NotVerb(s) => write!(f, "failNext.verb {s:?} is not a verb"),
+            FaultError::NotString { field, got } => {
+                write!(f, "failNext.{field}: want a string, got {got}")
+            }
+            FaultError::GatewayCode(c) => write!(f, "gatewayCode {c} is not in 502..=504"),
+            FaultError::OutageWithoutServer => f.write_str("outage needs a running server"),
+            FaultError::GatewayOutageWithoutServer => {
+                f.write_str("gatewayOutageMs needs a running server")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FaultError {}
+
+fn opt_bool(v: &Value, key: &'static str) -> Result<Option<bool>, FaultError> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(format!("{key}: want a boolean, got {other}")),
+        Some(other) => Err(FaultError::NotBool {
+            key,
+            got: other.clone(),
+        }),
     }
 }
 
-fn opt_u64(v: &Value, key: &str) -> Result<Option<u64>, String> {
+fn opt_u64(v: &Value, key: &'static str) -> Result<Option<u64>, FaultError> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(x) => x
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| format!("{key}: want a non-negative integer, got {x}")),
+        Some(x) => x.as_u64().map(Some).ok_or_else(|| FaultError::NotCount {
+            key,
+            got: x.clone(),
+        }),
     }
 }
 
-fn parse_rule(v: &Value) -> Result<FailRule, String> {
+fn parse_rule(v: &Value) -> Result<FailRule, FaultError> {
     if !v.is_object() {
-        return Err(format!("failNext: want an object, got {v}"));
+        return Err(FaultError::RuleNotObject(v.clone()));
     }
     let count = opt_u64(v, "count")?.unwrap_or(1);
-    let remaining = u32::try_from(count).map_err(|_| format!("failNext.count {count} too big"))?;
-    let code = opt_u64(v, "code")?.ok_or("failNext.code is required")?;
+    let remaining = u32::try_from(count).map_err(|_| FaultError::CountTooBig(count))?;
+    let code = opt_u64(v, "code")?.ok_or(FaultError::NoCode)?;
     let code = u16::try_from(code)
         .ok()
         .filter(|c| (400..=599).contains(c))
-        .ok_or_else(|| format!("failNext.code {code} is not in 400..=599"))?;
+        .ok_or(FaultError::CodeRange(code))?;
     let verb = match v.get("verb") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
-            Some(verb_from_str(s).ok_or_else(|| format!("failNext.verb {s:?} is not a verb"))?)
+            Some(verb_from_str(s).ok_or_else(|| FaultError::NotVerb(s.clone()))?)
         }
-        Some(other) => return Err(format!("failNext.verb: want a string, got {other}")),
+        Some(other) => {
+            return Err(FaultError::NotString {
+                field: "verb",
+                got: other.clone(),
+            })
+        }
     };
     let resource = match v.get("resource") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => return Err(format!("failNext.resource: want a string, got {other}")),
+        Some(other) => {
+            return Err(FaultError::NotString {
+                field: "resource",
+                got: other.clone(),
+            })
+        }
     };
     let client = match v.get("client") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => return Err(format!("failNext.client: want a string, got {other}")),
+        Some(other) => {
+            return Err(FaultError::NotString {
+                field: "client",
+                got: other.clone(),
+            })
+        }
     };
     Ok(FailRule {
         remaining,
@@ -584,10 +676,10 @@ fn parse_rule(v: &Value) -> Result<FailRule, String> {
 
 impl FaultRequest {
     /// Parse and validate a POST body; unknown keys are errors.
-    pub fn parse(v: &Value) -> Result<FaultRequest, String> {
-        let obj = v.as_object().ok_or("want a JSON object")?;
+    pub fn parse(v: &Value) -> Result<FaultRequest, FaultError> {
+        let obj = v.as_object().ok_or(FaultError::NotObject)?;
         if let Some(k) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(format!("unknown key {k:?}; known: {}", KEYS.join(", ")));
+            return Err(FaultError::UnknownKey(k.clone()));
         }
         let fail_next = match v.get("failNext") {
             None | Some(Value::Null) => Vec::new(),
@@ -607,7 +699,7 @@ impl FaultRequest {
             gateway_code: match opt_u64(v, "gatewayCode")? {
                 None => 502,
                 Some(c @ 502..=504) => c as u16,
-                Some(c) => return Err(format!("gatewayCode {c} is not in 502..=504")),
+                Some(c) => return Err(FaultError::GatewayCode(c)),
             },
         })
     }
@@ -770,7 +862,8 @@ mod gateway_tests {
             FaultRequest::parse(&json!({"gatewayOutageMs": 1, "gatewayCode": 503})).expect("parse");
         assert_eq!(r.gateway_code, 503);
         let e = FaultRequest::parse(&json!({"gatewayOutageMs": 1, "gatewayCode": 500}))
-            .expect_err("500 is no gateway's answer");
+            .expect_err("500 is no gateway's answer")
+            .to_string();
         assert!(e.contains("gatewayCode 500"), "{e}");
     }
 

@@ -15,6 +15,47 @@
 use super::status::ApiError;
 use serde_json::{json, Value};
 
+/// Why an RBAC item cannot be added to a [`Policy`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyError {
+    /// The item has no `metadata.name`.
+    NoName {
+        /// The item's kind.
+        kind: String,
+    },
+    /// A binding's `roleRef.kind` is neither ClusterRole nor (for a
+    /// RoleBinding) Role.
+    RoleRef {
+        /// The binding's kind.
+        kind: String,
+        /// The binding's name.
+        name: String,
+        /// The `roleRef.kind` it has.
+        role_kind: String,
+    },
+    /// The item is not a Role, ClusterRole, RoleBinding or ClusterRoleBinding.
+    NotRbac {
+        /// The item's kind.
+        kind: String,
+    },
+}
+
+impl std::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PolicyError::NoName { kind } => write!(f, "{kind}: metadata.name is missing"),
+            PolicyError::RoleRef {
+                kind,
+                name,
+                role_kind,
+            } => write!(f, "{kind} {name:?}: roleRef.kind {role_kind:?}"),
+            PolicyError::NotRbac { kind } => write!(f, "kind {kind:?} is not an RBAC kind"),
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
 /// The group whose members bypass authorization (kube-apiserver's
 /// privileged-group authorizer runs before RBAC).
 pub const MASTERS: &str = "system:masters";
@@ -262,11 +303,13 @@ impl Policy {
     }
 
     /// Add one Role, ClusterRole, RoleBinding or ClusterRoleBinding item.
-    pub fn add(&mut self, item: &Value) -> Result<(), String> {
+    pub fn add(&mut self, item: &Value) -> Result<(), PolicyError> {
         let kind = item["kind"].as_str().unwrap_or("");
         let name = text(item, "/metadata/name");
         if name.is_empty() {
-            return Err(format!("{kind}: metadata.name is missing"));
+            return Err(PolicyError::NoName {
+                kind: kind.to_string(),
+            });
         }
         let cluster = kind.starts_with("Cluster");
         let namespace = match cluster {
@@ -302,7 +345,11 @@ impl Policy {
             "RoleBinding" | "ClusterRoleBinding" => {
                 let role_kind = text(item, "/roleRef/kind");
                 if role_kind != "ClusterRole" && (cluster || role_kind != "Role") {
-                    return Err(format!("{kind} {name:?}: roleRef.kind {role_kind:?}"));
+                    return Err(PolicyError::RoleRef {
+                        kind: kind.to_string(),
+                        name,
+                        role_kind,
+                    });
                 }
                 let subjects = item["subjects"]
                     .as_array()
@@ -324,7 +371,11 @@ impl Policy {
                     subjects,
                 });
             }
-            _ => return Err(format!("kind {kind:?} is not an RBAC kind")),
+            _ => {
+                return Err(PolicyError::NotRbac {
+                    kind: kind.to_string(),
+                })
+            }
         }
         Ok(())
     }

@@ -65,7 +65,7 @@ fn serve(store: &Arc<Store>, ri: &RequestInfo, req: &Request) -> Result<Response
         if matches!(ri.verb, Verb::Get | Verb::List | Verb::Watch) && !status_only {
             use super::table::{convert_response, convert_watch, Include};
             let include = Include::parse(req.query("includeObject"))
-                .map_err(super::apierrors::bad_request)?;
+                .map_err(|e| super::apierrors::bad_request(e.to_string()))?;
             let now = store.clock().wall();
             return Ok(match ri.verb {
                 Verb::Get => convert_response(

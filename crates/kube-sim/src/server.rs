@@ -107,7 +107,7 @@ pub enum SimError {
         /// The file.
         path: PathBuf,
         /// What went wrong.
-        message: String,
+        source: Box<super::load::LoadError>,
     },
     /// Writing the kubeconfig failed.
     Kubeconfig(std::io::Error),
@@ -118,13 +118,21 @@ impl std::fmt::Display for SimError {
         match self {
             SimError::Listen(e) => write!(f, "listening: {e}"),
             SimError::Tls(e) => write!(f, "{e}"),
-            SimError::Load { path, message } => write!(f, "loading {}: {message}", path.display()),
+            SimError::Load { path, source } => write!(f, "loading {}: {source}", path.display()),
             SimError::Kubeconfig(e) => write!(f, "writing kubeconfig: {e}"),
         }
     }
 }
 
-impl std::error::Error for SimError {}
+impl std::error::Error for SimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SimError::Listen(e) | SimError::Kubeconfig(e) => Some(e),
+            SimError::Tls(e) => Some(e),
+            SimError::Load { source, .. } => Some(source.as_ref()),
+        }
+    }
+}
 
 /// Resource requests seen, per (verb, resource). A request is counted once
 /// it is classified, before injected failures and stalls, so retries after
@@ -234,7 +242,7 @@ impl SimHandler {
             "POST" | "PUT" => {
                 let applied = serde_json::from_slice::<Value>(&req.body)
                     .map_err(|e| format!("body is not JSON: {e}"))
-                    .and_then(|v| self.faults.apply_json(&v));
+                    .and_then(|v| self.faults.apply_json(&v).map_err(|e| e.to_string()));
                 match applied {
                     Ok(()) => json_ok(&self.faults.snapshot()),
                     Err(m) => ApiError::new(400, "BadRequest", m).to_response(),
@@ -447,9 +455,9 @@ impl SimServer {
         let store = Store::new(cfg, Arc::clone(&opts.clock));
         let mut policy = super::rbac::Policy::default();
         if let Some(path) = &opts.load {
-            let load_err = |message| SimError::Load {
+            let load_err = |source| SimError::Load {
                 path: path.clone(),
-                message,
+                source: Box::new(source),
             };
             let (list, p) = super::load::read_file(path).map_err(load_err)?;
             store.load_list(&list).map_err(load_err)?;

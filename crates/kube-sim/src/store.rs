@@ -190,7 +190,7 @@ impl Store {
 
     /// Create the objects of a `v1 List` (items with apiVersion/kind).
     /// Returns how many were created.
-    pub fn load_list(&self, list: &Value) -> Result<usize, String> {
+    pub fn load_list(&self, list: &Value) -> Result<usize, super::load::LoadError> {
         super::load::load_list(self, list)
     }
 

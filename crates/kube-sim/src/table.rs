@@ -47,16 +47,30 @@ pub enum Include {
     Object,
 }
 
+/// An `includeObject` value other than None, Metadata and Object (the value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncludeError(pub String);
+
+impl std::fmt::Display for IncludeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "includeObject: Unsupported value: {:?}: supported values: \"None\", \"Metadata\", \"Object\"",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for IncludeError {}
+
 impl Include {
     /// From the `includeObject` query parameter.
-    pub fn parse(v: Option<&str>) -> Result<Include, String> {
+    pub fn parse(v: Option<&str>) -> Result<Include, IncludeError> {
         match v {
             None | Some("") | Some("Metadata") => Ok(Include::Metadata),
             Some("None") => Ok(Include::None),
             Some("Object") => Ok(Include::Object),
-            Some(other) => Err(format!(
-                "includeObject: Unsupported value: {other:?}: supported values: \"None\", \"Metadata\", \"Object\""
-            )),
+            Some(other) => Err(IncludeError(other.to_string())),
         }
     }
 }

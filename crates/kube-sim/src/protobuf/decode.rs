@@ -9,6 +9,7 @@
 //! decoders skip them. Never panics on input: every problem is an `Err`
 //! naming the message and field.
 
+use super::error::ProtobufError;
 use super::schema::{Field, Message, Schema, Ty};
 use super::wire::{Reader, WireValue};
 use base64::Engine;
@@ -26,20 +27,28 @@ pub fn message(
     msg: &Message,
     buf: &[u8],
     depth: usize,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, ProtobufError> {
     if depth > MAX_DEPTH {
-        return Err(format!(
-            "{}: nested more than {MAX_DEPTH} levels deep",
-            msg.name
-        ));
+        return Err(ProtobufError::TooDeep {
+            message: msg.name.clone(),
+            limit: MAX_DEPTH,
+        });
     }
     let mut out = Map::new();
     let mut r = Reader::new(buf);
-    while let Some((number, wv)) = r.next_field().map_err(|e| format!("{}: {e}", msg.name))? {
+    while let Some((number, wv)) = r.next_field().map_err(|e| ProtobufError::InMessage {
+        message: msg.name.clone(),
+        source: Box::new(e),
+    })? {
         let Some(f) = msg.field(number) else {
             continue;
         };
-        let ctx = |e: String| format!("{}.{} (field {number}): {e}", short(&msg.name), f.name);
+        let ctx = |e: ProtobufError| ProtobufError::InField {
+            message: short(&msg.name).to_string(),
+            field: f.name.clone(),
+            number,
+            source: Box::new(e),
+        };
         if f.map {
             let (k, v) = map_entry(schema, f, wv, depth).map_err(ctx)?;
             let m = out
@@ -96,7 +105,7 @@ fn short(name: &str) -> &str {
 }
 
 /// Repeated numeric fields may come packed in one length-delimited value.
-fn packed<'a>(ty: &Ty, wv: WireValue<'a>) -> Option<Result<Vec<WireValue<'a>>, String>> {
+fn packed<'a>(ty: &Ty, wv: WireValue<'a>) -> Option<Result<Vec<WireValue<'a>>, ProtobufError>> {
     let WireValue::Bytes(b) = wv else {
         return None;
     };
@@ -109,7 +118,7 @@ fn packed<'a>(ty: &Ty, wv: WireValue<'a>) -> Option<Result<Vec<WireValue<'a>>, S
                 WireValue::Fixed64(u64::from_le_bytes(a))
             })
             .collect())),
-        Ty::Double => Some(Err("packed doubles are not a multiple of 8 bytes".into())),
+        Ty::Double => Some(Err(ProtobufError::PackedDoubles)),
         Ty::Bool | Ty::Int32 | Ty::Int64 => {
             let mut r = Reader::new(b);
             let mut out = Vec::new();
@@ -130,11 +139,14 @@ fn map_entry(
     f: &Field,
     wv: WireValue<'_>,
     depth: usize,
-) -> Result<(String, Value), String> {
+) -> Result<(String, Value), ProtobufError> {
     let b = bytes(wv)?;
     let mut r = Reader::new(b);
     let (mut key, mut val) = (String::new(), None);
-    while let Some((n, v)) = r.next_field().map_err(|e| format!("map entry: {e}"))? {
+    while let Some((n, v)) = r
+        .next_field()
+        .map_err(|e| ProtobufError::MapEntry(Box::new(e)))?
+    {
         match n {
             1 => key = utf8(bytes(v)?)?,
             2 => val = Some(value(schema, &f.ty, v, depth)?),
@@ -149,29 +161,26 @@ fn map_entry(
     Ok((key, val))
 }
 
-fn bytes<'a>(wv: WireValue<'a>) -> Result<&'a [u8], String> {
+fn bytes<'a>(wv: WireValue<'a>) -> Result<&'a [u8], ProtobufError> {
     match wv {
         WireValue::Bytes(b) => Ok(b),
-        o => Err(format!(
-            "expected a length-delimited value, got {}",
-            o.kind()
-        )),
+        o => Err(ProtobufError::NotLengthDelimited(o.kind())),
     }
 }
 
-fn varint(wv: WireValue<'_>) -> Result<u64, String> {
+fn varint(wv: WireValue<'_>) -> Result<u64, ProtobufError> {
     match wv {
         WireValue::Varint(v) => Ok(v),
-        o => Err(format!("expected a varint, got {}", o.kind())),
+        o => Err(ProtobufError::NotVarint(o.kind())),
     }
 }
 
-fn utf8(b: &[u8]) -> Result<String, String> {
-    String::from_utf8(b.to_vec()).map_err(|_| "string is not valid UTF-8".to_string())
+fn utf8(b: &[u8]) -> Result<String, ProtobufError> {
+    String::from_utf8(b.to_vec()).map_err(|_| ProtobufError::NotUtf8)
 }
 
 /// Decode a small fixed message into (field number → first wire value).
-fn fields(b: &[u8]) -> Result<Vec<(u32, WireValue<'_>)>, String> {
+fn fields(b: &[u8]) -> Result<Vec<(u32, WireValue<'_>)>, ProtobufError> {
     let mut r = Reader::new(b);
     let mut v = Vec::new();
     while let Some(f) = r.next_field()? {
@@ -180,7 +189,12 @@ fn fields(b: &[u8]) -> Result<Vec<(u32, WireValue<'_>)>, String> {
     Ok(v)
 }
 
-fn value(schema: &Schema, ty: &Ty, wv: WireValue<'_>, depth: usize) -> Result<Value, String> {
+fn value(
+    schema: &Schema,
+    ty: &Ty,
+    wv: WireValue<'_>,
+    depth: usize,
+) -> Result<Value, ProtobufError> {
     Ok(match ty {
         Ty::String => Value::String(utf8(bytes(wv)?)?),
         Ty::Bool => Value::Bool(varint(wv)? != 0),
@@ -190,8 +204,8 @@ fn value(schema: &Schema, ty: &Ty, wv: WireValue<'_>, depth: usize) -> Result<Va
         Ty::Double => match wv {
             WireValue::Fixed64(b) => Number::from_f64(f64::from_bits(b))
                 .map(Value::Number)
-                .ok_or("double is not a finite number")?,
-            o => return Err(format!("expected a 64-bit value, got {}", o.kind())),
+                .ok_or(ProtobufError::NotFinite)?,
+            o => return Err(ProtobufError::NotFixed64(o.kind())),
         },
         Ty::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(bytes(wv)?)),
         Ty::Time | Ty::MicroTime => time(bytes(wv)?, *ty == Ty::MicroTime)?,
@@ -228,7 +242,7 @@ fn value(schema: &Schema, ty: &Ty, wv: WireValue<'_>, depth: usize) -> Result<Va
                 }
             }
             if s.is_empty() {
-                return Err("quantity is empty".into());
+                return Err(ProtobufError::EmptyQuantity);
             }
             Value::String(s)
         }
@@ -242,13 +256,13 @@ fn value(schema: &Schema, ty: &Ty, wv: WireValue<'_>, depth: usize) -> Result<Va
             if raw.is_empty() {
                 Value::Null
             } else {
-                serde_json::from_slice(raw).map_err(|e| format!("embedded JSON: {e}"))?
+                serde_json::from_slice(raw).map_err(ProtobufError::EmbeddedJson)?
             }
         }
         Ty::Message(name) => {
             let m = schema
                 .message(name)
-                .ok_or_else(|| format!("no schema for message {name}"))?;
+                .ok_or_else(|| ProtobufError::UnknownMessage(name.clone()))?;
             Value::Object(message(schema, m, bytes(wv)?, depth + 1)?)
         }
     })
@@ -256,7 +270,7 @@ fn value(schema: &Schema, ty: &Ty, wv: WireValue<'_>, depth: usize) -> Result<Va
 
 /// meta/v1 Time (seconds; nanos are dropped as upstream drops them) or
 /// MicroTime (microseconds); Go's zero time is JSON null.
-fn time(b: &[u8], micro: bool) -> Result<Value, String> {
+fn time(b: &[u8], micro: bool) -> Result<Value, ProtobufError> {
     if b.is_empty() {
         return Ok(Value::Null);
     }
@@ -272,7 +286,7 @@ fn time(b: &[u8], micro: bool) -> Result<Value, String> {
         return Ok(Value::Null);
     }
     let nanos = if micro { nanos } else { 0 };
-    let ts = jiff::Timestamp::new(secs, nanos).map_err(|e| format!("time out of range: {e}"))?;
+    let ts = jiff::Timestamp::new(secs, nanos).map_err(ProtobufError::TimeRange)?;
     let base = ts.strftime("%Y-%m-%dT%H:%M:%S").to_string();
     Ok(Value::String(if micro {
         format!("{base}.{:06}Z", ts.subsec_nanosecond() / 1000)

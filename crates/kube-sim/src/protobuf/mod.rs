@@ -21,6 +21,7 @@
 //! [`super::validate`]) and never encodes responses: kube-sim answers JSON.
 
 pub mod decode;
+pub mod error;
 pub mod schema;
 pub mod wire;
 
@@ -29,6 +30,8 @@ use super::resources::ResourceInfo;
 use super::status::ApiError;
 use serde_json::{Map, Value};
 use wire::{Reader, WireValue};
+
+pub use error::{ProtobufError, SchemaError};
 
 /// The protobuf media type.
 pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
@@ -82,24 +85,24 @@ pub struct Unknown<'a> {
     pub content_encoding: String,
 }
 
-fn text(b: &[u8]) -> Result<String, String> {
-    String::from_utf8(b.to_vec()).map_err(|_| "envelope string is not valid UTF-8".into())
+fn text(b: &[u8]) -> Result<String, ProtobufError> {
+    String::from_utf8(b.to_vec()).map_err(|_| ProtobufError::EnvelopeUtf8)
 }
 
 /// Split a protobuf body into its envelope parts.
-pub fn envelope(body: &[u8]) -> Result<Unknown<'_>, String> {
+pub fn envelope(body: &[u8]) -> Result<Unknown<'_>, ProtobufError> {
     let rest = body
         .strip_prefix(MAGIC.as_slice())
-        .ok_or("the body does not start with the Kubernetes protobuf magic \"k8s\\x00\"")?;
+        .ok_or(ProtobufError::NoMagic)?;
     let mut u = Unknown::default();
     let mut r = Reader::new(rest);
-    let env = |e: String| format!("runtime.Unknown envelope: {e}");
+    let env = |e: ProtobufError| ProtobufError::Envelope(Box::new(e));
     while let Some((n, v)) = r.next_field().map_err(env)? {
         let WireValue::Bytes(b) = v else {
-            return Err(env(format!(
-                "field {n} is a {}, not length-delimited",
-                v.kind()
-            )));
+            return Err(ProtobufError::EnvelopeField {
+                field: n,
+                got: v.kind(),
+            });
         };
         match n {
             1 => {
@@ -125,13 +128,15 @@ pub fn envelope(body: &[u8]) -> Result<Unknown<'_>, String> {
 
 /// Decode a protobuf body for the kind `group`/`version`/`kind` into the
 /// JSON object a JSON request for it would carry.
-pub fn decode_object(group: &str, version: &str, kind: &str, body: &[u8]) -> Result<Value, String> {
+pub fn decode_object(
+    group: &str,
+    version: &str,
+    kind: &str,
+    body: &[u8],
+) -> Result<Value, ProtobufError> {
     let u = envelope(body)?;
     if !u.content_encoding.is_empty() {
-        return Err(format!(
-            "unsupported contentEncoding {:?} in the runtime.Unknown envelope",
-            u.content_encoding
-        ));
+        return Err(ProtobufError::ContentEncoding(u.content_encoding));
     }
     // Decode by the envelope's type, as kube-apiserver does; a type other
     // than the endpoint's is then refused by the usual kind check.
@@ -144,27 +149,33 @@ pub fn decode_object(group: &str, version: &str, kind: &str, body: &[u8]) -> Res
         }
     };
     let schema = schema::schema()?;
-    let msg = schema.kind(group, version, kind).ok_or_else(|| {
-        format!("kube-sim has no protobuf schema for {kind} in version {version:?}")
-    })?;
+    let msg = schema
+        .kind(group, version, kind)
+        .ok_or_else(|| ProtobufError::NoKindSchema {
+            kind: kind.to_string(),
+            version: version.to_string(),
+        })?;
     Ok(with_type(&u, decode::message(schema, msg, u.raw, 0)?))
 }
 
 /// Decode a DELETE body: `DeleteOptions` in protobuf when `content_type`
 /// says so, else JSON (kubectl drain deletes pods with a protobuf body).
-pub fn decode_delete_options(content_type: Option<&str>, body: &[u8]) -> Result<Value, String> {
+pub fn decode_delete_options(
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Value, ProtobufError> {
     let protobuf = content_type.is_some_and(|c| super::media_type(c) == PROTOBUF);
     if !protobuf {
-        return serde_json::from_slice(body).map_err(|e| e.to_string());
+        return serde_json::from_slice(body).map_err(ProtobufError::Json);
     }
     let u = envelope(body)?;
     if !u.kind.is_empty() && u.kind != "DeleteOptions" {
-        return Err(format!("expected DeleteOptions, got {}", u.kind));
+        return Err(ProtobufError::NotDeleteOptions(u.kind));
     }
     let schema = schema::schema()?;
     let msg = schema
         .message(&format!("{}.DeleteOptions", schema::META))
-        .ok_or("kube-sim has no protobuf schema for DeleteOptions")?;
+        .ok_or(ProtobufError::NoDeleteOptionsSchema)?;
     Ok(with_type(&u, decode::message(schema, msg, u.raw, 0)?))
 }
 

@@ -8,6 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
+use super::error::SchemaError;
+
 /// The meta/v1 package, searched after a message's own package.
 pub const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
 
@@ -107,8 +109,8 @@ impl Schema {
 }
 
 /// The schema compiled into kube-sim.
-pub fn schema() -> Result<&'static Schema, String> {
-    static S: OnceLock<Result<Schema, String>> = OnceLock::new();
+pub fn schema() -> Result<&'static Schema, SchemaError> {
+    static S: OnceLock<Result<Schema, SchemaError>> = OnceLock::new();
     S.get_or_init(|| parse(include_str!("schema.txt")))
         .as_ref()
         .map_err(Clone::clone)
@@ -133,7 +135,7 @@ fn scalar(t: &str) -> Option<Ty> {
 }
 
 /// Parse the schema text (see the header of `schema.txt`).
-pub fn parse(text: &str) -> Result<Schema, String> {
+pub fn parse(text: &str) -> Result<Schema, SchemaError> {
     let mut schema = Schema::default();
     let mut package = String::new();
     let mut current: Option<String> = None;
@@ -142,7 +144,11 @@ pub fn parse(text: &str) -> Result<Schema, String> {
     let mut aliases: Vec<(String, String, String)> = Vec::new();
     for (no, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
-        let err = |m: &str| format!("schema.txt line {}: {m}: {raw:?}", no + 1);
+        let err = |reason: &'static str| SchemaError::Line {
+            line: no + 1,
+            reason,
+            text: raw.to_string(),
+        };
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             [] => continue,
@@ -260,8 +266,10 @@ pub fn parse(text: &str) -> Result<Schema, String> {
         schema.messages.insert(alias.clone(), m);
     }
     for (msg, idx, name, pkg) in refs {
-        let full = resolve(&schema, &name, &pkg)
-            .ok_or_else(|| format!("schema.txt: {msg} refers to unknown message {name}"))?;
+        let full = resolve(&schema, &name, &pkg).ok_or_else(|| SchemaError::UnknownReference {
+            message: msg.clone(),
+            name: name.clone(),
+        })?;
         if let Some(f) = schema
             .messages
             .get_mut(&msg)
@@ -274,7 +282,10 @@ pub fn parse(text: &str) -> Result<Schema, String> {
         let fields = resolve(&schema, &other, &pkg)
             .filter(|t| *t != alias)
             .map(|t| schema.messages[&t].fields.clone())
-            .ok_or_else(|| format!("schema.txt: alias {alias} of unknown {other}"))?;
+            .ok_or_else(|| SchemaError::UnknownAlias {
+                alias: alias.clone(),
+                other: other.clone(),
+            })?;
         if let Some(m) = schema.messages.get_mut(&alias) {
             m.fields = fields;
         }

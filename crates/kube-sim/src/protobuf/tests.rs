@@ -216,13 +216,16 @@ fn malformed_bodies_are_errors_naming_the_problem() {
         (body("v1", "Pod", &[0x0f]), "wire type 7"),
     ];
     for (b, want) in cases {
-        let e = decode_object("", "v1", "Pod", &b).expect_err(want);
+        let e = decode_object("", "v1", "Pod", &b)
+            .expect_err(want)
+            .to_string();
         assert!(e.contains(want), "{e} does not mention {want}");
     }
     let mut enc = body("v1", "Pod", b"");
     put_bytes(&mut enc, 3, b"gzip");
     assert!(decode_object("", "v1", "Pod", &enc)
         .expect_err("gzip")
+        .to_string()
         .contains("contentEncoding"));
 }
 
@@ -235,8 +238,9 @@ fn a_body_of_another_kind_is_decoded_as_that_kind() {
     let v = decode_body(info, Some(PROTOBUF), &body("v1", "Pod", &pod)).expect("decodes");
     let e = crate::rest::check_shape(info, v).map_err(|e| e.code);
     assert_eq!(e.err(), Some(400));
-    let e =
-        decode_object("", "v1", "Pod", &body("apps/v1", "Deployment", b"")).expect_err("unknown");
+    let e = decode_object("", "v1", "Pod", &body("apps/v1", "Deployment", b""))
+        .expect_err("unknown")
+        .to_string();
     assert!(e.contains("no protobuf schema for Deployment"), "{e}");
 }
 

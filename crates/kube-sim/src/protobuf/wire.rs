@@ -6,6 +6,8 @@
 //! allocates more than the input holds and never panics on hostile input
 //! (every malformed byte sequence is an `Err`).
 
+use super::error::ProtobufError;
+
 /// One field's value as it appears on the wire.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum WireValue<'a> {
@@ -49,33 +51,31 @@ impl<'a> Reader<'a> {
     }
 
     /// Read a base-128 varint (at most 10 bytes).
-    pub fn varint(&mut self) -> Result<u64, String> {
+    pub fn varint(&mut self) -> Result<u64, ProtobufError> {
         let mut v: u64 = 0;
         for i in 0..10 {
             let b = *self
                 .buf
                 .get(self.pos)
-                .ok_or_else(|| format!("truncated varint at byte {}", self.pos))?;
+                .ok_or(ProtobufError::TruncatedVarint { at: self.pos })?;
             self.pos += 1;
             v |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
                 return Ok(v);
             }
         }
-        Err(format!("varint longer than 10 bytes at byte {}", self.pos))
+        Err(ProtobufError::VarintTooLong { at: self.pos })
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], ProtobufError> {
         let end = self
             .pos
             .checked_add(n)
             .filter(|e| *e <= self.buf.len())
-            .ok_or_else(|| {
-                format!(
-                    "field of {n} bytes at byte {} runs past the end of its message ({} bytes)",
-                    self.pos,
-                    self.buf.len()
-                )
+            .ok_or(ProtobufError::PastEnd {
+                len: n,
+                at: self.pos,
+                message_len: self.buf.len(),
             })?;
         let s = &self.buf[self.pos..end];
         self.pos = end;
@@ -83,7 +83,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field, or `None` at the end of the message.
-    pub fn next_field(&mut self) -> Result<Option<(u32, WireValue<'a>)>, String> {
+    pub fn next_field(&mut self) -> Result<Option<(u32, WireValue<'a>)>, ProtobufError> {
         if self.pos >= self.buf.len() {
             return Ok(None);
         }
@@ -91,7 +91,7 @@ impl<'a> Reader<'a> {
         let number = u32::try_from(key >> 3)
             .ok()
             .filter(|n| *n > 0)
-            .ok_or_else(|| format!("invalid field number {} in a field key", key >> 3))?;
+            .ok_or(ProtobufError::FieldNumber(key >> 3))?;
         let value = match key & 7 {
             0 => WireValue::Varint(self.varint()?),
             1 => {
@@ -101,8 +101,8 @@ impl<'a> Reader<'a> {
                 WireValue::Fixed64(u64::from_le_bytes(a))
             }
             2 => {
-                let len = usize::try_from(self.varint()?)
-                    .map_err(|_| "length does not fit in memory".to_string())?;
+                let len =
+                    usize::try_from(self.varint()?).map_err(|_| ProtobufError::LengthTooLarge)?;
                 WireValue::Bytes(self.take(len)?)
             }
             5 => {
@@ -111,7 +111,12 @@ impl<'a> Reader<'a> {
                 a.copy_from_slice(b);
                 WireValue::Fixed32(u32::from_le_bytes(a))
             }
-            t => return Err(format!("unsupported wire type {t} (field {number})")),
+            t => {
+                return Err(ProtobufError::WireType {
+                    wire_type: t,
+                    field: number,
+                })
+            }
         };
         Ok(Some((number, value)))
     }
@@ -150,10 +155,19 @@ mod tests {
         put_bytes(&mut b, 16, b"hi");
         b.extend_from_slice(&[0x0d, 1, 0, 0, 0]); // field 1, fixed32
         let mut r = Reader::new(&b);
-        assert_eq!(r.next_field(), Ok(Some((3, WireValue::Varint(300)))));
-        assert_eq!(r.next_field(), Ok(Some((16, WireValue::Bytes(b"hi")))));
-        assert_eq!(r.next_field(), Ok(Some((1, WireValue::Fixed32(1)))));
-        assert_eq!(r.next_field(), Ok(None));
+        assert_eq!(
+            r.next_field().map_err(|e| e.to_string()),
+            Ok(Some((3, WireValue::Varint(300))))
+        );
+        assert_eq!(
+            r.next_field().map_err(|e| e.to_string()),
+            Ok(Some((16, WireValue::Bytes(b"hi"))))
+        );
+        assert_eq!(
+            r.next_field().map_err(|e| e.to_string()),
+            Ok(Some((1, WireValue::Fixed32(1))))
+        );
+        assert_eq!(r.next_field().map_err(|e| e.to_string()), Ok(None));
         for bad in [
             &[0x0a, 5, 1][..],
             &[0x08],

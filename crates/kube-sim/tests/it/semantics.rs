@@ -268,7 +268,7 @@ fn load_list_keeps_identity_and_applies_defaults() {
          "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running", "podIP": "10.0.0.1"}},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
     ]});
-    assert_eq!(sim.store.load_list(&list), Ok(4));
+    assert_eq!(sim.store.load_list(&list).ok(), Some(4));
     let svc = sim.get("services", Some("shop"), "web").body;
     assert_eq!(
         svc["metadata"]["uid"],
@@ -292,12 +292,12 @@ fn load_list_keeps_identity_and_applies_defaults() {
     assert!(sim
         .store
         .load_list(&bad)
-        .is_err_and(|e| e.contains("Gadget")));
+        .is_err_and(|e| e.to_string().contains("Gadget")));
     let invalid = json!({"items": [{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "x"}, "addressType": "IPv7"}]});
     assert!(sim
         .store
         .load_list(&invalid)
-        .is_err_and(|e| e.contains("addressType")));
+        .is_err_and(|e| e.to_string().contains("addressType")));
     // A created pod without status starts Pending; a foreign uid on update conflicts.
     let p = sim
         .create(PODS, NS, json!({"metadata": {"name": "q"}, "spec": {}}))

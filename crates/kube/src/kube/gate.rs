@@ -8,9 +8,13 @@
 
 use std::time::Duration;
 
+/// Why a gate refuses a write: the gate's own error type, boxed (the
+/// client reports its message as [`Error::Refused`](super::Error::Refused)).
+pub type Refusal = Box<dyn std::error::Error + Send + Sync>;
+
 /// Whether a write may be sent now.
 pub trait WriteGate: Send + Sync + std::fmt::Debug {
     /// `Ok(None)`: yes, without limit. `Ok(Some(d))`: yes, and the attempt
     /// must end within `d`. `Err(why)`: send nothing.
-    fn time_left(&self) -> Result<Option<Duration>, String>;
+    fn time_left(&self) -> Result<Option<Duration>, Refusal>;
 }

@@ -88,7 +88,7 @@ pub use body::{BodyLimits, DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::{Client, ObjectList, DEFAULT_WATCH_TIMEOUT};
 pub use config::{ClientConfig, TlsMaterial, DEFAULT_WRITE_TIMEOUT, SERVICE_ACCOUNT_DIR};
 pub use error::{Cause, Error, Status};
-pub use gate::WriteGate;
+pub use gate::{Refusal, WriteGate};
 pub use link::Link;
 pub use ratelimit::ClientRateLimiter;
 pub use request::{

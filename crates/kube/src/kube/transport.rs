@@ -506,7 +506,7 @@ impl Transport {
         // one whose connecting or sending would outlast it.
         let limit = match (idle, gate.map(|g| g.time_left())) {
             (Some(d), _) => Limit::Idle(d),
-            (None, Some(Err(why))) => return Err(Error::Refused(why)),
+            (None, Some(Err(why))) => return Err(Error::Refused(why.to_string())),
             (None, Some(Ok(Some(d)))) => Limit::Within(d),
             (None, _) => Limit::Agent,
         };

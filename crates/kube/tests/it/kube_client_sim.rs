@@ -297,7 +297,7 @@ impl Allow {
 }
 
 impl WriteGate for Allow {
-    fn time_left(&self) -> Result<Option<Duration>, String> {
+    fn time_left(&self) -> Result<Option<Duration>, endpointd_kube::kube::Refusal> {
         match self
             .left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))

@@ -42,6 +42,51 @@ pub mod messages {
     pub const MIN_EXCEEDS_THRESHOLD: &str = "Unable to allocate minimum required endpoints to each zone without exceeding overload threshold";
 }
 
+/// Why no zone allocation exists for a Service's endpoints; displayed as
+/// upstream's event message (the [`messages`] text, with the counts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoAllocation {
+    /// A ready node lacks a zone or CPU, or the nodes' CPU totals zero.
+    InsufficientNodeInfo,
+    /// Ready nodes in fewer than 2 zones.
+    OneZoneOnly,
+    /// Fewer ready endpoints than zones.
+    InsufficientEndpoints {
+        /// Ready endpoints.
+        endpoints: usize,
+        /// Zones.
+        zones: usize,
+    },
+    /// The zones' minimums add up to more than the ready endpoints.
+    MinExceedsThreshold {
+        /// Ready endpoints.
+        endpoints: usize,
+        /// Zones.
+        zones: usize,
+    },
+}
+
+impl std::fmt::Display for NoAllocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoAllocation::InsufficientNodeInfo => f.write_str(messages::INSUFFICIENT_NODE_INFO),
+            NoAllocation::OneZoneOnly => f.write_str(messages::ONE_ZONE_ONLY),
+            NoAllocation::InsufficientEndpoints { endpoints, zones } => write!(
+                f,
+                "{} ({endpoints} endpoints, {zones} zones)",
+                messages::INSUFFICIENT_ENDPOINTS
+            ),
+            NoAllocation::MinExceedsThreshold { endpoints, zones } => write!(
+                f,
+                "{} ({endpoints} endpoints, {zones} zones)",
+                messages::MIN_EXCEEDS_THRESHOLD
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NoAllocation {}
+
 /// Upstream `FormatWithAddressType`.
 pub fn with_address_type(s: &str, t: AddressType) -> String {
     format!("{s}, addressType: {t:?}")
@@ -140,19 +185,18 @@ impl TopologyCache {
 
     /// Upstream `getAllocations` for `n` ready endpoints, or the reason
     /// there are none.
-    pub fn allocations(&self, n: usize) -> Result<BTreeMap<String, Allocation>, String> {
+    pub fn allocations(&self, n: usize) -> Result<BTreeMap<String, Allocation>, NoAllocation> {
         let Some(ratios) = &self.ratios else {
-            return Err(messages::INSUFFICIENT_NODE_INFO.into());
+            return Err(NoAllocation::InsufficientNodeInfo);
         };
         if ratios.len() < 2 {
-            return Err(messages::ONE_ZONE_ONLY.into());
+            return Err(NoAllocation::OneZoneOnly);
         }
         if ratios.len() > n {
-            return Err(format!(
-                "{} ({n} endpoints, {} zones)",
-                messages::INSUFFICIENT_ENDPOINTS,
-                ratios.len()
-            ));
+            return Err(NoAllocation::InsufficientEndpoints {
+                endpoints: n,
+                zones: ratios.len(),
+            });
         }
         let mut out = BTreeMap::new();
         let mut min_total = 0;
@@ -161,11 +205,10 @@ impl TopologyCache {
             let minimum = (desired / (1.0 + OVERLOAD_THRESHOLD)).ceil() as usize;
             min_total += minimum;
             if min_total > n {
-                return Err(format!(
-                    "{} ({n} endpoints, {} zones)",
-                    messages::MIN_EXCEEDS_THRESHOLD,
-                    ratios.len()
-                ));
+                return Err(NoAllocation::MinExceedsThreshold {
+                    endpoints: n,
+                    zones: ratios.len(),
+                });
             }
             out.insert(
                 zone.clone(),
@@ -198,7 +241,7 @@ impl TopologyCache {
         );
         let allocations = match self.allocations(total) {
             Ok(a) => a,
-            Err(msg) => return self.give_up(si, t, &msg),
+            Err(why) => return self.give_up(si, t, &why.to_string()),
         };
         let mut creates = si.to_create.clone();
         let mut updates = si.to_update.clone();

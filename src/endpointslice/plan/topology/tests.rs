@@ -181,15 +181,20 @@ fn allocations_table() {
     assert!(c
         .allocations(1)
         .unwrap_err()
+        .to_string()
         .starts_with(messages::INSUFFICIENT_ENDPOINTS));
     let skew = two_zones("1", "9");
     // 3 endpoints: desired .3 / 2.7 → minimum 1 + 3 = 4 > 3.
     assert!(skew
         .allocations(3)
         .unwrap_err()
+        .to_string()
         .starts_with(messages::MIN_EXCEEDS_THRESHOLD));
     assert_eq!(
-        TopologyCache::new().allocations(10).unwrap_err(),
+        TopologyCache::new()
+            .allocations(10)
+            .unwrap_err()
+            .to_string(),
         messages::INSUFFICIENT_NODE_INFO
     );
 }
