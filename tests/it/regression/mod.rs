@@ -1,5 +1,6 @@
 //! Regression tests, one module per defect fixed (issue 37).
 
+mod annotation_edits;
 mod silent_connections;
 mod unbounded_files;
 mod unbounded_identity;
