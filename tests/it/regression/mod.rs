@@ -4,3 +4,4 @@ mod annotation_edits;
 mod silent_connections;
 mod unbounded_files;
 mod unbounded_identity;
+mod write_answers;
