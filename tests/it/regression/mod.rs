@@ -2,6 +2,7 @@
 
 mod annotation_edits;
 mod silent_connections;
+mod slices_outlive_service;
 mod unbounded_files;
 mod unbounded_identity;
 mod write_answers;
