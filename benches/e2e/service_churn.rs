@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Services alive at once.
-const ALIVE: usize = 10;
+const ALIVE: usize = 1;
 /// RSS sampling period.
 const SAMPLE: Duration = Duration::from_secs(10);
 /// Warm-up left out of the slope when the window allows.
@@ -140,11 +140,14 @@ pub fn run(
     let writes: Value = http_get(&addr, &format!("/sim/requests?since={mark}"))
         .and_then(|b| serde_json::from_str(&b).ok())
         .unwrap_or(Value::Null);
-    let late = writes["writes"]
+    let slice_creates: Vec<&Value> = writes["writes"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|w| w["resource"] == "endpointslices" && w["verb"] == "create")
+        .collect();
+    let late = slice_creates
+        .iter()
         .filter(|w| {
             let svc = w["name"]
                 .as_str()
@@ -221,6 +224,8 @@ pub fn run(
             "rss_slope_mib_per_min": (slope * 1000.0).round() / 1000.0,
             "slope_over": over,
             "late_slice_creates": late,
+            "slice_creates": slice_creates.len(),
+            "deletes": deleted_at.len(),
             "churned_slices_left": left,
             "foreign_writes": foreign,
         }),

@@ -307,7 +307,10 @@ impl SliceController {
             });
         }
         if done.overtaken {
-            if let Some(f) = &self.foreign {
+            // A Service deleted meanwhile: the garbage collector removed
+            // what we wrote for it, nobody else wrote (issue 37 item 10).
+            let collected = writer.service_gone(&svc);
+            if let Some(f) = self.foreign.as_ref().filter(|_| !collected) {
                 f.seen(
                     "endpointslices",
                     &format_args!(
