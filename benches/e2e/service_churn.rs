@@ -1,7 +1,8 @@
 //! **service-churn** (issue 37 item 10): Services created and deleted at
 //! ~50 per second for a window (10 s at CI size, 10 minutes full size),
 //! each selecting the pods of the cluster's first Service (so each gets a
-//! slice with endpoints and an Endpoints), at most 10 alive at once.
+//! slice with endpoints and an Endpoints), each deleted one cycle (20 ms)
+//! after its creation, as a tool that tries Services out.
 //! endpointd's RSS is sampled every 10 s; the slope after the first
 //! minute (or over the whole window when shorter) says whether anything
 //! is kept per deleted Service. Also: the slice creates that reached the
