@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! cargo bench --bench e2e -- [--services S] [--pods P] [--nodes N]
-//!                            [--rate R] [--duration SECS] [--scenario churn|lifecycle|restart|cold|burst|idle|all]
-//!                            [--server-latency-ms MS]
+//!                            [--rate R] [--duration SECS] [--scenario churn|lifecycle|restart|cold|burst|idle|service-churn|all]
+//!                            [--server-latency-ms MS] [--service-churn-seconds SECS]
 //! ```
 //! Defaults are CI-sized (20 services, 200 pods, 5 nodes, 20 changes/s for
 //! 5 s). Full size: `--services 1000 --pods 10000 --nodes 100 --rate 100
@@ -24,7 +24,11 @@
 //! batch_period 0 s and 1 s), **idle** (a converged cluster with nothing
 //! changing for 5 minutes, 10 s at CI size: CPU and wake-ups per second,
 //! per thread, against the bookmarks and Lease writes that cannot be
-//! avoided). With default sizes it asserts correctness
+//! avoided), **service-churn** (Services created and deleted at ~50/s, 10 s
+//! at CI size, 10 minutes full size or `--service-churn-seconds`:
+//! endpointd's RSS every 10 s and its slope after the first minute, slice
+//! creates that came after their Service's delete, slices left, foreign
+//! writes). With default sizes it asserts correctness
 //! and exits 1 on a violation. Human lines first, a JSON summary last.
 //!
 //! `--server-latency-ms MS` (default 0) makes every kube-sim of the run,
@@ -45,6 +49,8 @@ mod idle;
 mod lifecycle;
 #[path = "e2e/procs.rs"]
 mod procs;
+#[path = "e2e/service_churn.rs"]
+mod service_churn;
 
 use procs::Size;
 use serde_json::json;
@@ -56,6 +62,7 @@ struct Args {
     duration: Duration,
     scenario: String,
     server_latency_ms: u64,
+    service_churn_s: Option<u64>,
 }
 
 fn args() -> Args {
@@ -69,6 +76,7 @@ fn args() -> Args {
         duration: Duration::from_secs(5),
         scenario: "all".into(),
         server_latency_ms: 0,
+        service_churn_s: None,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -82,6 +90,7 @@ fn args() -> Args {
             "--duration" => a.duration = Duration::from_secs(val.parse().unwrap_or(5)),
             "--scenario" => a.scenario = val,
             "--server-latency-ms" => a.server_latency_ms = val.parse().unwrap_or(0),
+            "--service-churn-seconds" => a.service_churn_s = val.parse().ok(),
             _ => {
                 i += 1;
                 continue;
@@ -134,6 +143,19 @@ fn main() {
             false => a.duration.max(Duration::from_secs(300)),
         };
         let (json, f) = idle::run(&dir, &a.size, window);
+        for (k, v) in json {
+            summary.insert(k, v);
+        }
+        failures.extend(f);
+    }
+    if run("service-churn") {
+        // CI size: 10 s (correctness, a first slope); full size: 10 minutes.
+        let window = match (a.service_churn_s, default) {
+            (Some(s), _) => Duration::from_secs(s),
+            (None, true) => Duration::from_secs(10),
+            (None, false) => Duration::from_secs(600),
+        };
+        let (json, f) = service_churn::run(&dir, &a.size, window, 50.0);
         for (k, v) in json {
             summary.insert(k, v);
         }

@@ -14,6 +14,7 @@
 use super::StaleTracker;
 use crate::runtime::events::EventSpec;
 use crate::runtime::fence::Fence;
+use crate::runtime::labels::{OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION};
 use crate::runtime::recorder::Record;
 use crate::runtime::stale::give_up_stale;
 use crate::runtime::worker::SyncError;
@@ -99,8 +100,19 @@ pub struct EndpointsWriter {
     clock: endpointd_base::clock::SharedClock,
 }
 
-/// What a write decides about an Endpoints: its labels, annotations and
-/// subsets (everything else is server-set or identity), hashed.
+/// The annotations endpointd sets on an Endpoints. Every other annotation
+/// is kept as it is stored (a write copies it over), so an edit of one of
+/// them is nobody's business but its writer's: not a foreign edit (issue
+/// 37, item 9: a tool bumping one annotation every 50 ms counted 554
+/// foreign writes in 30 s and had the operator told to disable
+/// kube-controller-manager's controllers).
+const MANAGED_ANNOTATIONS: [&str; 2] = [TRIGGER_TIME_ANNOTATION, OVER_CAPACITY_ANNOTATION];
+
+/// What a write decides about an Endpoints: its labels (all of them: a
+/// write sets the Service's, the headless and the managed-by label, and
+/// drops any other), the annotations endpointd sets
+/// ([`MANAGED_ANNOTATIONS`]) and the subsets (everything else is
+/// server-set, identity, or someone else's annotation), hashed.
 pub fn fingerprint(obj: &Endpoints) -> u64 {
     use std::hash::Hash;
     // One seed for the process: fingerprints are compared with each other.
@@ -109,7 +121,9 @@ pub fn fingerprint(obj: &Endpoints) -> u64 {
     // The written content hashed field by field (it used to be serialised
     // to JSON first, twice per write: on sending and on the echo).
     obj.metadata.labels.hash(&mut h);
-    obj.metadata.annotations.hash(&mut h);
+    for k in MANAGED_ANNOTATIONS {
+        obj.metadata.annotations.get(k).hash(&mut h);
+    }
     obj.subsets.len().hash(&mut h);
     for s in &obj.subsets {
         s.addresses.hash(&mut h);
@@ -625,5 +639,14 @@ mod tests {
         let mut relabelled = ep("44", "10.0.0.1");
         relabelled.metadata.labels.insert("app", "other");
         assert_ne!(fingerprint(&sent), fingerprint(&relabelled));
+        // Someone else's annotation is not ours to keep; ours are.
+        let mut annotated = ep("45", "10.0.0.1");
+        annotated.metadata.annotations.insert("tool/heartbeat", "1");
+        assert_eq!(fingerprint(&sent), fingerprint(&annotated));
+        for ours in MANAGED_ANNOTATIONS {
+            let mut edited = ep("46", "10.0.0.1");
+            edited.metadata.annotations.insert(ours, "x");
+            assert_ne!(fingerprint(&sent), fingerprint(&edited), "{ours}");
+        }
     }
 }

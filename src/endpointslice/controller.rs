@@ -126,6 +126,31 @@ impl SliceWriter for ApiSliceWriter {
     }
 }
 
+/// [`ApiSliceWriter`] for one sync, telling `finalize` whether the
+/// Service it writes for is still the one in the cache.
+struct SyncWriter<'a> {
+    writer: &'a ApiSliceWriter,
+    services: &'a Store<Service>,
+}
+
+impl SliceWriter for SyncWriter<'_> {
+    fn create(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+        self.writer.create(s)
+    }
+    fn update(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+        self.writer.update(s)
+    }
+    fn delete(&self, namespace: &str, name: &str) -> Result<(), kube::Error> {
+        self.writer.delete(namespace, name)
+    }
+    fn service_gone(&self, svc: &Service) -> bool {
+        let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
+        self.services.get(&key).is_none_or(|now| {
+            now.metadata.uid != svc.metadata.uid || now.metadata.deletion_timestamp.is_some()
+        })
+    }
+}
+
 /// The EndpointSlice controller: the [`Syncer`] its workers run.
 pub struct SliceController {
     listers: SliceListers,
@@ -250,13 +275,12 @@ impl SliceController {
             topology: Some(&self.shared.topology),
         };
         let plan = reconcile(&input);
-        let (done, write_errors) = finalize(
-            &svc,
-            &plan,
-            trigger_time,
-            &self.writer,
-            &self.shared.tracker,
-        );
+        let writer = SyncWriter {
+            writer: &self.writer,
+            services: &self.listers.services,
+        };
+        let (done, write_errors) =
+            finalize(&svc, &plan, trigger_time, &writer, &self.shared.tracker);
         let regarding = service_ref(&svc);
         // Upstream emits the plan's (topology) events whatever finalize
         // did, then one warning for the sync's errors together: the pods
@@ -284,7 +308,10 @@ impl SliceController {
             });
         }
         if done.overtaken {
-            if let Some(f) = &self.foreign {
+            // A Service deleted meanwhile: the garbage collector removed
+            // what we wrote for it, nobody else wrote (issue 37 item 10).
+            let collected = writer.service_gone(&svc);
+            if let Some(f) = self.foreign.as_ref().filter(|_| !collected) {
                 f.seen(
                     "endpointslices",
                     &format_args!(

@@ -26,6 +26,14 @@ pub trait SliceWriter {
     fn update(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error>;
     /// DELETE.
     fn delete(&self, namespace: &str, name: &str) -> Result<(), kube::Error>;
+    /// Whether `svc` has gone from the cache (or been replaced by another
+    /// Service of its name, or is being deleted) since the sync read it:
+    /// asked right before each create, which is then skipped (issue 37
+    /// item 10: a placeholder created just after its Service was deleted
+    /// outlived it). A writer that cannot tell says no.
+    fn service_gone(&self, _svc: &Service) -> bool {
+        false
+    }
 }
 
 /// What finalize did.
@@ -95,6 +103,14 @@ fn write_type(
 ) -> Result<(), kube::Error> {
     if svc.metadata.deletion_timestamp.is_none() {
         for s in &w.creates {
+            if writer.service_gone(svc) {
+                log::debug!(
+                    "not creating an EndpointSlice for Service {}/{}: it is gone",
+                    svc.metadata.namespace,
+                    svc.metadata.name
+                );
+                break;
+            }
             let mut s = s.clone();
             annotate(&mut s, trigger);
             let creating = tracker.begin_create(&s);
@@ -241,6 +257,65 @@ mod tests {
             message: "etcd down".into(),
             ..kube::Status::default()
         })
+    }
+
+    /// Creates its slices and tells the Service gone after `gone_after`
+    /// of them.
+    struct Vanishing {
+        created: std::cell::Cell<usize>,
+        gone_after: usize,
+    }
+
+    impl SliceWriter for Vanishing {
+        fn create(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+            let n = self.created.get() + 1;
+            self.created.set(n);
+            let mut s = s.clone();
+            s.metadata.name = format!("web-{n}").as_str().into();
+            s.metadata.uid = format!("u{n}").as_str().into();
+            Ok(s)
+        }
+        fn update(&self, s: &EndpointSlice) -> Result<EndpointSlice, kube::Error> {
+            Ok(s.clone())
+        }
+        fn delete(&self, _: &str, _: &str) -> Result<(), kube::Error> {
+            Ok(())
+        }
+        fn service_gone(&self, _: &Service) -> bool {
+            self.created.get() >= self.gone_after
+        }
+    }
+
+    /// Issue 37 item 10: no create once the Service has left the cache.
+    #[test]
+    fn no_create_once_the_service_is_gone() {
+        let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"generateName": "web-", "namespace": "ns",
+                         "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4", "endpoints": []}))
+        .expect("slice");
+        let mut svc = Service::default();
+        svc.metadata.namespace = "ns".into();
+        svc.metadata.name = "web".into();
+        let mut plan = SlicePlan::default();
+        plan.by_type.push((
+            AddressType::IPv4,
+            SliceWrites {
+                creates: vec![slice.clone(), slice.clone(), slice],
+                ..SliceWrites::default()
+            },
+        ));
+        for (gone_after, want) in [(0, 0), (1, 1), (9, 3)] {
+            let w = Vanishing {
+                created: std::cell::Cell::new(0),
+                gone_after,
+            };
+            let tracker = EndpointSliceTracker::default();
+            let (out, errors) = finalize(&svc, &plan, None, &w, &tracker);
+            assert!(errors.is_empty(), "{errors:?}");
+            assert_eq!(out.created, want, "gone after {gone_after}");
+            assert_eq!(w.created.get(), want);
+        }
     }
 
     /// Upstream's wording: "failed to delete" in `finalize`, "error

@@ -38,9 +38,75 @@ pub struct FailRule {
     pub client: Option<String>,
 }
 
+/// How a `writeAnswer` rule answers a write (`answer` in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteAnswer {
+    /// Stored; answered `{}` (`"empty"`).
+    Empty,
+    /// Stored; answered with a success `Status` instead of the object
+    /// (`"status"`).
+    Status,
+    /// Stored; answered with the object under another name (`"renamed"`).
+    Renamed,
+    /// Stored; answered with the object under another uid (`"otherUid"`).
+    OtherUid,
+    /// Stored; answered with the object without its `kind` (`"noKind"`).
+    NoKind,
+    /// Stored; answered with the object without its resourceVersion
+    /// (`"noResourceVersion"`).
+    NoResourceVersion,
+    /// *Not* stored: answered 200/201 with the request's object under a
+    /// new resourceVersion (consumed, so no other write gets it), as a
+    /// server that acknowledges a write and loses it (`"lost"`).
+    Lost,
+}
+
+impl WriteAnswer {
+    /// Every answer by its JSON spelling.
+    const ALL: &'static [(&'static str, WriteAnswer)] = &[
+        ("empty", WriteAnswer::Empty),
+        ("status", WriteAnswer::Status),
+        ("renamed", WriteAnswer::Renamed),
+        ("otherUid", WriteAnswer::OtherUid),
+        ("noKind", WriteAnswer::NoKind),
+        ("noResourceVersion", WriteAnswer::NoResourceVersion),
+        ("lost", WriteAnswer::Lost),
+    ];
+
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        WriteAnswer::ALL
+            .iter()
+            .find(|(_, a)| *a == self)
+            .map_or("", |(s, _)| s)
+    }
+
+    /// An answer by its JSON spelling.
+    pub fn parse(s: &str) -> Option<WriteAnswer> {
+        WriteAnswer::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, a)| *a)
+    }
+}
+
+/// One "answer the next N matching writes oddly" rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerRule {
+    /// Writes still to answer so.
+    pub remaining: u32,
+    /// Only this verb (create, update or patch; any of them when `None`).
+    pub verb: Option<Verb>,
+    /// Only requests for this plural resource (any when `None`).
+    pub resource: Option<String>,
+    /// The answer.
+    pub answer: WriteAnswer,
+}
+
 #[derive(Debug, Default)]
 struct State {
     rules: Vec<FailRule>,
+    answers: Vec<AnswerRule>,
     latency: Duration,
     stall: bool,
     /// Stall only the watches of this plural resource (all when `None`).
@@ -136,6 +202,14 @@ pub fn injected_error(rule: &FailRule, info: &RequestInfo) -> Response {
         resp.headers.push(("Retry-After".into(), s.to_string()));
     }
     resp
+}
+
+fn json_response(status: u16, v: &Value) -> Response {
+    Response {
+        status,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: Body::Full(v.to_string().into_bytes()),
+    }
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -313,10 +387,127 @@ impl Faults {
         lock(&self.state).outages
     }
 
+    /// Answer the next `n` writes (create, update, patch) matching `verb`
+    /// and `resource` with `answer` (see [`WriteAnswer`]).
+    pub fn answer_writes(
+        &self,
+        n: u32,
+        verb: Option<Verb>,
+        resource: Option<String>,
+        answer: WriteAnswer,
+    ) {
+        if n == 0 {
+            return;
+        }
+        lock(&self.state).answers.push(AnswerRule {
+            remaining: n,
+            verb,
+            resource,
+            answer,
+        });
+    }
+
+    /// Consume one matching `writeAnswer` rule, if any: how to answer
+    /// this write.
+    pub fn take_write_answer(&self, info: &RequestInfo) -> Option<WriteAnswer> {
+        if !matches!(info.verb, Verb::Create | Verb::Update | Verb::Patch) {
+            return None;
+        }
+        let mut st = lock(&self.state);
+        let pos = st.answers.iter().position(|r| {
+            r.verb.is_none_or(|v| v == info.verb)
+                && r.resource.as_deref().is_none_or(|res| res == info.resource)
+        })?;
+        let answer = st.answers[pos].answer;
+        st.answers[pos].remaining -= 1;
+        if st.answers[pos].remaining == 0 {
+            st.answers.remove(pos);
+        }
+        Some(answer)
+    }
+
+    /// A lost write's answer: `body` (the request's object) as if stored
+    /// over `stored` (the object now stored, for an update), under a new
+    /// resourceVersion nothing else will get; nothing is stored.
+    pub fn lost_write(&self, info: &RequestInfo, body: &[u8], stored: Option<Value>) -> Response {
+        let Ok(mut obj) = serde_json::from_slice::<Value>(body) else {
+            return ApiError::new(400, "BadRequest", "the request body is not JSON").to_response();
+        };
+        let rv = self.store.skip_revision();
+        let meta = &mut obj["metadata"];
+        if !meta.is_object() {
+            *meta = json!({});
+        }
+        match stored {
+            Some(cur) => {
+                let m = &cur["metadata"];
+                meta["uid"] = m["uid"].clone();
+                meta["creationTimestamp"] = m["creationTimestamp"].clone();
+                if let Some(g) = m["generation"].as_i64() {
+                    meta["generation"] = json!(g + 1);
+                }
+            }
+            None => {
+                meta["uid"] = json!(super::objects::new_uid());
+                meta["generation"] = json!(1);
+                if meta["name"].as_str().is_none_or(str::is_empty) {
+                    let prefix = meta["generateName"].as_str().unwrap_or("").to_string();
+                    meta["name"] = json!(format!("{prefix}lost{rv}"));
+                }
+            }
+        }
+        meta["resourceVersion"] = json!(rv.to_string());
+        let code = if info.verb == Verb::Create { 201 } else { 200 };
+        json_response(code, &obj)
+    }
+
+    /// The answer to a write that was stored (`resp`, kube-sim's own),
+    /// rewritten as `answer` says; errors are left as they are.
+    pub fn rewrite_answer(answer: WriteAnswer, resp: Response) -> Response {
+        if !(200..300).contains(&resp.status) {
+            return resp;
+        }
+        let Body::Full(bytes) = &resp.body else {
+            return resp;
+        };
+        let Ok(mut obj) = serde_json::from_slice::<Value>(bytes) else {
+            return resp;
+        };
+        let obj = match answer {
+            WriteAnswer::Empty => json!({}),
+            WriteAnswer::Status => json!({"kind": "Status", "apiVersion": "v1",
+                "metadata": {}, "status": "Success", "code": resp.status}),
+            WriteAnswer::Renamed => {
+                let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+                obj["metadata"]["name"] = json!(format!("{name}-renamed"));
+                obj
+            }
+            WriteAnswer::OtherUid => {
+                obj["metadata"]["uid"] = json!(super::objects::new_uid());
+                obj
+            }
+            WriteAnswer::NoKind => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("kind");
+                }
+                obj
+            }
+            WriteAnswer::NoResourceVersion => {
+                if let Some(m) = obj["metadata"].as_object_mut() {
+                    m.remove("resourceVersion");
+                }
+                obj
+            }
+            WriteAnswer::Lost => return resp,
+        };
+        json_response(resp.status, &obj)
+    }
+
     /// Remove every rule, latency and stall.
     pub fn clear(&self) {
         let mut st = lock(&self.state);
         st.rules.clear();
+        st.answers.clear();
         st.latency = Duration::ZERO;
         st.stall = false;
         st.stall_only = None;
@@ -428,9 +619,22 @@ impl Faults {
                 })
             })
             .collect();
+        let answers: Vec<Value> = st
+            .answers
+            .iter()
+            .map(|r| {
+                json!({
+                    "count": r.remaining,
+                    "verb": r.verb.map(Verb::as_str),
+                    "resource": r.resource,
+                    "answer": r.answer.as_str(),
+                })
+            })
+            .collect();
         let refusing = self.server.get().is_some_and(ServerControl::refusing);
         json!({
             "failNext": rules,
+            "writeAnswer": answers,
             "latencyMs": st.latency.as_millis() as u64,
             "stallWatches": st.stall,
             "stalledWatches": st.stalled.len(),
@@ -448,6 +652,9 @@ impl Faults {
         }
         for r in req.fail_next {
             self.fail_next(r.remaining, r.verb, r.resource, r.code, r.retry_after);
+        }
+        for r in req.write_answer {
+            self.answer_writes(r.remaining, r.verb, r.resource, r.answer);
         }
         if let Some(d) = req.latency {
             self.set_latency(d);
@@ -486,15 +693,21 @@ impl Faults {
 ///               "client": "node-b"},
 ///  "latencyMs": 50, "stallWatches": true, "closeAllWatches": true,
 ///  "compact": true, "outageMs": 2000, "ignoreSendInitialEvents": true,
-///  "gatewayOutageMs": 2000, "gatewayCode": 502}
+///  "gatewayOutageMs": 2000, "gatewayCode": 502,
+///  "writeAnswer": {"count": 1, "verb": "create", "resource": "endpointslices", "answer": "empty"}}
 /// ```
-/// `failNext` may also be a list of such objects.
+/// `failNext` and `writeAnswer` may also be lists of such objects.
+/// `writeAnswer.answer` is one of `empty`, `status`, `renamed`, `otherUid`,
+/// `noKind`, `noResourceVersion` (the write is stored, its answer is not
+/// the stored object) or `lost` (answered as stored, but not stored).
 #[derive(Debug, Default, PartialEq)]
 pub struct FaultRequest {
     /// Clear rules, latency and stall first.
     pub clear: bool,
     /// Fail rules to add.
     pub fail_next: Vec<FailRule>,
+    /// Write-answer rules to add.
+    pub write_answer: Vec<AnswerRule>,
     /// New latency.
     pub latency: Option<Duration>,
     /// Stall watches on or off.
@@ -524,6 +737,7 @@ const KEYS: &[&str] = &[
     "ignoreSendInitialEvents",
     "gatewayOutageMs",
     "gatewayCode",
+    "writeAnswer",
 ];
 
 /// Why a `/sim/faults` body was refused.
@@ -570,12 +784,15 @@ pub enum FaultError {
     OutageWithoutServer,
     /// `gatewayOutageMs` without a running server.
     GatewayOutageWithoutServer,
+    /// A `writeAnswer` item that is not right; the text says how.
+    WriteAnswer(String),
 }
 
 impl std::fmt::Display for FaultError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FaultError::NotObject => f.write_str("want a JSON object"),
+            FaultError::WriteAnswer(m) => f.write_str(m),
             FaultError::UnknownKey(k) => write!(f, "unknown key {k:?}; known: {}", KEYS.join(", ")),
             FaultError::NotBool { key, got } => write!(f, "{key}: want a boolean, got {got}"),
             FaultError::NotCount { key, got } => {
@@ -674,6 +891,62 @@ fn parse_rule(v: &Value) -> Result<FailRule, FaultError> {
     })
 }
 
+fn parse_answer_rule(v: &Value) -> Result<AnswerRule, FaultError> {
+    if !v.is_object() {
+        return Err(FaultError::WriteAnswer(format!(
+            "writeAnswer: want an object, got {v}"
+        )));
+    }
+    let count = opt_u64(v, "count")?.unwrap_or(1);
+    let remaining = u32::try_from(count)
+        .map_err(|_| FaultError::WriteAnswer(format!("writeAnswer.count {count} too big")))?;
+    let verb = match v.get("verb") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match verb_from_str(s) {
+            Some(v @ (Verb::Create | Verb::Update | Verb::Patch)) => Some(v),
+            _ => {
+                return Err(FaultError::WriteAnswer(format!(
+                    "writeAnswer.verb {s:?} is not create, update or patch"
+                )))
+            }
+        },
+        Some(other) => {
+            return Err(FaultError::WriteAnswer(format!(
+                "writeAnswer.verb: want a string, got {other}"
+            )))
+        }
+    };
+    let resource = match v.get("resource") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(FaultError::WriteAnswer(format!(
+                "writeAnswer.resource: want a string, got {other}"
+            )))
+        }
+    };
+    let answer = match v.get("answer") {
+        Some(Value::String(s)) => WriteAnswer::parse(s).ok_or_else(|| {
+            let known: Vec<&str> = WriteAnswer::ALL.iter().map(|(n, _)| *n).collect();
+            FaultError::WriteAnswer(format!(
+                "writeAnswer.answer {s:?}; known: {}",
+                known.join(", ")
+            ))
+        })?,
+        _ => {
+            return Err(FaultError::WriteAnswer(
+                "writeAnswer.answer (a string) is required".into(),
+            ))
+        }
+    };
+    Ok(AnswerRule {
+        remaining,
+        verb,
+        resource,
+        answer,
+    })
+}
+
 impl FaultRequest {
     /// Parse and validate a POST body; unknown keys are errors.
     pub fn parse(v: &Value) -> Result<FaultRequest, FaultError> {
@@ -686,9 +959,18 @@ impl FaultRequest {
             Some(Value::Array(items)) => items.iter().map(parse_rule).collect::<Result<_, _>>()?,
             Some(one) => vec![parse_rule(one)?],
         };
+        let write_answer = match v.get("writeAnswer") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(parse_answer_rule)
+                .collect::<Result<_, _>>()?,
+            Some(one) => vec![parse_answer_rule(one)?],
+        };
         Ok(FaultRequest {
             clear: opt_bool(v, "clear")?.unwrap_or(false),
             fail_next,
+            write_answer,
             latency: opt_u64(v, "latencyMs")?.map(Duration::from_millis),
             stall_watches: opt_bool(v, "stallWatches")?,
             close_all_watches: opt_bool(v, "closeAllWatches")?.unwrap_or(false),
@@ -875,5 +1157,41 @@ mod gateway_tests {
         let f = Faults::new(store, RealClock::shared());
         assert!(!f.gateway_outage(Duration::from_secs(1), 502));
         assert!(f.gateway_answer().is_none());
+    }
+}
+
+#[cfg(test)]
+mod write_answer_tests {
+    use super::*;
+    use crate::store::StoreConfig;
+    use endpointd_base::clock::RealClock;
+
+    #[test]
+    fn write_answer_rules_parse_and_match_writes_only() {
+        let r = FaultRequest::parse(&json!({"writeAnswer": [
+            {"verb": "create", "resource": "endpointslices", "answer": "empty"},
+            {"count": 2, "answer": "lost"}]}))
+        .expect("parse");
+        assert_eq!(r.write_answer.len(), 2);
+        assert_eq!(r.write_answer[0].answer, WriteAnswer::Empty);
+        assert_eq!(r.write_answer[1].remaining, 2);
+        for bad in [
+            json!({"writeAnswer": {"answer": "nonsense"}}),
+            json!({"writeAnswer": {"verb": "get", "answer": "empty"}}),
+            json!({"writeAnswer": {}}),
+        ] {
+            assert!(FaultRequest::parse(&bad).is_err(), "{bad}");
+        }
+        let store = Store::new(StoreConfig::default(), RealClock::shared());
+        let f = Faults::new(store, RealClock::shared());
+        f.apply_json(&json!({"writeAnswer": {"resource": "endpoints", "answer": "status"}}))
+            .expect("apply");
+        let get = crate::requestinfo::parse("GET", "/api/v1/namespaces/a/endpoints/x", &[])
+            .expect("info");
+        assert_eq!(f.take_write_answer(&get), None, "reads are not answered");
+        let put = crate::requestinfo::parse("PUT", "/api/v1/namespaces/a/endpoints/x", &[])
+            .expect("info");
+        assert_eq!(f.take_write_answer(&put), Some(WriteAnswer::Status));
+        assert_eq!(f.take_write_answer(&put), None, "once");
     }
 }

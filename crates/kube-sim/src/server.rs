@@ -11,7 +11,7 @@
 //! `rest` and `store`. It never logs the token or keys.
 
 use super::discovery;
-use super::faults::Faults;
+use super::faults::{Faults, WriteAnswer};
 use super::requestinfo::{self, Verb};
 use super::resources;
 use super::rest;
@@ -313,7 +313,19 @@ impl SimHandler {
                 return stalled;
             }
         }
-        let mut resp = rest::handle(&self.store, &info, req);
+        let mut resp = match self.faults.take_write_answer(&info) {
+            None => rest::handle(&self.store, &info, req),
+            Some(WriteAnswer::Lost) => {
+                let stored = info.name.as_deref().and_then(|name| {
+                    let res = resources::lookup(&info.group, &info.version, &info.resource)?;
+                    let ns = info.namespace.as_deref().unwrap_or("");
+                    let k = super::store::Key::new(res, ns, name);
+                    self.store.txn(|t| t.get(&k).map(|o| o.value()))
+                });
+                self.faults.lost_write(&info, &req.body, stored)
+            }
+            Some(answer) => Faults::rewrite_answer(answer, rest::handle(&self.store, &info, req)),
+        };
         if info.resource == "endpoints" && info.group.is_empty() {
             // As kube-apiserver 1.33+ answers every request for v1 Endpoints.
             resp.headers

@@ -234,6 +234,34 @@ pub fn decode_part<T: DeserializeOwned, R: Read>(
     limits: &BodyLimits,
     pool: &AtomicU64,
 ) -> Result<T, Error> {
+    decode_inner(body, part, what, server, limits, pool, false).map(|(t, _)| t)
+}
+
+/// [`decode_part`], and the body's top-level `kind` (see [`top_level_kind`]:
+/// looked for in the first 256 KiB only, where the API server writes it
+/// first; `None` when not found there): a write's answer is checked
+/// against what was written.
+pub fn decode_answer<T: DeserializeOwned, R: Read>(
+    body: R,
+    part: Part,
+    what: &str,
+    server: &str,
+    limits: &BodyLimits,
+    pool: &AtomicU64,
+) -> Result<(T, Option<String>), Error> {
+    decode_inner(body, part, what, server, limits, pool, true)
+}
+
+fn decode_inner<T: DeserializeOwned, R: Read>(
+    body: R,
+    part: Part,
+    what: &str,
+    server: &str,
+    limits: &BodyLimits,
+    pool: &AtomicU64,
+    want_kind: bool,
+) -> Result<(T, Option<String>), Error> {
+    let mut kind = None;
     let charge = Charge::new(pool, limits.max_bytes);
     let mut capped = CappedReader::new(body, limits.max_bytes, &charge);
     // A small body (every write response) is read whole and parsed from
@@ -251,6 +279,9 @@ pub fn decode_part<T: DeserializeOwned, R: Read>(
             .take(WHOLE_BODY_MAX as u64)
             .read_to_end(buf)
             .map_err(serde_json::Error::io);
+        if want_kind && read.is_ok() {
+            kind = top_level_kind(buf);
+        }
         match read {
             Err(e) => Err(e),
             Ok(n) if n < WHOLE_BODY_MAX => match part {
@@ -266,7 +297,25 @@ pub fn decode_part<T: DeserializeOwned, R: Read>(
             }
         }
     });
-    res.map_err(|e| classify(e, what, server, limits, charge.is_over(), false))
+    res.map(|t| (t, kind))
+        .map_err(|e| classify(e, what, server, limits, charge.is_over(), false))
+}
+
+/// The top-level `kind` string of the JSON object `body` (or of its first
+/// bytes), when found before the body ends: `None` when absent, not a
+/// string, or not where [`member_span`] can tell.
+pub(crate) fn top_level_kind(body: &[u8]) -> Option<String> {
+    string_member(body, b"kind")
+}
+
+/// The top-level member `key` of the JSON object `body`, when it is a
+/// string (see [`member_span`]).
+pub(crate) fn string_member(body: &[u8], key: &[u8]) -> Option<String> {
+    let span = member_span(body, key)?;
+    if span.first() != Some(&b'"') {
+        return None;
+    }
+    serde_json::from_str(&json_text(span)).ok()
 }
 
 /// `T` decoded from `{"metadata":<the body's metadata value>}`, or
@@ -310,6 +359,13 @@ pub(crate) fn from_json_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, se
 /// with an escape, no `metadata`, nesting deeper than serde_json allows,
 /// or anything else unexpected.
 pub(crate) fn metadata_span(body: &[u8]) -> Option<&[u8]> {
+    member_span(body, b"metadata")
+}
+
+/// The bytes of the top-level `wanted` member's value of the JSON object
+/// in `body`, found as [`metadata_span`] finds `metadata` (members before
+/// it skipped unparsed, nothing after it looked at); `None` when unsure.
+pub(crate) fn member_span<'a>(body: &'a [u8], wanted: &[u8]) -> Option<&'a [u8]> {
     let mut i = skip_ws(body, 0);
     if body.get(i) != Some(&b'{') {
         return None;
@@ -336,7 +392,7 @@ pub(crate) fn metadata_span(body: &[u8]) -> Option<&[u8]> {
         }
         let value = skip_ws(body, i + 1);
         let after = skip_value(body, value)?;
-        if key == b"metadata" {
+        if key == wanted {
             return Some(&body[value..after]);
         }
         i = skip_ws(body, after);

@@ -268,19 +268,41 @@ impl Client {
                 what: format!("{} {} request body", verb.as_str(), r.label()),
                 detail: e.to_string(),
             })?;
-            self.run_as(
-                Req {
-                    verb,
-                    resource: r,
-                    method,
-                    path_and_query: path,
-                    payload: Some(Payload {
-                        content_type,
-                        bytes,
-                    }),
-                },
+            // A create's or update's answer must be the object written:
+            // what the request said of it is read from its body first.
+            let sent = matches!(verb, Verb::Create | Verb::Update).then(|| Sent::of(bytes));
+            let req = Req {
+                verb,
+                resource: r,
+                method,
+                path_and_query: path,
+                payload: Some(Payload {
+                    content_type,
+                    bytes,
+                }),
+            };
+            let Some(sent) = sent else {
+                return self.run_as(req, part);
+            };
+            let what = format!("{} {}", req.verb.as_str(), req.resource.label());
+            let resp = self.t.execute(&req, self.gate_for(req.verb))?;
+            body::decode_answer::<T, _>(
+                resp.into_body().into_reader(),
                 part,
+                &what,
+                &self.t.server,
+                &self.t.body_limits,
+                &body::IN_FLIGHT,
             )
+            .and_then(|(answer, kind)| {
+                sent.check(&answer, kind.as_deref())
+                    .map(|()| answer)
+                    .map_err(|detail| Error::Decode {
+                        what: format!("the answer to {what}"),
+                        detail,
+                    })
+            })
+            .inspect_err(|e| self.t.record_body_error(&req, e))
         })
     }
 
@@ -421,6 +443,86 @@ impl Client {
     }
 }
 
+/// What a create or update said of the object it wrote, read from its
+/// request body: the answer must name the same object (issue 37 item 7: a
+/// create answered `{}`, with a `Status`, or with the object under another
+/// name or uid was taken as done; the controller then waited for a slice
+/// that never appeared under that identity).
+#[derive(Debug, Default, PartialEq)]
+struct Sent {
+    kind: Option<String>,
+    name: String,
+    generate_name: String,
+    uid: String,
+}
+
+impl Sent {
+    fn of(body: &[u8]) -> Sent {
+        let meta = body::metadata_span(body).unwrap_or_default();
+        let field = |key: &[u8]| body::string_member(meta, key).unwrap_or_default();
+        Sent {
+            kind: body::top_level_kind(body).filter(|k| !k.is_empty()),
+            name: field(b"name"),
+            generate_name: field(b"generateName"),
+            uid: field(b"uid"),
+        }
+    }
+
+    /// Whether `answer`, of top-level `kind`, is the object this request
+    /// wrote: the kind sent (any but a `Status` when none was) and, when
+    /// the request named an object, the name sent (with `generateName`: a
+    /// longer name with that prefix), the uid sent (any when none was) and
+    /// a resourceVersion. What is wrong otherwise.
+    fn check<T: Object>(&self, answer: &T, kind: Option<&str>) -> Result<(), String> {
+        let kind = kind.unwrap_or("");
+        let kind_ok = match &self.kind {
+            Some(want) => kind == want,
+            None => !kind.is_empty() && kind != "Status",
+        };
+        if !kind_ok {
+            return Err(format!(
+                "the answer is not the object written: kind {kind:?}, want {:?}",
+                self.kind.as_deref().unwrap_or("the object's")
+            ));
+        }
+        if self.name.is_empty() && self.generate_name.is_empty() {
+            // Nothing named: no object to be stored (a review such as
+            // SelfSubjectAccessReview is answered, never stored, and has
+            // no name, uid or resourceVersion).
+            return Ok(());
+        }
+        let name = answer.name();
+        let name_ok = match (self.name.as_str(), self.generate_name.as_str()) {
+            ("", prefix) => name.len() > prefix.len() && name.starts_with(prefix),
+            (sent, _) => name == sent,
+        };
+        if !name_ok {
+            let want = match self.name.as_str() {
+                "" => format!("a name starting {:?}", self.generate_name),
+                n => format!("{n:?}"),
+            };
+            return Err(format!(
+                "the answer is not the object written: name {name:?}, want {want}"
+            ));
+        }
+        let uid = answer.uid();
+        let uid: &str = &uid;
+        if uid.is_empty() || (!self.uid.is_empty() && uid != self.uid) {
+            let want = match self.uid.as_str() {
+                "" => "one".to_string(),
+                u => format!("{u:?}"),
+            };
+            return Err(format!(
+                "the answer is not the object written: {name:?} with uid {uid:?}, want {want}"
+            ));
+        }
+        if answer.resource_version().is_empty() {
+            return Err(format!("the answer has no resourceVersion for {name:?}"));
+        }
+        Ok(())
+    }
+}
+
 /// An object as a request body: its hand-written writer when the kind has
 /// one (the same bytes: see `Object::write_json`), serde otherwise.
 fn object_json<T: Object + Serialize>(obj: &T, out: &mut Vec<u8>) -> serde_json::Result<()> {
@@ -434,6 +536,99 @@ fn object_json<T: Object + Serialize>(obj: &T, out: &mut Vec<u8>) -> serde_json:
 mod tests {
     use super::*;
     use crate::model::{Endpoints, Pod};
+
+    /// The answer to a create or update must be the object written.
+    #[test]
+    fn a_write_answer_must_name_the_object_written() {
+        use crate::model::MetaOnly;
+        let meta = |v: serde_json::Value| -> MetaOnly {
+            serde_json::from_value(serde_json::json!({ "metadata": v })).expect("meta")
+        };
+        let named = Sent::of(
+            br#"{"kind":"Endpoints","apiVersion":"v1","metadata":{"name":"web","namespace":"ns"}}"#,
+        );
+        assert_eq!(named.kind.as_deref(), Some("Endpoints"));
+        assert_eq!(named.name, "web");
+        let generated = Sent::of(
+            br#"{"kind":"EndpointSlice","metadata":{"generateName":"web-","namespace":"ns"}}"#,
+        );
+        assert_eq!(generated.generate_name, "web-");
+        let updated = Sent::of(
+            br#"{"kind":"Endpoints","metadata":{"name":"web","uid":"u1","resourceVersion":"5"}}"#,
+        );
+        let ok = serde_json::json!({"name": "web", "uid": "u1", "resourceVersion": "6"});
+        let slice = serde_json::json!({"name": "web-x7k2p", "uid": "u2", "resourceVersion": "6"});
+        let cases: Vec<(&Sent, serde_json::Value, Option<&str>, bool)> = vec![
+            (&named, ok.clone(), Some("Endpoints"), true),
+            (&updated, ok.clone(), Some("Endpoints"), true),
+            (&generated, slice.clone(), Some("EndpointSlice"), true),
+            // `{}`, a Status, no kind.
+            (&named, serde_json::json!({}), None, false),
+            (&named, serde_json::json!({}), Some("Status"), false),
+            (&named, ok.clone(), None, false),
+            // Another name, uid; none; no resourceVersion.
+            (
+                &named,
+                serde_json::json!({"name": "other", "uid": "u1", "resourceVersion": "6"}),
+                Some("Endpoints"),
+                false,
+            ),
+            (
+                &updated,
+                serde_json::json!({"name": "web", "uid": "u9", "resourceVersion": "6"}),
+                Some("Endpoints"),
+                false,
+            ),
+            (
+                &named,
+                serde_json::json!({"name": "web", "resourceVersion": "6"}),
+                Some("Endpoints"),
+                false,
+            ),
+            (
+                &named,
+                serde_json::json!({"name": "web", "uid": "u1"}),
+                Some("Endpoints"),
+                false,
+            ),
+            // generateName: a longer name with the prefix.
+            (
+                &generated,
+                serde_json::json!({"name": "web-", "uid": "u2", "resourceVersion": "6"}),
+                Some("EndpointSlice"),
+                false,
+            ),
+            (
+                &generated,
+                serde_json::json!({"name": "db-x7k2p", "uid": "u2", "resourceVersion": "6"}),
+                Some("EndpointSlice"),
+                false,
+            ),
+        ];
+        for (sent, answer, kind, want) in cases {
+            let got = sent.check(&meta(answer.clone()), kind);
+            assert_eq!(
+                got.is_ok(),
+                want,
+                "{sent:?} answered {kind:?} {answer}: {got:?}"
+            );
+        }
+        // Nothing named (a review): only the kind is checked.
+        let review = Sent::of(br#"{"kind":"SelfSubjectAccessReview","metadata":{}}"#);
+        assert!(review
+            .check(
+                &meta(serde_json::json!({})),
+                Some("SelfSubjectAccessReview")
+            )
+            .is_ok());
+        assert!(review
+            .check(&meta(serde_json::json!({})), Some("Status"))
+            .is_err());
+        // Without a kind sent, anything but a Status will do.
+        let kindless = Sent::of(br#"{"metadata":{"name":"web"}}"#);
+        assert!(kindless.check(&meta(ok.clone()), Some("Lease")).is_ok());
+        assert!(kindless.check(&meta(ok), Some("Status")).is_err());
+    }
 
     fn shareable<T: Clone + Send + Sync + 'static>() {}
     fn sendable<T: Send + 'static>() {}

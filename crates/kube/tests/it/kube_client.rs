@@ -132,7 +132,7 @@ fn retries_503_and_429_honouring_retry_after_on_the_clock() {
         ),
         _ => json(
             201,
-            r#"{"metadata":{"name":"s","resourceVersion":"1"},"addressType":"IPv4","endpoints":[],"ports":[]}"#,
+            r#"{"kind":"EndpointSlice","metadata":{"name":"s","uid":"u1","resourceVersion":"1"},"addressType":"IPv4","endpoints":[],"ports":[]}"#,
         ),
     });
     let fake = FakeClock::new();
@@ -293,7 +293,7 @@ fn empty_names_are_refused_locally_and_namespace_defaults_to_the_object() {
     let srv = Server::start(|_, _| {
         json(
             200,
-            r#"{"metadata":{"name":"s","namespace":"obj-ns"},"addressType":"IPv4"}"#,
+            r#"{"kind":"EndpointSlice","metadata":{"name":"web-s","namespace":"obj-ns","uid":"u1","resourceVersion":"1"},"addressType":"IPv4"}"#,
         )
     });
     let c = client(&srv.url, RealClock::shared(), None);

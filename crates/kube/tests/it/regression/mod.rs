@@ -2,3 +2,4 @@
 
 mod silent_connections;
 mod unbounded_files;
+mod write_answers;
