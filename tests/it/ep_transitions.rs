@@ -1050,8 +1050,9 @@ fn foreign_edit_and_delete_of_a_managed_endpoints() {
     // An annotation is not compared: no write. What a foreign writer adds
     // beside the subsets (annotations, ownerReferences, finalizers)
     // survives our next PUT, as upstream's deep copy of the current object
-    // keeps it. (One edit, which syncs the key: the cache has it before
-    // the pod change below, whose PUT would otherwise carry an older
+    // keeps it. (One edit, of nothing endpointd sets: no sync, no foreign
+    // write (issue 37 item 9); the wait lets the cache have it before the
+    // pod change below, whose PUT would otherwise carry an older
     // resourceVersion into a 409.)
     let mark = fx.mark();
     let before = fx.syncs();
@@ -1061,7 +1062,12 @@ fn foreign_edit_and_delete_of_a_managed_endpoints() {
         e["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
             "name": "owner", "uid": "6f1c2a7e-3b4d-4c5e-9f60-000000000001"}]);
     });
-    fx.settle(before);
+    fx.settle(0.0);
+    assert_eq!(
+        fx.syncs(),
+        before,
+        "someone else's annotation syncs nothing"
+    );
     assert_eq!(fx.writes(mark, "fw"), Vec::<String>::new(), "not compared");
     assert_eq!(annotation(&fx.ep("fw").expect("ep"), "note"), Some("mine"));
 
