@@ -30,6 +30,10 @@ use std::time::{Duration, Instant};
 
 /// The server-set metadata cleared, so the object can be created anew.
 fn fresh(m: &mut ObjectMeta) {
+    // The owner (the Service) has another uid in the floor's kube-sim: a
+    // reference to the first one names an absent owner, and the collector
+    // would delete the copy.
+    m.owner_references = Default::default();
     m.uid = Default::default();
     m.resource_version = Default::default();
     m.generation = None;
