@@ -68,7 +68,7 @@ touch "$d/journal.bin"
 hits=0
 for s in "$TOKEN" "$PASS"; do
   for ((i = 0; i + 8 <= ${#s}; i++)); do
-    hits=$((hits + $(grep -a -c -F -- "${s:i:8}" "$d/ed.log" "$d/journal.bin" | awk -F: '{n += $NF} END {print n + 0}')))
+    hits=$((hits + $({ grep -a -c -F -- "${s:i:8}" "$d/ed.log" "$d/journal.bin" || true; } | awk -F: '{n += $NF} END {print n + 0}')))
   done
 done
 lines=$(wc -l < "$d/ed.log")
