@@ -30,18 +30,8 @@ fn stray(v: Option<Value>) -> bool {
 
 #[test]
 fn a_second_writer_is_corrected_counted_and_named_once() {
-    let c = Cluster::start("foreign-writer");
     let pods: Vec<String> = (1..=3).map(|i| format!("w{i}")).collect();
-    let mut items = vec![
-        node("node-a", "zone-a"),
-        service("default", "web", "web", json!(8080)),
-    ];
-    items.extend(
-        pods.iter()
-            .enumerate()
-            .map(|(i, n)| pod("default", n, "web", &ip(i), true)),
-    );
-    c.load(items);
+    let c = Cluster::with_web("foreign-writer", &pods);
     let d = Daemon::start(&c, "fw", "");
     let slice = || {
         c.all("endpointslices").into_iter().find(|s| {

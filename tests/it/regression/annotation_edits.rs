@@ -29,18 +29,8 @@ fn foreign(d: &Daemon) -> f64 {
 
 #[test]
 fn annotation_only_edits_of_a_managed_endpoints_are_not_foreign() {
-    let c = Cluster::start("annotation-edits");
     let pods: Vec<String> = (1..=2).map(|i| format!("a{i}")).collect();
-    let mut items = vec![
-        node("node-a", "zone-a"),
-        service("default", "web", "web", json!(8080)),
-    ];
-    items.extend(
-        pods.iter()
-            .enumerate()
-            .map(|(i, n)| pod("default", n, "web", &ip(i), true)),
-    );
-    c.load(items);
+    let c = Cluster::with_web("annotation-edits", &pods);
     // The slice controller off: only Endpoints writes to watch.
     let d = Daemon::start(&c, "ae", "[endpointslices]\nenabled = false\n");
     let written = || {

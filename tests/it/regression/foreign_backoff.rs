@@ -19,18 +19,8 @@ const MAX_CORRECTIONS: usize = 10;
 
 #[test]
 fn a_second_writer_is_corrected_with_backoff_not_write_for_write() {
-    let c = Cluster::start("foreign-backoff");
     let pods: Vec<String> = (1..=3).map(|i| format!("w{i}")).collect();
-    let mut items = vec![
-        node("node-a", "zone-a"),
-        service("default", "web", "web", json!(8080)),
-    ];
-    items.extend(
-        pods.iter()
-            .enumerate()
-            .map(|(i, n)| pod("default", n, "web", &ip(i), true)),
-    );
-    c.load(items);
+    let c = Cluster::with_web("foreign-backoff", &pods);
     let d = Daemon::start(&c, "fb", "");
     let slice = || {
         c.all("endpointslices").into_iter().find(|s| {

@@ -74,6 +74,23 @@ pub fn ip(i: usize) -> String {
 }
 
 impl Cluster {
+    /// [`Cluster::start`] loaded with node `node-a` (zone-a), Service
+    /// `default/web` (port 8080) and a ready pod `web` per name in `pods`.
+    pub fn with_web(name: &str, pods: &[String]) -> Cluster {
+        let c = Cluster::start(name);
+        let mut items = vec![
+            node("node-a", "zone-a"),
+            service("default", "web", "web", json!(8080)),
+        ];
+        items.extend(
+            pods.iter()
+                .enumerate()
+                .map(|(i, n)| pod("default", n, "web", &ip(i), true)),
+        );
+        c.load(items);
+        c
+    }
+
     pub fn start(name: &str) -> Cluster {
         let opts = SimOptions {
             listen: "127.0.0.1:0".parse().expect("addr"),
