@@ -22,12 +22,7 @@ fn a_second_writer_is_corrected_with_backoff_not_write_for_write() {
     let pods: Vec<String> = (1..=3).map(|i| format!("w{i}")).collect();
     let c = Cluster::with_web("foreign-backoff", &pods);
     let d = Daemon::start(&c, "fb", "");
-    let slice = || {
-        c.all("endpointslices").into_iter().find(|s| {
-            s["metadata"]["labels"]["kubernetes.io/service-name"] == "web"
-                && s["endpoints"].as_array().map(Vec::len) == Some(3)
-        })
-    };
+    let slice = || c.web_slice(3);
     wait_until("the slice and the Endpoints written", LIMIT, || {
         slice().is_some() && c.get("endpoints", "default", "web").is_some()
     });

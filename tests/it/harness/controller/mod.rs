@@ -91,6 +91,14 @@ impl Cluster {
         c
     }
 
+    /// The EndpointSlice of Service `default/web` holding `n` endpoints.
+    pub fn web_slice(&self, n: usize) -> Option<Value> {
+        self.all("endpointslices").into_iter().find(|s| {
+            s["metadata"]["labels"]["kubernetes.io/service-name"] == "web"
+                && s["endpoints"].as_array().map(Vec::len) == Some(n)
+        })
+    }
+
     pub fn start(name: &str) -> Cluster {
         let opts = SimOptions {
             listen: "127.0.0.1:0".parse().expect("addr"),
